@@ -1,0 +1,505 @@
+#!/usr/bin/env bash
+# scripts/kafka.sh - a real single-node Apache Kafka 4.x broker (KRaft,
+# combined broker+controller) for the sidestream tests. No Docker, no
+# downloads except Maven Central through `mvn` (see scripts/kafka/pom.xml).
+#
+# Usage: scripts/kafka.sh COMMAND [ARGS...]
+#
+#   up | start       start the broker (format storage on first start); a no-op
+#                    when it is already running. Existing data (after `stop` or
+#                    `down --keep`) is reused. Last stdout line:
+#                      SIDESTREAM_IT_BROKERS=127.0.0.1:19092
+#   down [--keep]    stop the broker and delete the data dir (--keep keeps it)
+#   stop             stop the broker, keep the data
+#   restart          stop + start, keeping the data (broker-bounce tests)
+#   status           exit 0 if the broker is running and answers, 1 if not
+#   logs [-f] [N]    print the last N (200) lines of the broker log, -f follows
+#   topics ARGS...   kafka-topics (org.apache.kafka.tools.TopicCommand);
+#                    --bootstrap-server is added unless given
+#   groups ARGS...   kafka-consumer-groups, same rule
+#   tool CLASS ARGS  run any class from the Kafka classpath (tools logging)
+#   resolve          only fill the jar cache (e.g. as a CI setup step)
+#   classpath        print the classpath (the libs/* glob)
+#   brokers          print the bootstrap address
+#
+# Environment (all optional):
+#   SIDESTREAM_CACHE         jar cache root       (~/.cache/sidestream)
+#   SIDESTREAM_KAFKA_VERSION Kafka version        (from scripts/kafka/pom.xml)
+#   SIDESTREAM_KAFKA_DIR     data/config/log dir  (/tmp/sidestream-kafka)
+#   SIDESTREAM_KAFKA_PORT    PLAINTEXT port       (19092; controller is +1)
+#   SIDESTREAM_KAFKA_HEAP_OPTS      JVM heap flags    (-Xms256m -Xmx1g)
+#   SIDESTREAM_KAFKA_START_TIMEOUT  seconds to wait   (90)
+#   SIDESTREAM_KAFKA_STOP_TIMEOUT   seconds before SIGKILL (30)
+#   SIDESTREAM_KAFKA_EXTRA_CONFIG   extra server.properties lines, applied at
+#                                   format time (a fresh data dir)
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$SCRIPT_DIR/.." && pwd)"
+POM="$SCRIPT_DIR/kafka/pom.xml"
+
+pom_version() {
+  sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM" | head -n1
+}
+
+KAFKA_VERSION="${SIDESTREAM_KAFKA_VERSION:-$(pom_version)}"
+CACHE_ROOT="${SIDESTREAM_CACHE:-${HOME:-/root}/.cache/sidestream}"
+KAFKA_HOME="$CACHE_ROOT/kafka-$KAFKA_VERSION"
+LIBS="$KAFKA_HOME/libs"
+MARKER="$KAFKA_HOME/.resolved"
+
+DATA_DIR="${SIDESTREAM_KAFKA_DIR:-/tmp/sidestream-kafka}"
+PORT="${SIDESTREAM_KAFKA_PORT:-19092}"
+CONTROLLER_PORT=$((PORT + 1))
+HOST=127.0.0.1
+BROKERS="$HOST:$PORT"
+HEAP_OPTS="${SIDESTREAM_KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}"
+START_TIMEOUT="${SIDESTREAM_KAFKA_START_TIMEOUT:-90}"
+STOP_TIMEOUT="${SIDESTREAM_KAFKA_STOP_TIMEOUT:-30}"
+
+CONFIG="$DATA_DIR/server.properties"
+LOG4J_CONFIG="$DATA_DIR/log4j2.properties"
+LOG_DIR="$DATA_DIR/log"           # broker's own log4j output
+KAFKA_LOG_DIRS="$DATA_DIR/data"    # topic partitions + KRaft metadata log
+SERVER_LOG="$LOG_DIR/server.log"
+OUT_FILE="$DATA_DIR/kafka.out"     # JVM stdout/stderr
+PID_FILE="$DATA_DIR/kafka.pid"
+LOCK_FILE="${DATA_DIR%/}.lock"     # beside the data dir: survives `down`
+
+log() { printf 'kafka.sh: %s\n' "$*" >&2; }
+die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- java, cache
+
+JAVA_BIN=""
+find_java() {
+  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
+    JAVA_BIN="$JAVA_HOME/bin/java"
+  elif command -v java >/dev/null 2>&1; then
+    JAVA_BIN="$(command -v java)"
+  else
+    die "java not found (Kafka 4 needs Java 17+); run scripts/install-deps.sh"
+  fi
+  local v
+  v="$("$JAVA_BIN" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+  if [[ -n "$v" && "$v" -lt 17 ]]; then
+    die "$JAVA_BIN is Java $v; Kafka $KAFKA_VERSION needs Java 17+ (set JAVA_HOME)"
+  fi
+}
+
+pom_hash() { { cat "$POM"; echo "kafka.version=$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
+
+cache_ok() {
+  [[ -f "$MARKER" ]] && [[ "$(cat "$MARKER")" == "$(pom_hash)" ]] &&
+    compgen -G "$LIBS/kafka_2.13-*.jar" >/dev/null
+}
+
+# Fill $LIBS from Maven Central, once (marker file keyed on the pom's hash).
+resolve() {
+  cache_ok && return 0
+  command -v mvn >/dev/null 2>&1 || die "mvn not found; run scripts/install-deps.sh"
+  mkdir -p "$CACHE_ROOT"
+  exec 8>"$KAFKA_HOME.lock"
+  flock 8
+  if cache_ok; then exec 8>&-; return 0; fi
+  log "resolving Apache Kafka $KAFKA_VERSION and its runtime jars from Maven Central into $LIBS ..."
+  local start=$SECONDS tmp="$KAFKA_HOME.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  if ! mvn -B -q --no-transfer-progress -f "$POM" \
+      -Dkafka.version="$KAFKA_VERSION" \
+      dependency:copy-dependencies \
+      -DincludeScope=runtime \
+      -DoutputDirectory="$tmp/libs" </dev/null >"$tmp/mvn.log" 2>&1 8>&- 9>&-; then
+    tail -n 40 "$tmp/mvn.log" >&2 || true
+    rm -rf "$tmp"
+    die "mvn could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION (try SIDESTREAM_KAFKA_VERSION=4.1.1)"
+  fi
+  compgen -G "$tmp/libs/kafka_2.13-*.jar" >/dev/null || { rm -rf "$tmp"; die "mvn ran but no kafka_2.13 jar was copied"; }
+  rm -f "$tmp/mvn.log"
+  pom_hash >"$tmp/.resolved"
+  rm -rf "$KAFKA_HOME"
+  mv "$tmp" "$KAFKA_HOME"
+  log "resolved $(ls "$LIBS" | wc -l) jars ($(du -sh "$LIBS" | cut -f1)) in $((SECONDS - start)) s"
+  exec 8>&-
+}
+
+tools_log4j() {
+  local f="$KAFKA_HOME/tools-log4j2.properties"
+  if [[ ! -f "$f" ]]; then
+    cat >"$f.$$" <<'EOF'
+# Kafka command line tools: warnings and errors to stderr only.
+status = warn
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = STDERR
+EOF
+    mv "$f.$$" "$f"
+  fi
+  printf '%s' "$f"
+}
+
+# --------------------------------------------------------------- processes
+
+port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$1" 2>/dev/null; }
+
+is_our_broker() { # pid
+  local pid="$1" cmd
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmd" == *kafka.Kafka* && "$cmd" == *"$CONFIG"* ]]
+}
+
+# Print the broker's pid (from the pid file, else by its command line).
+broker_pid() {
+  local pid
+  if [[ -f "$PID_FILE" ]]; then
+    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && is_our_broker "$pid"; then
+      echo "$pid"; return 0
+    fi
+  fi
+  for d in /proc/[0-9]*; do
+    pid="${d#/proc/}"
+    if is_our_broker "$pid"; then echo "$pid"; return 0; fi
+  done
+  return 1
+}
+
+running_and_ready() {
+  broker_pid >/dev/null && port_open "$PORT"
+}
+
+# --------------------------------------------------------------- config
+
+random_cluster_id() {
+  # A Kafka Uuid as text: 16 random bytes, base64url without padding,
+  # not starting with '-' (what `kafka-storage random-uuid` prints).
+  local id
+  while :; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+    [[ "$id" != -* && "$id" != AAAAAAAAAAAAAAAAAAAAAA && "$id" != AAAAAAAAAAAAAAAAAAAAAQ ]] && break
+  done
+  printf '%s' "$id"
+}
+
+write_config() {
+  mkdir -p "$DATA_DIR" "$LOG_DIR" "$KAFKA_LOG_DIRS"
+  cat >"$CONFIG" <<EOF
+# Generated by scripts/kafka.sh for the sidestream tests. Single node, KRaft,
+# combined broker + controller. Regenerated only with a fresh data dir.
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=$HOST:$CONTROLLER_PORT
+listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+
+log.dirs=$KAFKA_LOG_DIRS
+
+# The router creates its topics itself with an admin client.
+auto.create.topics.enable=false
+delete.topic.enable=true
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+
+# Internal topics on one node.
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+
+# Fast tests.
+group.initial.rebalance.delay.ms=0
+# Kafka defaults, spelled out for the transaction tests.
+transaction.max.timeout.ms=900000
+transaction.abort.timed.out.transaction.cleanup.interval.ms=10000
+transactional.id.expiration.ms=604800000
+# group.coordinator.rebalance.protocols: Kafka's default (classic + consumer ...).
+
+num.network.threads=3
+num.io.threads=4
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+EOF
+  if [[ -n "${SIDESTREAM_KAFKA_EXTRA_CONFIG:-}" ]]; then
+    printf '\n# SIDESTREAM_KAFKA_EXTRA_CONFIG\n%s\n' "$SIDESTREAM_KAFKA_EXTRA_CONFIG" >>"$CONFIG"
+  fi
+  cat >"$LOG4J_CONFIG" <<EOF
+# Broker logging (log4j2), written by scripts/kafka.sh.
+status = warn
+appender.server.type = RollingFile
+appender.server.name = SERVER
+appender.server.fileName = $SERVER_LOG
+appender.server.filePattern = $LOG_DIR/server.log.%i
+appender.server.layout.type = PatternLayout
+appender.server.layout.pattern = [%d] %p %m (%c)%n
+appender.server.policies.type = Policies
+appender.server.policies.size.type = SizeBasedTriggeringPolicy
+appender.server.policies.size.size = 100MB
+appender.server.strategy.type = DefaultRolloverStrategy
+appender.server.strategy.max = 3
+rootLogger.level = info
+rootLogger.appenderRef.server.ref = SERVER
+logger.kafka.name = kafka
+logger.kafka.level = info
+logger.apache.name = org.apache.kafka
+logger.apache.level = info
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+logger.controller.name = org.apache.kafka.controller
+logger.controller.level = info
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = warn
+EOF
+}
+
+formatted() { [[ -f "$KAFKA_LOG_DIRS/meta.properties" && -f "$CONFIG" ]]; }
+
+format_storage() {
+  local cid
+  cid="$(random_cluster_id)"
+  log "formatting KRaft storage in $KAFKA_LOG_DIRS (cluster id $cid)"
+  if ! "$JAVA_BIN" -Xmx256m -cp "$LIBS/*" \
+      -Dlog4j2.configurationFile="$(tools_log4j)" \
+      kafka.tools.StorageTool format --standalone \
+      --cluster-id "$cid" --config "$CONFIG" </dev/null >"$DATA_DIR/format.log" 2>&1 9>&-; then
+    cat "$DATA_DIR/format.log" >&2
+    die "kafka-storage format failed"
+  fi
+}
+
+configured_port() { sed -n 's:^listeners=PLAINTEXT\://[^:]*\:\([0-9]*\),.*:\1:p' "$CONFIG" | head -n1; }
+
+# --------------------------------------------------------------- commands
+
+do_start() {
+  if running_and_ready; then
+    log "already running (pid $(broker_pid)) on $BROKERS"
+    return 0
+  fi
+  resolve
+  find_java
+  local pid
+  if pid="$(broker_pid)"; then
+    # Alive but not answering yet (e.g. a concurrent start): just wait.
+    log "broker process $pid exists; waiting for it to answer"
+    wait_ready "$pid" 0
+    return 0
+  fi
+  if port_open "$PORT" || port_open "$CONTROLLER_PORT"; then
+    die "port $PORT or $CONTROLLER_PORT on $HOST is taken by another process; stop it or set SIDESTREAM_KAFKA_PORT"
+  fi
+  if formatted; then
+    local p
+    p="$(configured_port)"
+    if [[ "$p" != "$PORT" ]]; then
+      die "$DATA_DIR was formatted for port $p, not $PORT; run 'scripts/kafka.sh down' first or set SIDESTREAM_KAFKA_PORT=$p"
+    fi
+    log "reusing existing data in $DATA_DIR"
+  else
+    rm -rf "$KAFKA_LOG_DIRS"
+    write_config
+    format_storage
+  fi
+  mkdir -p "$LOG_DIR"
+  local offset=0
+  [[ -f "$SERVER_LOG" ]] && offset="$(stat -c %s "$SERVER_LOG")"
+  log "starting Kafka $KAFKA_VERSION on $BROKERS (data $DATA_DIR)"
+  # shellcheck disable=SC2086  # HEAP_OPTS is a list of flags
+  nohup setsid "$JAVA_BIN" $HEAP_OPTS \
+    -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
+    -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
+    -Djava.awt.headless=true \
+    -Dkafka.logs.dir="$LOG_DIR" \
+    -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+    -cp "$LIBS/*" kafka.Kafka "$CONFIG" \
+    </dev/null >"$OUT_FILE" 2>&1 8>&- 9>&- &
+  pid=$!
+  echo "$pid" >"$PID_FILE"
+  wait_ready "$pid" "$offset"
+}
+
+wait_ready() { # pid log-offset
+  local pid="$1" offset="$2" start=$SECONDS
+  while :; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "the broker exited during startup; last lines of $SERVER_LOG and $OUT_FILE:"
+      tail -n 40 "$SERVER_LOG" >&2 2>/dev/null || true
+      tail -n 20 "$OUT_FILE" >&2 2>/dev/null || true
+      rm -f "$PID_FILE"
+      die "Kafka did not start"
+    fi
+    if [[ -f "$SERVER_LOG" ]]; then
+      local size from=$((offset + 1))
+      size="$(stat -c %s "$SERVER_LOG")"
+      ((size < offset)) && from=1 # rolled over
+      if tail -c +"$from" "$SERVER_LOG" | grep -q 'Kafka Server started' && port_open "$PORT"; then
+        log "ready in $((SECONDS - start)) s (pid $pid)"
+        return 0
+      fi
+    fi
+    if ((SECONDS - start >= START_TIMEOUT)); then
+      log "not ready after $START_TIMEOUT s; last lines of $SERVER_LOG:"
+      tail -n 60 "$SERVER_LOG" >&2 2>/dev/null || true
+      tail -n 20 "$OUT_FILE" >&2 2>/dev/null || true
+      die "Kafka did not become ready (still running as pid $pid; see 'scripts/kafka.sh logs', stop with 'scripts/kafka.sh down')"
+    fi
+    sleep 0.5
+  done
+}
+
+do_stop() {
+  local pid
+  if ! pid="$(broker_pid)"; then
+    rm -f "$PID_FILE"
+    log "not running"
+    return 0
+  fi
+  log "stopping broker (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  local start=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS - start >= STOP_TIMEOUT)); then
+      log "still running after $STOP_TIMEOUT s: SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      sleep 0.5
+      break
+    fi
+    sleep 0.2
+  done
+  # A zombie or a late exit: wait until /proc says it is gone.
+  local i
+  for i in $(seq 1 50); do is_our_broker "$pid" || break; sleep 0.1; done
+  rm -f "$PID_FILE"
+  log "stopped in $((SECONDS - start)) s"
+}
+
+with_lock() {
+  mkdir -p "$(dirname "$LOCK_FILE")"
+  exec 9>"$LOCK_FILE"
+  flock 9
+  "$@"
+}
+
+cmd_up() {
+  with_lock do_start
+  echo "SIDESTREAM_IT_BROKERS=$BROKERS"
+}
+
+cmd_down() {
+  local keep=0
+  for a in "$@"; do
+    case "$a" in
+      --keep|-k) keep=1 ;;
+      *) die "down: unknown argument '$a' (only --keep)" ;;
+    esac
+  done
+  with_lock do_stop
+  if ((keep)); then
+    log "kept $DATA_DIR"
+  elif [[ -e "$DATA_DIR" ]]; then
+    case "$DATA_DIR" in
+      ""|/|"$HOME"|"$REPO_DIR") die "refusing to delete '$DATA_DIR'" ;;
+    esac
+    rm -rf "$DATA_DIR"
+    log "removed $DATA_DIR"
+  fi
+}
+
+cmd_restart() {
+  with_lock true # hold the lock for the rest of this process
+  do_stop
+  do_start
+  echo "SIDESTREAM_IT_BROKERS=$BROKERS"
+}
+
+cmd_status() {
+  local pid
+  if pid="$(broker_pid)"; then
+    if port_open "$PORT"; then
+      echo "running pid=$pid brokers=$BROKERS version=$KAFKA_VERSION data=$DATA_DIR"
+      return 0
+    fi
+    echo "starting or unresponsive pid=$pid brokers=$BROKERS"
+    return 1
+  fi
+  echo "stopped"
+  return 1
+}
+
+cmd_logs() {
+  local follow=0 n=200
+  for a in "$@"; do
+    case "$a" in
+      -f|--follow) follow=1 ;;
+      ''|*[!0-9]*) die "logs: unknown argument '$a' (use -f and/or a line count)" ;;
+      *) n="$a" ;;
+    esac
+  done
+  [[ -f "$SERVER_LOG" ]] || die "no log at $SERVER_LOG"
+  if [[ -s "$OUT_FILE" ]]; then
+    echo "==> $OUT_FILE <=="; tail -n 20 "$OUT_FILE"; echo "==> $SERVER_LOG <=="
+  fi
+  if ((follow)); then exec tail -n "$n" -F "$SERVER_LOG"; fi
+  tail -n "$n" "$SERVER_LOG"
+}
+
+run_tool() { # class args...
+  resolve
+  find_java
+  local cls="$1"; shift
+  exec "$JAVA_BIN" -Xmx512m -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$(tools_log4j)" \
+    -cp "$LIBS/*" "$cls" "$@"
+}
+
+with_bootstrap() { # class args...
+  local cls="$1"; shift
+  local a
+  for a in "$@"; do
+    if [[ "$a" == --bootstrap-server || "$a" == --bootstrap-server=* ]]; then
+      run_tool "$cls" "$@"
+    fi
+  done
+  run_tool "$cls" --bootstrap-server "$BROKERS" "$@"
+}
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
+
+main() {
+  local cmd="${1:-}"
+  [[ $# -gt 0 ]] && shift
+  case "$cmd" in
+    up|start)  [[ $# -eq 0 ]] || die "$cmd takes no arguments"; cmd_up ;;
+    down)      cmd_down "$@" ;;
+    stop)      with_lock do_stop ;;
+    restart)   cmd_restart ;;
+    status)    cmd_status ;;
+    logs)      cmd_logs "$@" ;;
+    topics)    with_bootstrap org.apache.kafka.tools.TopicCommand "$@" ;;
+    groups)    with_bootstrap org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "$@" ;;
+    tool)      [[ $# -ge 1 ]] || die "tool: give a class name"; run_tool "$@" ;;
+    resolve)   resolve; log "jars in $LIBS" ;;
+    classpath) resolve; echo "$LIBS/*" ;;
+    brokers)   echo "$BROKERS" ;;
+    -h|--help|help) usage ;;
+    "") usage; exit 2 ;;
+    *) usage; die "unknown command '$cmd'" ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,349 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Pos is a place in a config file, 1-based.
+type Pos struct {
+	Line, Col int
+}
+
+// Problem is one mistake in a config file, printed as FILE:LINE:COL: message.
+type Problem struct {
+	File string
+	Pos  Pos
+	Msg  string
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Pos.Line, p.Pos.Col, p.Msg)
+}
+
+// ConfigError holds every problem found in one config file.
+type ConfigError struct {
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// doc is a parsed config file: the decoded Config and where each of its
+// values stands in the file, by path ("routes[1].when").
+type doc struct {
+	file     string
+	dir      string
+	cfg      Config
+	pos      map[string]Pos // value positions
+	keyPos   map[string]Pos // key positions
+	problems []Problem
+	parsed   bool // the YAML itself parsed
+}
+
+func (d *doc) errAt(p Pos, format string, args ...any) {
+	d.problems = append(d.problems, Problem{File: d.file, Pos: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+// at reports a problem at path's value, or at the nearest ancestor that is
+// written in the file (a missing field is reported where its parent is).
+func (d *doc) at(path string, format string, args ...any) {
+	d.errAt(d.lookup(path), format, args...)
+}
+
+func (d *doc) lookup(path string) Pos {
+	for p := path; ; {
+		if pos, ok := d.pos[p]; ok {
+			return pos
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			if pos, ok := d.pos[""]; ok {
+				return pos
+			}
+			return Pos{1, 1}
+		}
+		p = p[:i]
+	}
+}
+
+func (d *doc) has(path string) bool { _, ok := d.pos[path]; return ok }
+
+func (d *doc) err() error {
+	if len(d.problems) == 0 {
+		return nil
+	}
+	sort.SliceStable(d.problems, func(i, j int) bool {
+		a, b := d.problems[i].Pos, d.problems[j].Pos
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Col < b.Col
+	})
+	return &ConfigError{Problems: d.problems}
+}
+
+// LoadFile reads and checks a topology file. The returned error is a
+// *ConfigError listing every problem, or an I/O error.
+func LoadFile(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read topology: %w", err)
+	}
+	return Load(path, b)
+}
+
+// Load parses and checks a topology from bytes; name is used in messages
+// and to resolve relative schema paths.
+func Load(name string, b []byte) (*Config, error) {
+	d := parse(name, b)
+	if !d.parsed {
+		return nil, d.err()
+	}
+	// Validate even when decoding found problems, so one run reports
+	// every mistake; a field that failed to decode keeps its default.
+	d.cfg.applyDefaults()
+	d.validate()
+	if err := d.err(); err != nil {
+		return nil, err
+	}
+	return &d.cfg, nil
+}
+
+var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func parse(name string, b []byte) *doc {
+	d := &doc{file: name, dir: dirOf(name), pos: map[string]Pos{}, keyPos: map[string]Pos{}}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		msg := err.Error()
+		line := 1
+		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+		}
+		d.errAt(Pos{line, 1}, "invalid YAML: %s", msg)
+		return d
+	}
+	if len(root.Content) == 0 {
+		d.errAt(Pos{1, 1}, "empty topology file")
+		return d
+	}
+	d.parsed = true
+	d.decode(root.Content[0], reflect.ValueOf(&d.cfg).Elem(), "")
+	return d
+}
+
+func dirOf(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i+1]
+	}
+	return ""
+}
+
+var (
+	durationType   = reflect.TypeOf(Duration(0))
+	projectionType = reflect.TypeOf(Projection(nil))
+)
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "null"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "an alias"
+}
+
+// decode sets v from n, checking kinds and unknown fields as it goes and
+// recording every value's position, so later checks can point at the line.
+func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	d.pos[path] = Pos{n.Line, n.Column}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // leave the zero value; required-field checks report it
+	}
+	t := v.Type()
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a duration such as \"100ms\", got %s", path, kindName(n))
+			return
+		}
+		dur, err := time.ParseDuration(n.Value)
+		if err != nil {
+			d.errAt(Pos{n.Line, n.Column}, "%s: invalid duration %q (use a unit: \"100ms\", \"5s\")", path, n.Value)
+			return
+		}
+		if dur <= 0 {
+			d.errAt(Pos{n.Line, n.Column}, "%s: duration must be positive, got %q", path, n.Value)
+			return
+		}
+		v.SetInt(int64(dur))
+		return
+	case t == projectionType:
+		if n.Kind != yaml.MappingNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of output field to expression, got %s", path, kindName(n))
+			return
+		}
+		var proj Projection
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			p := join(path, k.Value)
+			if seen[k.Value] {
+				d.errAt(Pos{k.Line, k.Column}, "%s: duplicate output field %q", path, k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			d.pos[p] = Pos{val.Line, val.Column}
+			if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+				d.errAt(Pos{val.Line, val.Column}, "%s: expected an expression, got %s", p, kindName(val))
+				continue
+			}
+			proj = append(proj, Field{Name: k.Value, Expr: val.Value})
+		}
+		v.Set(reflect.ValueOf(proj))
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		nv := reflect.New(t.Elem())
+		d.decode(n, nv.Elem(), path)
+		v.Set(nv)
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping, got %s", orTop(path), kindName(n))
+			return
+		}
+		fields := map[string]int{}
+		for i := 0; i < t.NumField(); i++ {
+			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+			if tag != "" && tag != "-" {
+				fields[tag] = i
+			}
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			fi, ok := fields[k.Value]
+			if !ok {
+				d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %q%s", orTop(path), k.Value, suggest(k.Value, fields))
+				continue
+			}
+			if seen[k.Value] {
+				d.errAt(Pos{k.Line, k.Column}, "%s: field %q is given twice", orTop(path), k.Value)
+				continue
+			}
+			seen[k.Value] = true
+			d.keyPos[join(path, k.Value)] = Pos{k.Line, k.Column}
+			d.decode(val, v.Field(fi), join(path, k.Value))
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a list, got %s", path, kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a string, got %s", path, kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Int, reflect.Int16, reflect.Int32, reflect.Int64:
+		i, err := strconv.ParseInt(n.Value, 0, t.Bits())
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected an integer, got %s", path, kindName(n))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected true or false, got %s", path, kindName(n))
+			return
+		}
+		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+	default:
+		d.errAt(Pos{n.Line, n.Column}, "%s: unsupported field type %s", path, t)
+	}
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "topology"
+	}
+	return path
+}
+
+// suggest names the known field closest to a misspelt one.
+func suggest(k string, fields map[string]int) string {
+	best, bestD := "", 3
+	for f := range fields {
+		if dd := editDistance(k, f); dd < bestD || (dd == bestD && f < best) {
+			best, bestD = f, dd
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// ErrNoBrokers is returned by CheckRunnable when no broker address is set.
+var ErrNoBrokers = errors.New("no brokers: set brokers in the topology, SIDESTREAM_BROKERS or --brokers")
