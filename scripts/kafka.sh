@@ -319,15 +319,22 @@ do_start() {
   local offset=0
   [[ -f "$SERVER_LOG" ]] && offset="$(stat -c %s "$SERVER_LOG")"
   log "starting Kafka $KAFKA_VERSION on $BROKERS (data $DATA_DIR)"
-  # shellcheck disable=SC2086  # HEAP_OPTS is a list of flags
-  nohup setsid "$JAVA_BIN" $HEAP_OPTS \
-    -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
-    -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
-    -Djava.awt.headless=true \
-    -Dkafka.logs.dir="$LOG_DIR" \
-    -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
-    -cp "$LIBS/*" kafka.Kafka "$CONFIG" \
-    </dev/null >"$OUT_FILE" 2>&1 8>&- 9>&- &
+  # In a subshell that closes every inherited descriptor above 2 (lock files,
+  # a caller's pipes) and then becomes the JVM: $! is the broker's pid.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd="${fd##*/}"
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    # shellcheck disable=SC2086  # HEAP_OPTS is a list of flags
+    exec nohup setsid "$JAVA_BIN" $HEAP_OPTS \
+      -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
+      -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
+      -Djava.awt.headless=true \
+      -Dkafka.logs.dir="$LOG_DIR" \
+      -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+      -cp "$LIBS/*" kafka.Kafka "$CONFIG"
+  ) </dev/null >"$OUT_FILE" 2>&1 &
   pid=$!
   echo "$pid" >"$PID_FILE"
   wait_ready "$pid" "$offset"
@@ -413,7 +420,7 @@ cmd_down() {
     log "kept $DATA_DIR"
   elif [[ -e "$DATA_DIR" ]]; then
     case "$DATA_DIR" in
-      ""|/|"$HOME"|"$REPO_DIR") die "refusing to delete '$DATA_DIR'" ;;
+      ""|/|"${HOME:-/}"|"$REPO_DIR") die "refusing to delete '$DATA_DIR'" ;;
     esac
     rm -rf "$DATA_DIR"
     log "removed $DATA_DIR"
@@ -498,7 +505,7 @@ main() {
     brokers)   echo "$BROKERS" ;;
     -h|--help|help) usage ;;
     "") usage; exit 2 ;;
-    *) usage; die "unknown command '$cmd'" ;;
+    *) die "unknown command '$cmd' (see 'scripts/kafka.sh help')" ;;
   esac
 }
 

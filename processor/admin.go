@@ -1,0 +1,102 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrMissingInput is returned when an input topic does not exist: the
+// router creates its outputs, never its inputs.
+var ErrMissingInput = errors.New("input topic does not exist")
+
+// waitForBrokers blocks until the cluster answers a metadata request,
+// retrying with backoff and reporting why on /readyz meanwhile.
+func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error {
+	backoff := 250 * time.Millisecond
+	for {
+		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := adm.BrokerMetadata(reqCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		reason := fmt.Sprintf("waiting for brokers %s: %v", strings.Join(p.top.Config.Brokers, ","), err)
+		p.st.setReady(false, reason)
+		p.log.Warn("brokers unreachable, retrying", "brokers", p.top.Config.Brokers, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// ensureTopics checks the inputs exist and creates missing outputs with
+// the configured partitions and replication factor.
+func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
+	cfg := p.top.Config
+	inputs := p.top.InputTopics()
+	outputs := p.top.OutputTopics()
+	all := append(append([]string{}, inputs...), outputs...)
+	md, err := adm.ListTopics(ctx, all...)
+	if err != nil {
+		return fmt.Errorf("list topics on %s: %w", strings.Join(cfg.Brokers, ","), err)
+	}
+	for _, t := range inputs {
+		d, ok := md[t]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("%w: %q on brokers %s", ErrMissingInput, t, strings.Join(cfg.Brokers, ","))
+		}
+		if d.Err != nil {
+			return fmt.Errorf("input topic %q: %w", t, d.Err)
+		}
+	}
+	var missing []string
+	for _, t := range outputs {
+		d, ok := md[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		case d.Err != nil:
+			return fmt.Errorf("output topic %q: %w", t, d.Err)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !*cfg.Topics.Create {
+		return fmt.Errorf("output topics %v do not exist and topics.create is false", missing)
+	}
+	resp, err := adm.CreateTopics(ctx, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, nil, missing...)
+	if err != nil {
+		return fmt.Errorf("create topics %v: %w", missing, err)
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %q (%d partitions, replication %d): %w", r.Topic, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, r.Err)
+		}
+		if r.Err == nil {
+			p.log.Info("created topic", "topic", r.Topic, "partitions", cfg.Topics.Partitions)
+		}
+	}
+	return nil
+}
+
+func newAdmin(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl, nil
+}

@@ -1,0 +1,148 @@
+package processor
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Headers the router sets on dirty records. Original headers are kept and
+// these are appended, so a redrive tool can restore the input exactly.
+const (
+	HeaderError       = "sidestream.error"
+	HeaderReason      = "sidestream.reason"
+	HeaderStage       = "sidestream.stage"
+	HeaderTopic       = "sidestream.source.topic"
+	HeaderPartition   = "sidestream.source.partition"
+	HeaderOffset      = "sidestream.source.offset"
+	HeaderTimestamp   = "sidestream.source.timestamp"
+	HeaderAppID       = "sidestream.application_id"
+	HeaderTruncated   = "sidestream.truncated.original_bytes"
+	HeaderTooLargeFor = "sidestream.too_large.route"
+)
+
+// DropReasonNoRoute counts records that matched no route when
+// routing.default is drop.
+const DropReasonNoRoute = "no_route"
+
+// engine turns one input record into the records to write. It is pure:
+// no I/O, safe for concurrent use, the same input always gives the same
+// output (the determinism the exactly-once replay relies on).
+type engine struct {
+	top    *topology.Topology
+	dec    *decoder
+	rt     *router
+	appID  string
+	maxRec int
+	trunc  int
+}
+
+func newEngine(t *topology.Topology) *engine {
+	return &engine{
+		top:    t,
+		dec:    newDecoder(t),
+		rt:     newRouter(t),
+		appID:  t.Config.ApplicationID,
+		maxRec: t.Dirty.MaxRecordBytes,
+		trunc:  t.Dirty.TruncateTo,
+	}
+}
+
+// process returns the records to write for r and counts it in tally.
+// It never panics on any input: a panic in an operator is recovered and
+// sends the record to dirty with stage "internal".
+func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record) {
+	tally.Consumed[r.Topic]++
+	defer func() {
+		if p := recover(); p != nil {
+			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
+		}
+	}()
+	if !e.dec.topics[r.Topic] {
+		return []*kgo.Record{e.dirty(r, recErr(StageDecode, ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), tally)}
+	}
+	d, rerr := e.dec.decode(r.Topic, r.Value, r.Timestamp)
+	if rerr != nil {
+		return []*kgo.Record{e.dirty(r, rerr, tally)}
+	}
+	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+	if len(r.Headers) > 0 {
+		m.Headers = make(map[string]string, len(r.Headers))
+		for _, h := range r.Headers {
+			m.Headers[h.Key] = string(h.Value)
+		}
+	}
+	outs, rerr := e.rt.route(m, r.Value, d)
+	if rerr != nil {
+		return []*kgo.Record{e.dirty(r, rerr, tally)}
+	}
+	if len(outs) == 0 {
+		tally.Dropped[DropReasonNoRoute]++
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(outs))
+	for _, o := range outs {
+		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+		if recordSize(rec) > e.maxRec {
+			// One oversized output makes the whole record dirty: writing
+			// the other routes' outputs would be a partial fan-out.
+			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
+				"output for route %q is %d bytes, over max_record_bytes %d", o.Route.Name, recordSize(rec), e.maxRec), tally)}
+		}
+		recs = append(recs, rec)
+	}
+	tally.Routed++
+	for _, o := range outs {
+		tally.Routes[o.Route.Name]++
+	}
+	return recs
+}
+
+// dirty builds the dirty record for r: the original key and value
+// untouched (truncated only when too large to write), original headers,
+// then the reason headers.
+func (e *engine) dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+9)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
+		kgo.RecordHeader{Key: HeaderReason, Value: []byte(rerr.Reason)},
+		kgo.RecordHeader{Key: HeaderStage, Value: []byte(rerr.Stage)},
+		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
+		kgo.RecordHeader{Key: HeaderAppID, Value: []byte(e.appID)},
+	)
+	d := &kgo.Record{Topic: e.top.Dirty.Topic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+	if recordSize(d) > e.maxRec {
+		// Too large as-is (the input itself, its key or its headers): keep
+		// the reason headers, drop the input's own headers, cut key and
+		// value so the record fits and never poisons the transaction.
+		tally.Truncated++
+		orig := len(r.Key) + len(r.Value)
+		d.Headers = append([]kgo.RecordHeader{{Key: HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
+		if len(d.Key) > 1024 {
+			d.Key = d.Key[:1024]
+		}
+		if len(d.Value) > e.trunc {
+			d.Value = d.Value[:e.trunc]
+		}
+	}
+	tally.Dirty[[2]string{rerr.Stage, rerr.Reason}]++
+	return d
+}
+
+// recordSize approximates a record's size in a batch: key, value, headers
+// and per-field overhead. It errs on the large side.
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value) + 32
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	return n
+}

@@ -1,0 +1,319 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Opt configures a Processor.
+type Opt func(*opts)
+
+type opts struct {
+	log         *slog.Logger
+	metrics     *metrics.Metrics
+	instanceID  string
+	workers     int
+	maxPoll     int
+	txnTimeout  time.Duration
+	stallAfter  time.Duration
+	staticGroup bool
+	kgoOpts     []kgo.Opt
+}
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Opt { return func(o *opts) { o.log = l } }
+
+// WithMetrics sets the metrics (default: a fresh metrics.New()).
+func WithMetrics(m *metrics.Metrics) Opt { return func(o *opts) { o.metrics = m } }
+
+// WithInstanceID names this process in its group; the transactional ID is
+// application_id + "-" + instance ID, so a restarted instance with the same
+// ID fences its predecessor at once. Default: the host name. Two live
+// processes must never share one.
+func WithInstanceID(id string) Opt { return func(o *opts) { o.instanceID = id } }
+
+// WithWorkers sets how many partitions of one poll are processed in
+// parallel (default GOMAXPROCS).
+func WithWorkers(n int) Opt { return func(o *opts) { o.workers = n } }
+
+// WithMaxPollRecords caps the records of one poll (default 10000), which
+// bounds the work between two commit checks.
+func WithMaxPollRecords(n int) Opt { return func(o *opts) { o.maxPoll = n } }
+
+// WithTransactionTimeout sets the broker-side transaction timeout
+// (default 10s): how long an open transaction of a dead process blocks
+// read_committed readers before the broker aborts it.
+func WithTransactionTimeout(d time.Duration) Opt { return func(o *opts) { o.txnTimeout = d } }
+
+// WithStaticMembership uses the instance ID as group.instance.id, so a
+// restart within the session timeout does not rebalance (default off).
+func WithStaticMembership(on bool) Opt { return func(o *opts) { o.staticGroup = on } }
+
+// WithKgoOpts appends raw franz-go options (tests, TLS/SASL).
+func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
+
+// Processor runs one topology as a member of its consumer group.
+type Processor struct {
+	top     *topology.Topology
+	opts    opts
+	log     *slog.Logger
+	m       *metrics.Metrics
+	eng     *engine
+	st      *status
+	started time.Time
+}
+
+// New checks the options and builds a processor; it does not connect.
+func New(top *topology.Topology, o ...Opt) (*Processor, error) {
+	op := opts{workers: runtime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute}
+	for _, f := range o {
+		f(&op)
+	}
+	if op.log == nil {
+		op.log = slog.Default()
+	}
+	if op.metrics == nil {
+		op.metrics = metrics.New()
+	}
+	if op.instanceID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "sidestream"
+		}
+		op.instanceID = h
+	}
+	switch {
+	case len(top.Config.Brokers) == 0:
+		return nil, topology.ErrNoBrokers
+	case op.workers < 1:
+		return nil, fmt.Errorf("workers must be at least 1, got %d", op.workers)
+	case op.maxPoll < 1:
+		return nil, fmt.Errorf("max poll records must be at least 1, got %d", op.maxPoll)
+	case op.txnTimeout < time.Second:
+		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
+	}
+	return &Processor{
+		top:  top,
+		opts: op,
+		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
+		m:    op.metrics,
+		eng:  newEngine(top),
+		st:   newStatus(),
+	}, nil
+}
+
+// Metrics returns the processor's metrics.
+func (p *Processor) Metrics() *metrics.Metrics { return p.m }
+
+// TransactionalID is the producer's transactional ID under exactly-once.
+func (p *Processor) TransactionalID() string {
+	return p.top.Config.ApplicationID + "-" + p.opts.instanceID
+}
+
+// Run processes until ctx is cancelled, then ends the open transaction
+// (or commits processed offsets), leaves the group and returns nil. A
+// session that fails (broker gone, fenced producer, a commit error) is
+// closed and rebuilt with backoff; Run returns an error only for problems
+// a retry cannot fix (a missing input topic, a refused topic creation).
+func (p *Processor) Run(ctx context.Context) error {
+	p.started = time.Now()
+	p.st.loop()
+	adm, admCl, err := newAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
+	if err != nil {
+		return fmt.Errorf("admin client: %w", err)
+	}
+	defer admCl.Close()
+	if err := p.waitForBrokers(ctx, adm); err != nil {
+		return nilIfDone(ctx, err)
+	}
+	p.st.loop()
+	if err := p.ensureTopics(ctx, adm); err != nil {
+		p.st.setReady(false, err.Error())
+		return nilIfDone(ctx, err)
+	}
+	backoff := 500 * time.Millisecond
+	for {
+		var err error
+		if p.top.Config.Guarantee == topology.AtLeastOnce {
+			err = p.runAtLeastOnce(ctx)
+		} else {
+			err = p.runExactlyOnce(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.m.Ready.Set(0)
+		p.st.setReady(false, fmt.Sprintf("session failed, restarting: %v", err))
+		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 15*time.Second)
+	}
+}
+
+func nilIfDone(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// clientOpts are the options shared by both guarantees.
+func (p *Processor) clientOpts() []kgo.Opt {
+	cfg := p.top.Config
+	o := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ConsumerGroup(cfg.ApplicationID),
+		kgo.ConsumeTopics(p.top.InputTopics()...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Inputs may themselves be transactional outputs.
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.WithLogger(kslog.New(p.opts.log.With("component", "kafka"))),
+		kgo.WithHooks(p.m.Kafka),
+		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			for t, ps := range a {
+				p.st.assign(t, ps)
+			}
+			p.m.Assigned.Set(float64(len(p.Tasks())))
+			p.log.Info("partitions assigned", "partitions", a)
+		}),
+	}
+	if p.opts.staticGroup {
+		o = append(o, kgo.InstanceID(p.opts.instanceID))
+	}
+	return append(o, p.opts.kgoOpts...)
+}
+
+func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
+	return func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+		for t, ps := range r {
+			p.st.revoke(t, ps)
+			for _, part := range ps {
+				p.m.ConsumerLag.DeleteLabelValues(t, strconv.Itoa(int(part)))
+			}
+		}
+		p.m.Assigned.Set(float64(len(p.Tasks())))
+		p.log.Info("partitions "+kind, "partitions", r)
+	}
+}
+
+// produceErr keeps the first produce failure of one commit interval.
+type produceErr struct {
+	err atomic.Pointer[error]
+}
+
+func (e *produceErr) set(err error) {
+	e.err.CompareAndSwap(nil, &err)
+}
+
+func (e *produceErr) get() error {
+	if p := e.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (e *produceErr) reset() { e.err.Store(nil) }
+
+// processFetches runs every polled partition through the engine, in
+// parallel across partitions and in order within one, handing each output
+// to produce. It returns the tally of the batch.
+func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) *metrics.Tally {
+	start := time.Now()
+	var parts []kgo.FetchTopicPartition
+	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+		if len(ftp.Records) > 0 {
+			parts = append(parts, ftp)
+		}
+	})
+	total := metrics.NewTally()
+	if len(parts) == 0 {
+		return total
+	}
+	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
+		for _, r := range ftp.Records {
+			for _, out := range p.eng.process(r, tally) {
+				produce(out)
+			}
+		}
+		last := ftp.Records[len(ftp.Records)-1]
+		lag := p.st.progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
+		p.m.ConsumerLag.WithLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition))).Set(float64(lag))
+	}
+	if p.opts.workers == 1 || len(parts) == 1 {
+		for _, ftp := range parts {
+			one(ftp, total)
+		}
+	} else {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		next := atomic.Int64{}
+		for range min(p.opts.workers, len(parts)) {
+			wg.Go(func() {
+				tally := metrics.NewTally()
+				for i := next.Add(1) - 1; int(i) < len(parts); i = next.Add(1) - 1 {
+					one(parts[i], tally)
+				}
+				mu.Lock()
+				total.Add(tally)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	p.m.BatchDuration.Observe(time.Since(start).Seconds())
+	return total
+}
+
+// pollErrors logs fetch errors other than the poll deadline. It returns a
+// fatal error when the client is closed.
+func (p *Processor) pollErrors(fetches kgo.Fetches) error {
+	if fetches.IsClientClosed() {
+		return kgo.ErrClientClosed
+	}
+	for _, fe := range fetches.Errors() {
+		if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
+			continue
+		}
+		p.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
+	}
+	return nil
+}
+
+// isFatalProducer reports errors after which the producer cannot go on
+// and the session must be rebuilt.
+func isFatalProducer(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
+		errors.Is(err, kgo.ErrClientClosed)
+}
+
+func committedOffsets(cl *kgo.Client) map[string]map[int32]int64 {
+	out := map[string]map[int32]int64{}
+	for t, ps := range cl.CommittedOffsets() {
+		out[t] = map[int32]int64{}
+		for p, eo := range ps {
+			out[t][p] = eo.Offset
+		}
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+package processor
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// TaskStatus is one assigned input partition as /tasks shows it.
+type TaskStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Position is the next offset to process.
+	Position int64 `json:"position"`
+	// Committed is the next offset the last commit covered (-1: none yet).
+	Committed     int64     `json:"committed"`
+	HighWatermark int64     `json:"high_watermark"`
+	Lag           int64     `json:"lag"`
+	LastCommit    time.Time `json:"last_commit,omitzero"`
+}
+
+// status is the shared, lock-protected view of a running processor for
+// the HTTP API. The poll loop writes it; handlers read copies.
+type status struct {
+	mu         sync.Mutex
+	ready      bool
+	reason     string
+	lastLoop   time.Time
+	lastCommit time.Time
+	tasks      map[tp]*TaskStatus
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func newStatus() *status {
+	return &status{reason: "starting", tasks: map[tp]*TaskStatus{}}
+}
+
+func (s *status) setReady(ok bool, reason string) {
+	s.mu.Lock()
+	s.ready, s.reason = ok, reason
+	s.mu.Unlock()
+}
+
+func (s *status) loop() {
+	s.mu.Lock()
+	s.lastLoop = time.Now()
+	s.mu.Unlock()
+}
+
+func (s *status) assign(topic string, parts []int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range parts {
+		k := tp{topic, p}
+		if s.tasks[k] == nil {
+			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1}
+		}
+	}
+}
+
+func (s *status) revoke(topic string, parts []int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range parts {
+		delete(s.tasks, tp{topic, p})
+	}
+}
+
+func (s *status) progress(topic string, p int32, next, hwm int64) (lag int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[tp{topic, p}]
+	if t == nil {
+		t = &TaskStatus{Topic: topic, Partition: p, Committed: -1}
+		s.tasks[tp{topic, p}] = t
+	}
+	t.Position, t.HighWatermark = next, hwm
+	t.Lag = max(hwm-next, 0)
+	return t.Lag
+}
+
+func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastCommit = at
+	for topic, ps := range offsets {
+		for p, o := range ps {
+			if t := s.tasks[tp{topic, p}]; t != nil {
+				t.Committed, t.LastCommit = o, at
+			}
+		}
+	}
+}
+
+// Ready reports whether the processor has joined its group with a working
+// producer, and why not when it has not.
+func (p *Processor) Ready() (bool, string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	return p.st.ready, p.st.reason
+}
+
+// Healthy reports whether the poll loop is making progress: it has turned
+// within the stall limit (or has not started yet and is still within it).
+func (p *Processor) Healthy() (bool, string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	last := p.st.lastLoop
+	if last.IsZero() {
+		last = p.started
+	}
+	if since := time.Since(last); since > p.opts.stallAfter {
+		return false, "poll loop has not turned for " + since.Round(time.Second).String()
+	}
+	return true, "ok"
+}
+
+// Tasks lists the assigned partitions, sorted.
+func (p *Processor) Tasks() []TaskStatus {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	out := make([]TaskStatus, 0, len(p.st.tasks))
+	for _, t := range p.st.tasks {
+		out = append(out, *t)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}

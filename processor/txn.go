@@ -1,0 +1,221 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+)
+
+// runExactlyOnce is one group session under exactly-once: every output of
+// one commit interval and the input offsets are one Kafka transaction.
+// A rebalance aborts the open transaction (the session rewinds to the last
+// committed offsets and the records are processed again), so a
+// read_committed reader sees each input's effect once.
+func (p *Processor) runExactlyOnce(ctx context.Context) error {
+	cfg := p.top.Config
+	o := append(p.clientOpts(),
+		kgo.TransactionalID(p.TransactionalID()),
+		kgo.TransactionTimeout(p.opts.txnTimeout),
+		kgo.RequireStableFetchOffsets(),
+		kgo.OnPartitionsRevoked(p.onRevoked("revoked")),
+		kgo.OnPartitionsLost(p.onRevoked("lost")),
+	)
+	sess, err := kgo.NewGroupTransactSession(o...)
+	if err != nil {
+		return fmt.Errorf("transactional client: %w", err)
+	}
+	defer sess.Close() // leaves the group
+	// End must never see a cancelled context: cancelling it mid-commit
+	// can report failure for a commit that happened (franz-go #1052).
+	endCtx := context.WithoutCancel(ctx)
+	var perr produceErr
+	produce := func(r *kgo.Record) {
+		sess.Produce(endCtx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				perr.set(err)
+			}
+		})
+	}
+	interval := cfg.CommitInterval.D()
+	for {
+		if err := sess.Begin(); err != nil {
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+		txnStart := time.Now()
+		pending := metrics.NewTally()
+		perr.reset()
+		for {
+			pollCtx, cancel := context.WithDeadline(ctx, txnStart.Add(interval))
+			fetches := sess.PollRecords(pollCtx, p.opts.maxPoll)
+			cancel()
+			p.st.loop()
+			if err := p.pollErrors(fetches); err != nil {
+				return err
+			}
+			pending.Add(p.processFetches(fetches, produce))
+			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
+				break
+			}
+		}
+		if err := p.endTxn(endCtx, sess, pending, &perr); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			p.log.Info("stopping: transaction ended, leaving the group")
+			return nil
+		}
+	}
+}
+
+// endTxn commits (or aborts after a produce failure) and accounts for it.
+func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, pending *metrics.Tally, perr *produceErr) error {
+	start := time.Now()
+	want := kgo.TryCommit
+	prodErr := perr.get()
+	if prodErr != nil {
+		want = kgo.TryAbort
+	}
+	committed, err := sess.End(ctx, want)
+	p.m.CommitDuration.Observe(time.Since(start).Seconds())
+	switch {
+	case err != nil:
+		p.m.Aborts.WithLabelValues("commit_error").Inc()
+		return fmt.Errorf("end transaction: %w", err)
+	case prodErr != nil:
+		p.m.Aborts.WithLabelValues("produce_error").Inc()
+		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
+		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+		if isFatalProducer(prodErr) {
+			return fmt.Errorf("produce: %w", prodErr)
+		}
+		// Give a persistent failure (deleted topic, refused ACL) room
+		// instead of spinning.
+		time.Sleep(time.Second)
+		return nil
+	case !committed:
+		if pending.Records() > 0 {
+			p.m.Aborts.WithLabelValues("rebalance").Inc()
+			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
+		}
+		return nil
+	}
+	p.m.Observe(pending)
+	p.m.Commits.Inc()
+	now := time.Now()
+	p.st.committed(committedOffsets(sess.Client()), now)
+	p.st.setReady(true, "ok")
+	p.m.Ready.Set(1)
+	return nil
+}
+
+// runAtLeastOnce is one group session under at-least-once: outputs go
+// through an idempotent producer and input offsets are committed only
+// after every output of the interval is acknowledged.
+func (p *Processor) runAtLeastOnce(ctx context.Context) error {
+	cfg := p.top.Config
+	var (
+		cl      *kgo.Client
+		perr    produceErr
+		pending = metrics.NewTally()
+		mu      sync.Mutex
+	)
+	flushCtx := context.WithoutCancel(ctx)
+	// commit flushes and commits what was polled; it runs from the loop
+	// and from the revoke callback, never both at once.
+	commit := func() error {
+		start := time.Now()
+		if err := cl.Flush(flushCtx); err != nil {
+			return fmt.Errorf("flush: %w", err)
+		}
+		if err := perr.get(); err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
+			return fmt.Errorf("commit offsets: %w", err)
+		}
+		p.m.CommitDuration.Observe(time.Since(start).Seconds())
+		p.m.Observe(pending)
+		p.m.Commits.Inc()
+		*pending = *metrics.NewTally()
+		p.st.committed(committedOffsets(cl), time.Now())
+		return nil
+	}
+	var revokeErr error
+	revoked := func(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
+		inner := p.onRevoked(kind)
+		return func(c context.Context, k *kgo.Client, r map[string][]int32) {
+			mu.Lock()
+			if kind == "revoked" {
+				if err := commit(); err != nil && revokeErr == nil {
+					revokeErr = err
+				}
+			} else {
+				*pending = *metrics.NewTally() // lost: nothing can be committed
+			}
+			mu.Unlock()
+			inner(c, k, r)
+		}
+	}
+	o := append(p.clientOpts(),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(revoked("revoked")),
+		kgo.OnPartitionsLost(revoked("lost")),
+	)
+	var err error
+	if cl, err = kgo.NewClient(o...); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	// Rebalances are blocked while a poll's records are processed, so
+	// closing must allow the final one (leaving the group) to proceed.
+	defer cl.CloseAllowingRebalance()
+	produce := func(r *kgo.Record) {
+		cl.Produce(flushCtx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				perr.set(err)
+			}
+		})
+	}
+	interval := cfg.CommitInterval.D()
+	last := time.Now()
+	for {
+		pollCtx, cancel := context.WithDeadline(ctx, last.Add(interval))
+		fetches := cl.PollRecords(pollCtx, p.opts.maxPoll)
+		cancel()
+		p.st.loop()
+		if err := p.pollErrors(fetches); err != nil {
+			return err
+		}
+		mu.Lock()
+		pending.Add(p.processFetches(fetches, produce))
+		var cerr error
+		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
+			cerr = commit()
+			last = time.Now()
+			if cerr == nil {
+				p.st.setReady(true, "ok")
+				p.m.Ready.Set(1)
+			}
+		}
+		if cerr == nil {
+			cerr = revokeErr
+		}
+		mu.Unlock()
+		if cerr != nil {
+			// Uncommitted records are processed again by the next
+			// session: duplicates are possible, loss is not.
+			p.st.setReady(false, cerr.Error())
+			return cerr
+		}
+		if ctx.Err() != nil {
+			p.log.Info("stopping: offsets committed, leaving the group")
+			return nil
+		}
+		cl.AllowRebalance()
+	}
+}
