@@ -126,7 +126,7 @@ func (g *Generator) bad(kind, id string, ts int64, svc, msg string, user int, la
 	case KindTruncated:
 		return good[:len(good)/2]
 	case KindBadUTF8:
-		return fmt.Appendf(nil, `{"id":%q,"ts":%d,"level":"INFO","service":%q,"message":"bad byte \xff\xfe here"}`, id, ts, svc)
+		return fmt.Appendf(nil, `{"id":%q,"ts":%d,"level":"INFO","service":%q,"message":"bad byte `+"\xff\xfe"+` here"}`, id, ts, svc)
 	case KindArray:
 		return fmt.Appendf(nil, `[{"id":%q,"ts":%d}]`, id, ts)
 	case KindEmpty:

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/examples"
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// demoResult is the one JSON line `router demo` prints on stdout.
+type demoResult struct {
+	Produced     int64            `json:"produced"`
+	Consumed     int64            `json:"consumed"`
+	Routes       map[string]int64 `json:"routes"`
+	Dirty        int64            `json:"dirty"`
+	DirtyReasons map[string]int64 `json:"dirty_reasons"`
+	Dropped      int64            `json:"dropped"`
+	Conservation bool             `json:"conservation"`
+	Guarantee    string           `json:"guarantee"`
+	Commits      int64            `json:"commits"`
+	Aborts       int64            `json:"aborts"`
+	Seconds      float64          `json:"seconds"`
+	RecordsPerS  float64          `json:"records_per_second"`
+	Problems     []string         `json:"problems,omitempty"`
+}
+
+func cmdDemo(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("router demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	records := fs.Int("records", 50000, "records the generator writes")
+	rate := fs.Float64("rate", 0, "records per second the generator writes (0: as fast as possible)")
+	seed := fs.Uint64("seed", 1, "generator seed")
+	quiet := fs.Bool("quiet", false, "no live summary")
+	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
+	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
+	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *records < 1 {
+		return exitError{code: 2, msg: "--records must be at least 1"}
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	cfgPath := f.config
+	if cfgPath == "" {
+		dir, err := os.MkdirTemp("", "sidestream-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := os.CopyFS(dir, examples.FS); err != nil {
+			return fmt.Errorf("write example topology: %w", err)
+		}
+		cfgPath = filepath.Join(dir, examples.Default)
+	}
+	cfg, err := topology.LoadFile(cfgPath)
+	if err != nil {
+		var ce *topology.ConfigError
+		if errors.As(err, &ce) {
+			return exitError{code: 1, msg: ce.Error()}
+		}
+		return err
+	}
+
+	// The embedded broker: franz-go's kfake, in this process.
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...))
+	if err != nil {
+		return fmt.Errorf("start the embedded Kafka: %w", err)
+	}
+	defer cluster.Close()
+	brokers := cluster.ListenAddrs()
+	f.brokers = strings.Join(brokers, ",")
+	top, err := loadTopology(cfgPath, f.overrides())
+	if err != nil {
+		return err
+	}
+	if f.instanceID == "" {
+		f.instanceID = "demo"
+	}
+	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API at http://%s (/metrics /topology /tasks /readyz)\n",
+		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
+
+	m := metrics.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, top, f, log, m) }()
+
+	start := time.Now()
+	produced, err := generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed)
+	if err != nil {
+		return err
+	}
+	// Wait until every produced record is consumed and committed.
+	limit := time.Now().Add(2*time.Minute + time.Duration(*records/2000)*time.Second)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := m.Snapshot()
+	lastAt := time.Now()
+	for {
+		s := m.Snapshot()
+		if int64(s.Consumed) >= produced {
+			break
+		}
+		select {
+		case err := <-served:
+			return fmt.Errorf("router stopped early: %v", err)
+		case <-tick.C:
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		if !*quiet {
+			rate := (s.Consumed - last.Consumed) / time.Since(lastAt).Seconds()
+			fmt.Fprintln(stderr, summaryLine(s, rate))
+		}
+		last, lastAt = s, time.Now()
+		if time.Now().After(limit) {
+			return exitError{code: 1, msg: fmt.Sprintf("demo: timed out: %d of %d records consumed", int64(s.Consumed), produced)}
+		}
+	}
+	elapsed := time.Since(start)
+	s := m.Snapshot()
+	if !*quiet {
+		fmt.Fprintln(stderr, summaryLine(s, s.Consumed/elapsed.Seconds()))
+	}
+	cancel()
+	if err := <-served; err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+
+	res := demoResult{
+		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
+		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
+		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
+	}
+	res.Routes, res.Dirty, res.DirtyReasons, err = readBack(brokers, top, log)
+	if err != nil {
+		return err
+	}
+	res.Conservation, res.Problems = conservation(res, s)
+	b, _ := json.Marshal(res)
+	fmt.Fprintln(stdout, string(b))
+	if !res.Conservation {
+		return exitError{code: 1, msg: "demo: conservation does not hold: " + strings.Join(res.Problems, "; ")}
+	}
+	return nil
+}
+
+func inputTopics(cfg *topology.Config) []string {
+	var out []string
+	for _, in := range cfg.Inputs {
+		out = append(out, in.Topic)
+	}
+	return out
+}
+
+func summaryLine(s metrics.Snapshot, rate float64) string {
+	names := make([]string, 0, len(s.Routes))
+	for n := range s.Routes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "consumed=%d", int64(s.Consumed))
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s=%d", n, int64(s.Routes[n]))
+	}
+	fmt.Fprintf(&b, " dirty=%d dropped=%d rate=%.0f/s lag=%d commits=%d", int64(s.Dirty), int64(s.Dropped), rate, int64(s.Lag), int64(s.Commits))
+	return b.String()
+}
+
+// generate writes n generated events to topic at rate per second (0: as
+// fast as possible) and returns how many the broker acknowledged.
+func generate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	g := gen.New(seed)
+	start := time.Now()
+	var failed error
+	for i := 0; i < n; i++ {
+		if rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
+				time.Sleep(wait)
+			}
+		}
+		ev := g.Next()
+		cl.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value, Timestamp: time.UnixMilli(max(ev.TS, 0))}, func(_ *kgo.Record, err error) {
+			if err != nil && failed == nil {
+				failed = err
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, err
+	}
+	if failed != nil {
+		return 0, fmt.Errorf("generator: %w", failed)
+	}
+	return int64(n), nil
+}
+
+// readBack reads every output topic from the start with a read_committed
+// consumer and counts records per route and dirty reasons.
+func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, error) {
+	recs, err := readCommitted(brokers, top.OutputTopics(), 3*time.Second)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	byTopic := map[string]string{}
+	for _, r := range top.Routes {
+		byTopic[r.Topic] = r.Name
+	}
+	routes := map[string]int64{}
+	for _, r := range top.Routes {
+		routes[r.Name] = 0
+	}
+	var dirty int64
+	reasons := map[string]int64{}
+	for _, r := range recs {
+		if r.Topic == top.Dirty.Topic {
+			dirty++
+			for _, h := range r.Headers {
+				if h.Key == "sidestream.reason" {
+					reasons[string(h.Value)]++
+				}
+			}
+			continue
+		}
+		routes[byTopic[r.Topic]]++
+	}
+	log.Debug("read back", "records", len(recs))
+	return routes, dirty, reasons, nil
+}
+
+// readCommitted consumes topics from the start, read_committed, until no
+// record arrives for idle.
+func readCommitted(brokers, topics []string, idle time.Duration) ([]*kgo.Record, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), idle)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
+		for _, fe := range fs.Errors() {
+			if !errors.Is(fe.Err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("read back %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+			}
+		}
+		if n == 0 {
+			return out, nil
+		}
+	}
+}
+
+// conservation checks the demo's accounting: everything produced was
+// consumed, every consumed record is routed, dirty or dropped, and what
+// was read back equals what the router counted.
+func conservation(res demoResult, s metrics.Snapshot) (bool, []string) {
+	var problems []string
+	var routed int64
+	for _, n := range res.Routes {
+		routed += n
+	}
+	if res.Consumed != res.Produced {
+		problems = append(problems, fmt.Sprintf("consumed %d != produced %d", res.Consumed, res.Produced))
+	}
+	for name, n := range res.Routes {
+		if float64(n) != s.Routes[name] {
+			problems = append(problems, fmt.Sprintf("route %s: read back %d, router wrote %.0f", name, n, s.Routes[name]))
+		}
+	}
+	if float64(res.Dirty) != s.Dirty {
+		problems = append(problems, fmt.Sprintf("dirty: read back %d, router wrote %.0f", res.Dirty, s.Dirty))
+	}
+	if !s.Conserved() {
+		problems = append(problems, fmt.Sprintf("consumed %.0f != routed %.0f + dirty %.0f + dropped %.0f", s.Consumed, s.Routed, s.Dirty, s.Dropped))
+	}
+	// With first-match routing each routed record is read back once.
+	if routed+res.Dirty+res.Dropped < res.Consumed {
+		problems = append(problems, fmt.Sprintf("read back %d routed + %d dirty + %d dropped < consumed %d", routed, res.Dirty, res.Dropped, res.Consumed))
+	}
+	return len(problems) == 0, problems
+}
+
+var _ fs.FS = examples.FS

@@ -1,0 +1,105 @@
+// Command router runs sidestream topologies: run, demo, validate,
+// topology, version.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+)
+
+// version is stamped at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `router: a Kafka-native router with side outputs
+
+Usage:
+  router run      --config FILE [--brokers B] [--listen ADDR] ...   run a topology
+  router demo     [--records N] [--rate R] [--config FILE]          in-process Kafka, generator, live summary
+  router validate --config FILE                                     check a topology offline
+  router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
+  router version                                                    print the version
+
+Run 'router COMMAND --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmds := map[string]func([]string, io.Writer, io.Writer) error{
+		"run":      cmdRun,
+		"demo":     cmdDemo,
+		"validate": cmdValidate,
+		"topology": cmdTopology,
+		"version": func(_ []string, out, _ io.Writer) error {
+			fmt.Fprintln(out, "router", version)
+			return nil
+		},
+	}
+	name := args[0]
+	if name == "-h" || name == "--help" || name == "help" {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	cmd, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "router: unknown command %q\n\n%s", name, usage)
+		return 2
+	}
+	err := cmd(args[1:], stdout, stderr)
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "router %s: %v\n", name, err)
+	return 1
+}
+
+// exitError ends the process with a code and an optional message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+	}
+	o := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, o)), nil
+	}
+	return nil, fmt.Errorf("log format %q: use text or json", format)
+}
+
+// envOr returns the environment variable's value, or def.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sidestream/sidestream/api"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// runFlags are the flags of `router run` (and, in part, `router demo`).
+type runFlags struct {
+	config         string
+	brokers        string
+	appID          string
+	guarantee      string
+	commitInterval string
+	listen         string
+	instanceID     string
+	static         bool
+	workers        int
+	txnTimeout     time.Duration
+	logLevel       string
+	logFormat      string
+}
+
+func (f *runFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", os.Getenv("SIDESTREAM_CONFIG"), "topology file (env SIDESTREAM_CONFIG)")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
+	fs.StringVar(&f.appID, "application-id", "", "application id, overriding the file and SIDESTREAM_APPLICATION_ID")
+	fs.StringVar(&f.guarantee, "guarantee", "", "exactly_once or at_least_once, overriding the file and SIDESTREAM_GUARANTEE")
+	fs.StringVar(&f.commitInterval, "commit-interval", "", "commit interval, overriding the file and SIDESTREAM_COMMIT_INTERVAL")
+	fs.StringVar(&f.listen, "listen", envOr("SIDESTREAM_LISTEN", ":8080"), "HTTP API address (env SIDESTREAM_LISTEN)")
+	fs.StringVar(&f.instanceID, "instance-id", os.Getenv("SIDESTREAM_INSTANCE_ID"), "unique name of this process in the group (default: host name; env SIDESTREAM_INSTANCE_ID)")
+	fs.BoolVar(&f.static, "static-membership", os.Getenv("SIDESTREAM_STATIC_MEMBERSHIP") == "true", "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true)")
+	fs.IntVar(&f.workers, "workers", 0, "partitions processed in parallel (default GOMAXPROCS)")
+	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "broker-side transaction timeout")
+	fs.StringVar(&f.logLevel, "log-level", envOr("SIDESTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env SIDESTREAM_LOG_LEVEL)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("SIDESTREAM_LOG_FORMAT", "text"), "text or json (env SIDESTREAM_LOG_FORMAT)")
+}
+
+func (f *runFlags) overrides() topology.Overrides {
+	o := topology.OverridesFromEnv(os.Getenv)
+	p := topology.Overrides{ApplicationID: f.appID, Guarantee: f.guarantee, CommitInterval: f.commitInterval}
+	if f.brokers != "" {
+		p.Brokers = strings.Split(f.brokers, ",")
+	}
+	return o.Merge(p)
+}
+
+// loadTopology loads, applies overrides, and compiles.
+func loadTopology(path string, o topology.Overrides) (*topology.Topology, error) {
+	if path == "" {
+		return nil, exitError{code: 2, msg: "--config is required"}
+	}
+	cfg, err := topology.LoadFile(path)
+	if err != nil {
+		var ce *topology.ConfigError
+		if errors.As(err, &ce) {
+			return nil, exitError{code: 1, msg: ce.Error()}
+		}
+		return nil, err
+	}
+	if err := cfg.Apply(o); err != nil {
+		return nil, err
+	}
+	return topology.Compile(cfg, dirOf(path))
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i+1]
+	}
+	return ""
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("router run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	top, err := loadTopology(f.config, f.overrides())
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, top, f, log, metrics.New())
+}
+
+// serve runs the processor and the HTTP API until ctx ends, then stops
+// both within the topology's shutdown timeout.
+func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
+	opts := []processor.Opt{
+		processor.WithLogger(log), processor.WithMetrics(m),
+		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
+		processor.WithTransactionTimeout(f.txnTimeout),
+	}
+	if f.workers > 0 {
+		opts = append(opts, processor.WithWorkers(f.workers))
+	}
+	proc, err := processor.New(top, opts...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen for the HTTP API: %w", err)
+	}
+	srv := api.Server(f.listen, api.Handler(api.Config{
+		Probe:     proc,
+		Describer: top,
+		Tasks:     taskList{proc},
+		Metrics:   m.Handler(),
+	}))
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	log.Info("router started", "api", ln.Addr().String(), "brokers", top.Config.Brokers,
+		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID())
+
+	done := make(chan error, 1)
+	go func() { done <- proc.Run(ctx) }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-ctx.Done():
+		log.Info("signal received, stopping", "timeout", top.Config.Shutdown.D())
+		select {
+		case runErr = <-done:
+		case <-time.After(top.Config.Shutdown.D()):
+			runErr = fmt.Errorf("shutdown did not finish within %s", top.Config.Shutdown.D())
+		}
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	if runErr == nil {
+		log.Info("router stopped")
+	}
+	return runErr
+}
+
+type taskList struct{ p *processor.Processor }
+
+func (t taskList) TaskList() any { return t.p.Tasks() }
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *config == "" {
+		return exitError{code: 2, msg: "--config is required"}
+	}
+	cfg, err := topology.LoadFile(*config)
+	if err != nil {
+		var ce *topology.ConfigError
+		if errors.As(err, &ce) {
+			fmt.Fprintln(stdout, ce.Error())
+			return exitError{code: 1}
+		}
+		return err
+	}
+	if _, err := topology.Compile(cfg, dirOf(*config)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", *config, len(cfg.Inputs), len(cfg.Routes), cfg.Guarantee)
+	return nil
+}
+
+func cmdTopology(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("router topology", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
+	format := fs.String("format", "json", "json, dot or mermaid")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := topology.LoadFile(*config)
+	if err != nil {
+		var ce *topology.ConfigError
+		if errors.As(err, &ce) {
+			return exitError{code: 1, msg: ce.Error()}
+		}
+		return err
+	}
+	top, err := topology.Compile(cfg, dirOf(*config))
+	if err != nil {
+		return err
+	}
+	b, err := top.Describe(*format)
+	if err != nil {
+		return exitError{code: 2, msg: err.Error()}
+	}
+	_, err = stdout.Write(b)
+	return err
+}
