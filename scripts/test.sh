@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# scripts/test.sh - every test of sidestream, on a fresh machine:
+#   1. installs what the tests need (kcat; Java and Maven if missing),
+#   2. go vet + unit and component tests (embedded kfake broker),
+#   3. a short fuzz run of each fuzz target,
+#   4. the demo end to end (router demo must exit 0 with conservation true),
+#   5. integration tests on a real Apache Kafka 4.x: started here from
+#      Maven Central unless SIDESTREAM_IT_BROKERS names a broker, and
+#      stopped again at the end.
+#
+# Environment:
+#   SIDESTREAM_IT_BROKERS   use this broker instead of starting one
+#   SIDESTREAM_SKIP_IT=1    skip the integration tier (a local quick run;
+#                           CI never sets it)
+#   SIDESTREAM_FUZZTIME     per fuzz target (default 10s)
+set -euo pipefail
+
+REPO_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_DIR"
+FUZZTIME="${SIDESTREAM_FUZZTIME:-10s}"
+step() { printf '\n== %s ==\n' "$*"; }
+
+step "install test dependencies"
+scripts/install-deps.sh
+
+step "go vet"
+go vet ./...
+
+step "unit and component tests (embedded broker)"
+go test -count=1 -race -timeout 20m $(go list ./... | grep -v /itest)
+
+step "fuzz ($FUZZTIME each)"
+for pkg in $(go list ./... | grep -v /itest); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+    echo "fuzz $pkg $target"
+    go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" >/tmp/sidestream-fuzz.log 2>&1 || { cat /tmp/sidestream-fuzz.log; exit 1; }
+  done
+done
+
+step "demo end to end"
+go build -o "${TMPDIR:-/tmp}/sidestream-router" ./cmd/router
+"${TMPDIR:-/tmp}/sidestream-router" demo --records 50000 --quiet --listen 127.0.0.1:0 | tee /tmp/sidestream-demo.json
+grep -q '"conservation":true' /tmp/sidestream-demo.json
+
+if [[ "${SIDESTREAM_SKIP_IT:-}" == 1 ]]; then
+  echo "integration tier skipped (SIDESTREAM_SKIP_IT=1)"
+  exit 0
+fi
+
+step "integration tests (real Apache Kafka)"
+started=""
+if [[ -z "${SIDESTREAM_IT_BROKERS:-}" ]]; then
+  scripts/kafka.sh up
+  started=1
+  export SIDESTREAM_IT_BROKERS="$(scripts/kafka.sh brokers)"
+fi
+cleanup() { [[ -n "$started" ]] && scripts/kafka.sh down || true; }
+trap cleanup EXIT
+go test -count=1 -timeout 25m -v ./itest 2>&1 | tee /tmp/sidestream-itest.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|scenario=)|panic' || true
+if grep -qE '^(--- FAIL|FAIL)' /tmp/sidestream-itest.log || ! grep -qE '^ok ' /tmp/sidestream-itest.log; then
+  echo "integration tests failed; full log: /tmp/sidestream-itest.log"
+  tail -100 /tmp/sidestream-itest.log
+  exit 1
+fi
+if grep -q -- '--- SKIP' /tmp/sidestream-itest.log; then
+  echo "integration tests were skipped although a broker was given: failing"
+  exit 1
+fi
