@@ -108,8 +108,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	p.m.Commits.Inc()
 	now := time.Now()
 	p.st.committed(committedOffsets(sess.Client()), now)
-	p.st.setReady(true, "ok")
-	p.m.Ready.Set(1)
+	p.markReady(sess.Client())
 	return nil
 }
 
@@ -198,8 +197,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			cerr = commit()
 			last = time.Now()
 			if cerr == nil {
-				p.st.setReady(true, "ok")
-				p.m.Ready.Set(1)
+				p.markReady(cl)
 			}
 		}
 		if cerr == nil {
@@ -218,4 +216,15 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		}
 		cl.AllowRebalance()
 	}
+}
+
+// markReady sets ready after a successful commit once the group is joined.
+func (p *Processor) markReady(cl *kgo.Client) {
+	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
+		p.st.setReady(false, "joining consumer group "+p.top.Config.ApplicationID)
+		p.m.Ready.Set(0)
+		return
+	}
+	p.st.setReady(true, "ok")
+	p.m.Ready.Set(1)
 }
