@@ -28,6 +28,9 @@ type InputNode struct {
 	Topic  string
 	Format string
 	Schema *jsonschema.Schema // nil when none
+	// SchemaPath is the schema file as written in the config ("" for
+	// none), for describing the topology.
+	SchemaPath string
 }
 
 // RouteNode is a compiled route.
@@ -57,7 +60,7 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		}
 	}
 	for _, in := range cfg.Inputs {
-		n := &InputNode{Topic: in.Topic, Format: in.Format}
+		n := &InputNode{Topic: in.Topic, Format: in.Format, SchemaPath: in.Schema}
 		if in.Schema != "" {
 			s, err := loadSchema(dir, in.Schema)
 			if err != nil {
@@ -184,8 +187,8 @@ func splitList(s string) []string {
 func (c *Config) Apply(o Overrides) error {
 	if len(o.Brokers) > 0 {
 		for _, b := range o.Brokers {
-			if !strings.Contains(b, ":") {
-				return fmt.Errorf("broker %q needs a port (host:port)", b)
+			if err := checkBroker(b); err != nil {
+				return err
 			}
 		}
 		c.Brokers = o.Brokers

@@ -191,7 +191,9 @@ func (c *Config) applyDefaults() {
 		c.Dirty.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if c.Dirty.TruncateTo == 0 {
-		c.Dirty.TruncateTo = DefaultTruncateTo
+		// A small max_record_bytes must not make the default truncation
+		// invalid: the user never wrote truncate_to.
+		c.Dirty.TruncateTo = min(DefaultTruncateTo, max(c.Dirty.MaxRecordBytes-1024, 1))
 	}
 	if c.Shutdown == 0 {
 		c.Shutdown = Duration(DefaultShutdown)

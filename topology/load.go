@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -48,9 +49,11 @@ func (e *ConfigError) Error() string {
 type doc struct {
 	file     string
 	dir      string
+	src      []byte
 	cfg      Config
-	pos      map[string]Pos // value positions
-	keyPos   map[string]Pos // key positions
+	pos      map[string]Pos        // value positions
+	keyPos   map[string]Pos        // key positions
+	nodes    map[string]*yaml.Node // value nodes, to tell an explicit 0 from an absent field
 	problems []Problem
 	parsed   bool // the YAML itself parsed
 }
@@ -116,6 +119,7 @@ func Load(name string, b []byte) (*Config, error) {
 	}
 	// Validate even when decoding found problems, so one run reports
 	// every mistake; a field that failed to decode keeps its default.
+	d.checkExplicitZeros()
 	d.cfg.applyDefaults()
 	d.validate()
 	if err := d.err(); err != nil {
@@ -126,28 +130,141 @@ func Load(name string, b []byte) (*Config, error) {
 
 var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlHints add the likely cause to the YAML parser's terse messages for
+// the mistakes people make most in hand-written configs. The parser often
+// names the line where the enclosing block starts rather than the faulty
+// line, so the hints say where to look.
+var yamlHints = map[string]string{
+	"mapping values are not allowed in this context": "check the indentation, or quote a value that holds \": \"",
+	"did not find expected key":                      "check the indentation of the block that starts here",
+	"did not find expected '-' indicator":            "check the indentation of the list that starts here",
+	"did not find expected node content":             "a value is missing, or a bracket is not closed",
+	"found unexpected end of stream":                 "a quote or bracket is not closed",
+	"could not find expected ':'":                    "a key needs \": \" after it, or a quote is not closed",
+}
+
 func parse(name string, b []byte) *doc {
-	d := &doc{file: name, dir: dirOf(name), pos: map[string]Pos{}, keyPos: map[string]Pos{}}
+	d := &doc{file: name, dir: dirOf(name), src: b, pos: map[string]Pos{}, keyPos: map[string]Pos{}, nodes: map[string]*yaml.Node{}}
 	var root yaml.Node
 	if err := yaml.Unmarshal(b, &root); err != nil {
-		msg := err.Error()
-		line := 1
-		if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = m[2]
-		} else {
-			msg = strings.TrimPrefix(msg, "yaml: ")
-		}
-		d.errAt(Pos{line, 1}, "invalid YAML: %s", msg)
+		d.yamlError(err)
 		return d
 	}
-	if len(root.Content) == 0 {
-		d.errAt(Pos{1, 1}, "empty topology file")
+	if len(root.Content) == 0 || (root.Content[0].Kind == yaml.ScalarNode && root.Content[0].Tag == "!!null") {
+		d.errAt(Pos{1, 1}, "empty topology file: expected a mapping with application_id, inputs, routes, routing and dirty")
+		return d
+	}
+	if line := secondDocument(b); line > 0 {
+		// yaml.Unmarshal reads the first document only: routes in a
+		// second one would be ignored without a word.
+		d.errAt(Pos{line, 1}, "a topology file holds one YAML document; remove this \"---\" and what follows, or merge it into the first")
+		return d
+	}
+	top := root.Content[0]
+	for top.Kind == yaml.AliasNode && top.Alias != nil {
+		top = top.Alias
+	}
+	if top.Kind != yaml.MappingNode {
+		// Every other check would only repeat that each field is missing.
+		d.errAt(Pos{top.Line, top.Column}, "a topology must be a mapping of fields (application_id, inputs, routes, ...), got %s", kindName(top))
 		return d
 	}
 	d.parsed = true
-	d.decode(root.Content[0], reflect.ValueOf(&d.cfg).Elem(), "")
+	d.decode(top, reflect.ValueOf(&d.cfg).Elem(), "")
 	return d
+}
+
+// secondDocument returns the line where a second, non-empty YAML document
+// starts, or 0 when there is none. A trailing "---" with nothing after it
+// is harmless and not reported.
+func secondDocument(b []byte) int {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var first, second yaml.Node
+	if dec.Decode(&first) != nil || dec.Decode(&second) != nil {
+		return 0 // io.EOF, or a syntax error the first parse reported if it mattered
+	}
+	if len(second.Content) == 0 || (second.Content[0].Tag == "!!null" && second.Content[0].Value == "") {
+		return 0
+	}
+	return max(second.Line, 1)
+}
+
+// yamlError reports a YAML syntax error. The parser gives a line but no
+// column, so the message points at the start of that line.
+func (d *doc) yamlError(err error) {
+	msg := err.Error()
+	line := 1
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		// "unknown anchor 'x' referenced" comes without a line: find the alias.
+		if m := unknownAnchorRe.FindStringSubmatch(msg); m != nil {
+			if i := bytes.Index(d.src, []byte("*"+m[1])); i >= 0 {
+				line = 1 + bytes.Count(d.src[:i], []byte("\n"))
+			}
+		}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	switch hint, ok := yamlHints[msg]; {
+	case ok:
+		msg += " (" + hint + ")"
+	case unknownAnchorRe.MatchString(msg):
+		msg += " (an alias *name needs an anchor &name earlier in the file)"
+	}
+	// A tab in the indentation is reported on the line before the tab
+	// when the parser was still closing that line's block.
+	for _, l := range []int{line, line + 1} {
+		if lineHasTabIndent(d.src, l) {
+			line = l
+			if !strings.Contains(msg, "tab") {
+				msg += " (YAML does not allow tabs for indentation; use spaces)"
+			}
+			break
+		}
+	}
+	d.errAt(Pos{line, 1}, "invalid YAML: %s", msg)
+}
+
+func isZero(s string) bool {
+	i, err := strconv.ParseInt(s, 0, 64)
+	return err == nil && i == 0
+}
+
+var unknownAnchorRe = regexp.MustCompile(`^unknown anchor '([^']*)' referenced$`)
+
+func lineHasTabIndent(src []byte, line int) bool {
+	lines := bytes.Split(src, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return false
+	}
+	l := lines[line-1]
+	return len(bytes.TrimLeft(l, " ")) > 0 && bytes.TrimLeft(l, " ")[0] == '\t'
+}
+
+// checkExplicitZeros reports integer fields written as 0. Config uses 0 for
+// "not set", so applyDefaults would otherwise turn a written 0 silently
+// into the default: a user who writes partitions: 0 made a mistake, and
+// one who writes truncate_to: 0 expects no payload, not 64 KiB of it.
+func (d *doc) checkExplicitZeros() {
+	for _, f := range []struct {
+		path string
+		v    int64
+		def  any
+	}{
+		{"commit_records", int64(d.cfg.CommitRecords), DefaultCommitRecords},
+		{"topics.partitions", int64(d.cfg.Topics.Partitions), DefaultPartitions},
+		{"topics.replication_factor", int64(d.cfg.Topics.ReplicationFactor), "-1, the broker default"},
+		{"dirty.max_record_bytes", int64(d.cfg.Dirty.MaxRecordBytes), DefaultMaxRecordBytes},
+		{"dirty.truncate_to", int64(d.cfg.Dirty.TruncateTo), DefaultTruncateTo},
+	} {
+		if n, ok := d.nodes[f.path]; ok && n.Tag == "!!int" && f.v == 0 && isZero(n.Value) {
+			d.at(f.path, "%s must not be 0; remove it to get the default (%v)", f.path, f.def)
+		}
+	}
 }
 
 func dirOf(name string) string {
@@ -191,6 +308,7 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 		n = n.Alias
 	}
 	d.pos[path] = Pos{n.Line, n.Column}
+	d.nodes[path] = n
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // leave the zero value; required-field checks report it
 	}
@@ -221,13 +339,18 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
-			p := join(path, k.Value)
+			p := fieldPath(path, k.Value)
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
+				d.errAt(Pos{k.Line, k.Column}, "%s: an output field name must be a non-empty string, got %s", path, kindName(k))
+				continue
+			}
 			if seen[k.Value] {
 				d.errAt(Pos{k.Line, k.Column}, "%s: duplicate output field %q", path, k.Value)
 				continue
 			}
 			seen[k.Value] = true
 			d.pos[p] = Pos{val.Line, val.Column}
+			d.nodes[p] = val
 			if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
 				d.errAt(Pos{val.Line, val.Column}, "%s: expected an expression, got %s", p, kindName(val))
 				continue
@@ -259,7 +382,11 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 			k, val := n.Content[i], n.Content[i+1]
 			fi, ok := fields[k.Value]
 			if !ok {
-				d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %q%s", orTop(path), k.Value, suggest(k.Value, fields))
+				if k.Tag == "!!merge" {
+					d.errAt(Pos{k.Line, k.Column}, "%s: YAML merge keys (<<) are not supported; write the fields out", orTop(path))
+					continue
+				}
+				d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %s%s", orTop(path), kindName(k), suggest(k.Value, fields))
 				continue
 			}
 			if seen[k.Value] {
@@ -287,9 +414,18 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.SetString(n.Value)
 	case reflect.Int, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(n.Value, 0, t.Bits())
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.errAt(Pos{n.Line, n.Column}, "%s: expected an integer, got %s", path, kindName(n))
+			return
+		}
+		i, err := strconv.ParseInt(n.Value, 0, t.Bits())
+		if err != nil {
+			hi := int64(1)<<(t.Bits()-1) - 1
+			if strings.HasPrefix(n.Value, "-") {
+				d.errAt(Pos{n.Line, n.Column}, "%s: %s is too small (at least %d)", path, n.Value, -hi-1)
+			} else {
+				d.errAt(Pos{n.Line, n.Column}, "%s: %s is too large (at most %d)", path, n.Value, hi)
+			}
 			return
 		}
 		v.SetInt(i)
@@ -304,6 +440,18 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
+var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fieldPath names an output field under path: routes[0].project.total, or
+// routes[0].project["@t x"] when the name is not an identifier, so a name
+// holding a newline or a dot cannot garble a one-line message.
+func fieldPath(path, name string) string {
+	if identRe.MatchString(name) {
+		return path + "." + name
+	}
+	return path + "[" + strconv.Quote(name) + "]"
+}
+
 func orTop(path string) string {
 	if path == "" {
 		return "topology"
@@ -311,16 +459,21 @@ func orTop(path string) string {
 	return path
 }
 
-// suggest names the known field closest to a misspelt one.
+// suggest names the known field closest to a misspelt one, or lists the
+// known fields when none is close, so the user never has to open the docs
+// to learn what may stand there.
 func suggest(k string, fields map[string]int) string {
 	best, bestD := "", 3
+	names := make([]string, 0, len(fields))
 	for f := range fields {
+		names = append(names, f)
 		if dd := editDistance(k, f); dd < bestD || (dd == bestD && f < best) {
 			best, bestD = f, dd
 		}
 	}
 	if best == "" {
-		return ""
+		sort.Strings(names)
+		return " (known fields: " + strings.Join(names, ", ") + ")"
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }

@@ -3,12 +3,15 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
 )
 
 var (
@@ -17,9 +20,13 @@ var (
 	topicRe     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
-// reserved route names: the dirty route has its own section and "drop" is
-// the routing.default keyword.
-var reservedRoutes = map[string]bool{"dirty": true, DropDefault: true}
+// reserved route names, and why: a route of that name could not be told
+// apart from the dirty route in metrics and headers, or from the keyword in
+// routing.default.
+var reservedRoutes = map[string]string{
+	"dirty":     "the dirty route is set in its own dirty section",
+	DropDefault: "routing.default: drop means drop unmatched records",
+}
 
 func (d *doc) validate() {
 	c := &d.cfg
@@ -29,8 +36,8 @@ func (d *doc) validate() {
 		d.at("application_id", "application_id %q may hold only letters, digits, '.', '_' and '-'", c.ApplicationID)
 	}
 	for i, b := range c.Brokers {
-		if !strings.Contains(b, ":") {
-			d.at(fmt.Sprintf("brokers[%d]", i), "broker %q needs a port (host:port)", b)
+		if err := checkBroker(b); err != nil {
+			d.at(fmt.Sprintf("brokers[%d]", i), "brokers[%d]: %v", i, err)
 		}
 	}
 	if c.Guarantee != ExactlyOnce && c.Guarantee != AtLeastOnce {
@@ -46,8 +53,16 @@ func (d *doc) validate() {
 		d.at("topics.replication_factor", "topics.replication_factor must be at least 1 (or -1 for the broker default), got %d", c.Topics.ReplicationFactor)
 	}
 
-	topics := map[string]string{} // topic -> path of its first use
-	useTopic := func(path, topic string) {
+	// Every topic is read or written by one part only: two routes on one
+	// topic could not be told apart downstream, and a route writing to an
+	// input would feed its records back into the router forever.
+	type use struct {
+		what  string // "input", "route \"x\"", "the dirty route"
+		input bool
+		pos   Pos
+	}
+	topics := map[string]use{}
+	useTopic := func(path, what string, input bool, topic string) {
 		if topic == "" {
 			return
 		}
@@ -55,11 +70,17 @@ func (d *doc) validate() {
 			d.at(path, "invalid topic name %q (letters, digits, '.', '_', '-'; at most 249)", topic)
 			return
 		}
-		if first, ok := topics[topic]; ok {
-			d.at(path, "topic %q is already used by %s", topic, first)
-			return
+		first, ok := topics[topic]
+		switch {
+		case !ok:
+			topics[topic] = use{what: what, input: input, pos: d.lookup(path)}
+		case input && first.input:
+			d.at(path, "input topic %q is listed twice (first at line %d)", topic, first.pos.Line)
+		case first.input:
+			d.at(path, "%s writes to %q, which is an input topic (line %d): records would loop back into the router", what, topic, first.pos.Line)
+		default:
+			d.at(path, "%s writes to %q, which %s already writes to (line %d); give each its own topic", what, topic, first.what, first.pos.Line)
 		}
-		topics[topic] = path
 	}
 
 	if len(c.Inputs) == 0 {
@@ -70,7 +91,7 @@ func (d *doc) validate() {
 		if in.Topic == "" {
 			d.at(p, "%s: topic is required", p)
 		}
-		useTopic(p+".topic", in.Topic)
+		useTopic(p+".topic", "input", true, in.Topic)
 		if in.Format != "json" {
 			d.at(p+".format", "input format %q is not supported (supported: json)", in.Format)
 		}
@@ -102,23 +123,27 @@ func (d *doc) validate() {
 		d.at("routes", "at least one route is required")
 	}
 	names := map[string]bool{}
+	nameLine := map[string]int{} // route name -> line of its first use
 	for i, r := range c.Routes {
 		p := fmt.Sprintf("routes[%d]", i)
 		switch {
 		case r.Name == "":
 			d.at(p, "%s: name is required", p)
-		case reservedRoutes[r.Name]:
-			d.at(p+".name", "route name %q is reserved", r.Name)
+		case reservedRoutes[r.Name] != "":
+			d.at(p+".name", "route name %q is reserved (%s); pick another name", r.Name, reservedRoutes[r.Name])
 		case !routeNameRe.MatchString(r.Name):
 			d.at(p+".name", "route name %q must start with a lower-case letter and hold only a-z, 0-9, '_' and '-'", r.Name)
 		case names[r.Name]:
-			d.at(p+".name", "duplicate route name %q", r.Name)
+			d.at(p+".name", "duplicate route name %q (first at line %d)", r.Name, nameLine[r.Name])
+		}
+		if !names[r.Name] {
+			nameLine[r.Name] = d.lookup(p + ".name").Line
 		}
 		names[r.Name] = true
 		if r.Topic == "" {
 			d.at(p, "%s: topic is required", p)
 		}
-		useTopic(p+".topic", r.Topic)
+		useTopic(p+".topic", fmt.Sprintf("route %q", r.Name), false, r.Topic)
 		if r.When != "" {
 			d.checkExpr(p+".when", r.When, true)
 		}
@@ -128,17 +153,17 @@ func (d *doc) validate() {
 		switch r.Value {
 		case ValueOriginal:
 			if len(r.Project) > 0 {
-				d.at(p+".project", "project is set but value is %q; set value: projection", ValueOriginal)
+				d.at(p+".value", "%s.value is %q (the input bytes, untouched) but project is set; remove value or set it to %q", p, ValueOriginal, ValueProjection)
 			}
 		case ValueProjection:
 			if len(r.Project) == 0 {
-				d.at(p+".value", "value: projection needs a project mapping of output field to expression")
+				d.at(p+".value", "%s.value: projection needs a project mapping of output field to expression", p)
 			}
 			for _, f := range r.Project {
-				d.checkExpr(p+".project."+f.Name, f.Expr, false)
+				d.checkExpr(fieldPath(p+".project", f.Name), f.Expr, false)
 			}
 		default:
-			d.at(p+".value", "value must be %q or %q, got %q", ValueOriginal, ValueProjection, r.Value)
+			d.at(p+".value", "%s.value must be %q or %q, got %q", p, ValueOriginal, ValueProjection, r.Value)
 		}
 	}
 
@@ -146,26 +171,113 @@ func (d *doc) validate() {
 	case def == "":
 		d.at("routing", "routing.default is required: name the route for unmatched records, or %q to drop them (counted)", DropDefault)
 	case def != DropDefault && !names[def]:
-		d.at("routing.default", "routing.default names route %q, which is not defined", def)
+		known := fmt.Sprintf("%q to drop", DropDefault)
+		if rn := routeNames(c.Routes); len(rn) > 0 {
+			known = "routes: " + strings.Join(rn, ", ") + "; or " + known
+		}
+		d.at("routing.default", "routing.default names route %q, which is not defined (%s)", def, known)
 	}
 
 	if c.Dirty.Topic == "" {
 		d.at("dirty", "the dirty route is required: set dirty.topic (records that fail decode, schema, event time or expressions go there)")
 	}
-	useTopic("dirty.topic", c.Dirty.Topic)
+	useTopic("dirty.topic", "the dirty route", false, c.Dirty.Topic)
 	if c.Dirty.MaxRecordBytes < 1024 {
 		d.at("dirty.max_record_bytes", "dirty.max_record_bytes must be at least 1024, got %d", c.Dirty.MaxRecordBytes)
 	}
-	if c.Dirty.TruncateTo < 0 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024 {
-		d.at("dirty.truncate_to", "dirty.truncate_to must be between 0 and max_record_bytes - 1024 (room for headers), got %d", c.Dirty.TruncateTo)
+	if c.Dirty.MaxRecordBytes >= 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
+		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
 }
 
 func (d *doc) checkExpr(path, src string, asBool bool) {
-	if _, err := CompileExpr(src, asBool); err != nil {
-		d.at(path, "%s: %v", path, err)
+	_, err := CompileExpr(src, asBool)
+	if err == nil {
+		return
 	}
+	if ee, ok := err.(*ExprError); ok {
+		if pos, ok := d.exprPos(path, ee); ok {
+			d.errAt(pos, "%s: %s", path, ee.Msg)
+			return
+		}
+	}
+	d.at(path, "%s: %v", path, err)
 }
+
+// exprPos maps a place inside an expression to the file, so an editor
+// jumps to the offending token and not to the start of the value. It does
+// so only when the value is one line written as it reads (plain, or quoted
+// without escapes), which it checks against the source line itself.
+func (d *doc) exprPos(path string, e *ExprError) (Pos, bool) {
+	n, ok := d.nodes[path]
+	if !ok || e.Col < 1 || e.Line > 1 || strings.ContainsAny(n.Value, "\n\r") {
+		return Pos{}, false
+	}
+	lines := strings.Split(string(d.src), "\n")
+	if n.Line < 1 || n.Line > len(lines) {
+		return Pos{}, false
+	}
+	line := []rune(strings.TrimSuffix(lines[n.Line-1], "\r"))
+	if n.Column < 1 || n.Column > len(line) {
+		return Pos{}, false
+	}
+	rest := string(line[n.Column-1:])
+	offset := 0
+	switch n.Style {
+	case 0:
+	case yaml.SingleQuotedStyle:
+		rest, offset = strings.TrimPrefix(rest, "'"), 1
+		if !strings.HasPrefix(rest, n.Value+"'") {
+			return Pos{}, false
+		}
+	case yaml.DoubleQuotedStyle:
+		rest, offset = strings.TrimPrefix(rest, `"`), 1
+		if !strings.HasPrefix(rest, n.Value+`"`) {
+			return Pos{}, false
+		}
+	default:
+		return Pos{}, false
+	}
+	if !strings.HasPrefix(rest, n.Value) || e.Col > len([]rune(n.Value))+1 {
+		return Pos{}, false
+	}
+	return Pos{n.Line, n.Column + offset + e.Col - 1}, true
+}
+
+func routeNames(rs []Route) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rs {
+		if r.Name != "" && !seen[r.Name] {
+			seen[r.Name] = true
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// checkBroker checks one bootstrap address. It is done here, offline, so a
+// typo fails `router validate` instead of a minute of connection retries.
+func checkBroker(b string) error {
+	host, port, err := net.SplitHostPort(b)
+	if err != nil {
+		if !strings.Contains(b, ":") {
+			return fmt.Errorf("broker %q needs a port (host:port, e.g. %q)", b, b+":9092")
+		}
+		return fmt.Errorf("broker %q is not host:port (write an IPv6 address as [::1]:9092)", b)
+	}
+	if host == "" {
+		return fmt.Errorf("broker %q needs a host before the port", b)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("broker %q: port %q is not a number from 1 to 65535", b, port)
+	}
+	return nil
+}
+
+// maxSchemaBytes bounds a schema file, so a path to a device or a huge
+// file fails fast instead of hanging `router validate`.
+const maxSchemaBytes = 8 << 20
 
 // loadSchema compiles a JSON Schema file given relative to the config dir.
 func loadSchema(dir, path string) (*jsonschema.Schema, error) {
@@ -173,11 +285,18 @@ func loadSchema(dir, path string) (*jsonschema.Schema, error) {
 	if !filepath.IsAbs(path) {
 		full = filepath.Join(dir, path)
 	}
-	if _, err := os.Stat(full); err != nil {
+	fi, err := os.Stat(full)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("schema file %q not found", full)
 		}
 		return nil, fmt.Errorf("schema file %q: %v", full, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("schema file %q is not a regular file", full)
+	}
+	if fi.Size() > maxSchemaBytes {
+		return nil, fmt.Errorf("schema file %q is larger than %d MiB", full, maxSchemaBytes>>20)
 	}
 	abs, err := filepath.Abs(full)
 	if err != nil {
@@ -186,11 +305,46 @@ func loadSchema(dir, path string) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	s, err := c.Compile(abs)
 	if err != nil {
-		msg := err.Error()
+		return nil, fmt.Errorf("schema file %q %s", full, schemaErrMsg(err, abs, full))
+	}
+	return s, nil
+}
+
+// schemaErrMsg says why a schema does not compile in one line. The
+// compiler's own text is a tree naming the file by absolute URL; the user
+// wrote a relative path, and messages must not depend on the checkout.
+func schemaErrMsg(err error, abs, full string) string {
+	var (
+		sve *jsonschema.SchemaValidationError
+		lue *jsonschema.LoadURLError
+		msg string
+	)
+	switch {
+	case errors.As(err, &sve):
+		msg = "is not a valid JSON Schema: " + firstLeaf(sve.Err.Error())
+	case errors.As(err, &lue) && lue.URL == "file://"+filepath.ToSlash(abs):
+		msg = "is not valid JSON: " + lue.Err.Error()
+	default:
+		msg = "does not compile: " + err.Error()
 		if i := strings.IndexByte(msg, '\n'); i >= 0 {
 			msg = msg[:i]
 		}
-		return nil, fmt.Errorf("schema %q does not compile: %s", path, msg)
 	}
-	return s, nil
+	return strings.ReplaceAll(msg, "file://"+filepath.ToSlash(abs), full)
+}
+
+// firstLeaf picks the first innermost cause from the validator's indented
+// tree ("- at '/x': ..."): the outer lines only say that allOf failed.
+func firstLeaf(tree string) string {
+	lines := strings.Split(tree, "\n")
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	for i, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), "- ") {
+			continue
+		}
+		if i+1 == len(lines) || indent(lines[i+1]) <= indent(l) {
+			return strings.TrimPrefix(strings.TrimSpace(l), "- ")
+		}
+	}
+	return lines[0]
 }

@@ -1,0 +1,481 @@
+package topology
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Formats Describe renders.
+const (
+	FormatJSON    = "json"
+	FormatDOT     = "dot"
+	FormatMermaid = "mermaid"
+)
+
+// DescribeFormats lists the formats Describe accepts, for flag help and
+// error messages.
+var DescribeFormats = []string{FormatJSON, FormatDOT, FormatMermaid}
+
+// ErrUnknownFormat is returned (wrapped) by Describe for a format it does
+// not render, so a caller can answer 400 rather than 500.
+var ErrUnknownFormat = errors.New("unknown describe format")
+
+// Kinds of GraphNode.
+const (
+	NodeInput     = "input"      // an input topic
+	NodeDecode    = "decode"     // decoding one input's format
+	NodeSchema    = "schema"     // validating one input against its JSON Schema
+	NodeEventTime = "event_time" // extracting the event time
+	NodeRouter    = "router"     // evaluating the predicates
+	NodeRoute     = "route"      // one route: key and value of its output
+	NodeDirty     = "dirty"      // the dirty route
+	NodeDrop      = "drop"       // unmatched records dropped (routing.default: drop)
+	NodeTopic     = "topic"      // an output topic
+)
+
+// Description is a topology as data: what `router topology` prints and
+// GET /topology serves. Its fields and their order are part of the API:
+// add, never rename. Every list is in config order or sorted, never in map
+// order, so two describes of one config are byte-identical.
+type Description struct {
+	ApplicationID string    `json:"application_id"`
+	Guarantee     Guarantee `json:"guarantee"`
+	// CommitInterval is a Go duration string, e.g. "100ms".
+	CommitInterval string `json:"commit_interval"`
+	Match          Match  `json:"match"`
+	// Default is the route for unmatched records, or "drop".
+	Default   string             `json:"default"`
+	Inputs    []DescribedInput   `json:"inputs"`
+	EventTime DescribedEventTime `json:"event_time"`
+	Routes    []DescribedRoute   `json:"routes"`
+	Dirty     DescribedDirty     `json:"dirty"`
+	// Fields is every record field any expression reads, sorted: what the
+	// decoder extracts.
+	Fields []string    `json:"fields"`
+	Nodes  []GraphNode `json:"nodes"`
+	Edges  []GraphEdge `json:"edges"`
+}
+
+// DescribedInput is one input topic.
+type DescribedInput struct {
+	Topic  string `json:"topic"`
+	Format string `json:"format"`
+	// Schema is the JSON Schema path as written in the config; "" for none.
+	Schema string `json:"schema"`
+}
+
+// DescribedEventTime says where event time comes from.
+type DescribedEventTime struct {
+	Field  string `json:"field"` // "" with format kafka
+	Format string `json:"format"`
+}
+
+// DescribedRoute is one route.
+type DescribedRoute struct {
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+	When  string `json:"when"` // "" matches every record
+	Key   string `json:"key"`  // "" keeps the input key
+	Value string `json:"value"`
+	// Project is the projection in output order; empty unless value is
+	// projection.
+	Project []DescribedField `json:"project"`
+	// Fields are the record fields this route's expressions read, sorted.
+	Fields  []string `json:"fields"`
+	Default bool     `json:"default"`
+}
+
+// DescribedField is one projected output field.
+type DescribedField struct {
+	Name string `json:"name"`
+	Expr string `json:"expr"`
+}
+
+// DescribedDirty is the dirty route.
+type DescribedDirty struct {
+	Topic          string `json:"topic"`
+	MaxRecordBytes int    `json:"max_record_bytes"`
+	TruncateTo     int    `json:"truncate_to"`
+	// Stages are the stages whose failures this topology can send to the
+	// dirty route, in processing order.
+	Stages []string `json:"stages"`
+}
+
+// GraphNode is a vertex of the processing graph.
+type GraphNode struct {
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Label string `json:"label"` // may hold newlines
+}
+
+// GraphEdge is a directed edge of the processing graph; Label is "" when
+// the edge needs none.
+type GraphEdge struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Label string `json:"label"`
+}
+
+// Describe renders the topology as "json" (a Description), "dot" (Graphviz)
+// or "mermaid" (a flowchart). The output depends only on the topology.
+func (t *Topology) Describe(format string) ([]byte, error) {
+	d := t.Description()
+	switch format {
+	case FormatJSON:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		// Expressions are full of < > &: keep them readable.
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(d); err != nil {
+			return nil, fmt.Errorf("describe json: %w", err)
+		}
+		return b.Bytes(), nil
+	case FormatDOT:
+		return d.dot(), nil
+	case FormatMermaid:
+		return d.mermaid(), nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownFormat, format, strings.Join(DescribeFormats, ", "))
+}
+
+// Description returns the topology as data, graph included.
+func (t *Topology) Description() *Description {
+	d := &Description{
+		Match:     t.Match,
+		Default:   DropDefault,
+		Inputs:    []DescribedInput{},
+		EventTime: DescribedEventTime{Field: t.EventTime.Field, Format: t.EventTime.Format},
+		Routes:    []DescribedRoute{},
+		Fields:    append([]string{}, t.Fields...),
+		Nodes:     []GraphNode{},
+		Edges:     []GraphEdge{},
+	}
+	if c := t.Config; c != nil {
+		d.ApplicationID = c.ApplicationID
+		d.Guarantee = c.Guarantee
+		d.CommitInterval = c.CommitInterval.D().String()
+	}
+	if t.Default != nil {
+		d.Default = t.Default.Name
+	}
+	node := func(id, kind, label string) { d.Nodes = append(d.Nodes, GraphNode{ID: id, Kind: kind, Label: label}) }
+	edge := func(from, to, label string) { d.Edges = append(d.Edges, GraphEdge{From: from, To: to, Label: label}) }
+
+	// The main path first, then the dirty edges in the order a record
+	// meets the stages, so each format lists the graph as a record travels.
+	var decodeErrs, schemaErrs, laterErrs []GraphEdge
+	var stages []string
+	const evt, router = "event_time", "router"
+	for _, in := range t.Inputs {
+		d.Inputs = append(d.Inputs, DescribedInput{Topic: in.Topic, Format: in.Format, Schema: in.SchemaPath})
+		id, dec := "input:"+in.Topic, "decode:"+in.Topic
+		node(id, NodeInput, in.Topic)
+		node(dec, NodeDecode, "decode "+in.Format)
+		edge(id, dec, "")
+		decodeErrs = append(decodeErrs, GraphEdge{From: dec, To: "dirty", Label: "decode"})
+		last := dec
+		if in.Schema != nil || in.SchemaPath != "" {
+			sch := "schema:" + in.Topic
+			label := "schema"
+			if in.SchemaPath != "" {
+				label += "\n" + in.SchemaPath
+			}
+			node(sch, NodeSchema, label)
+			edge(dec, sch, "")
+			schemaErrs = append(schemaErrs, GraphEdge{From: sch, To: "dirty", Label: "schema"})
+			last = sch
+		}
+		edge(last, evt, "")
+	}
+	if len(decodeErrs) > 0 {
+		stages = append(stages, "decode")
+	}
+	if len(schemaErrs) > 0 {
+		stages = append(stages, "schema")
+	}
+
+	if t.EventTime.Format == TimeKafka || t.EventTime.Format == "" {
+		node(evt, NodeEventTime, "event time\nKafka timestamp")
+	} else {
+		node(evt, NodeEventTime, fmt.Sprintf("event time\n%s (%s)", t.EventTime.Field, t.EventTime.Format))
+		// Only a field can be missing or malformed; the Kafka timestamp
+		// is always there.
+		laterErrs = append(laterErrs, GraphEdge{From: evt, To: "dirty", Label: "event_time"})
+		stages = append(stages, "event_time")
+	}
+	node(router, NodeRouter, "router\nmatch: "+string(t.Match))
+	edge(evt, router, "")
+
+	all := map[string]bool{}
+	hasExpr := false
+	for i, r := range t.Routes {
+		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Project: []DescribedField{}, Default: r == t.Default}
+		fields := map[string]bool{}
+		addFields := func(e *Expr) {
+			for _, f := range e.Fields {
+				fields[f] = true
+				all[f] = true
+			}
+		}
+		if r.When != nil {
+			dr.When = r.When.Source
+			addFields(r.When)
+			hasExpr = true
+		}
+		if r.Key != nil {
+			dr.Key = r.Key.Source
+			addFields(r.Key)
+			hasExpr = true
+		}
+		for _, f := range r.Project {
+			dr.Project = append(dr.Project, DescribedField{Name: f.Name, Expr: f.Expr.Source})
+			addFields(f.Expr)
+			hasExpr = true
+		}
+		dr.Fields = sortedKeys(fields)
+		d.Routes = append(d.Routes, dr)
+
+		id := "route:" + r.Name
+		node(id, NodeRoute, routeLabel(dr))
+		order := ""
+		if t.Match != MatchAll {
+			order = ordinal(i + 1)
+		}
+		edge(router, id, order)
+		edge(id, "topic:"+r.Topic, "")
+		node("topic:"+r.Topic, NodeTopic, r.Topic)
+	}
+	if len(d.Fields) == 0 && len(all) > 0 {
+		d.Fields = sortedKeys(all)
+	}
+	if t.Default != nil {
+		edge(router, "route:"+t.Default.Name, "no match")
+	} else {
+		node("drop", NodeDrop, "drop\n(counted)")
+		edge(router, "drop", "no match")
+	}
+	if hasExpr {
+		// A predicate, key or projection that fails to evaluate makes the
+		// whole record dirty at the route stage.
+		laterErrs = append(laterErrs, GraphEdge{From: router, To: "dirty", Label: "route"})
+		stages = append(stages, "route")
+	}
+	if stages == nil {
+		stages = []string{}
+	}
+
+	d.Dirty = DescribedDirty{Topic: t.Dirty.Topic, MaxRecordBytes: t.Dirty.MaxRecordBytes, TruncateTo: t.Dirty.TruncateTo, Stages: stages}
+	node("dirty", NodeDirty, "dirty")
+	d.Edges = append(append(append(d.Edges, decodeErrs...), schemaErrs...), laterErrs...)
+	edge("dirty", "topic:"+t.Dirty.Topic, "")
+	node("topic:"+t.Dirty.Topic, NodeTopic, t.Dirty.Topic)
+	return d
+}
+
+func routeLabel(r DescribedRoute) string {
+	var b strings.Builder
+	b.WriteString(r.Name)
+	if r.Default {
+		b.WriteString(" (default)")
+	}
+	when := r.When
+	if when == "" {
+		when = "always"
+	}
+	fmt.Fprintf(&b, "\nwhen: %s", oneLine(when))
+	if r.Key != "" {
+		fmt.Fprintf(&b, "\nkey: %s", oneLine(r.Key))
+	}
+	fmt.Fprintf(&b, "\nvalue: %s", r.Value)
+	if len(r.Project) > 0 {
+		names := make([]string, len(r.Project))
+		for i, f := range r.Project {
+			names[i] = f.Name
+		}
+		fmt.Fprintf(&b, " {%s}", strings.Join(names, ", "))
+	}
+	return b.String()
+}
+
+// oneLine folds a multi-line expression (a YAML block scalar) so a label
+// line stays one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// dot renders Graphviz. Topics are cylinders, the router a diamond, the
+// default route bold, failure edges dashed red.
+func (d *Description) dot() []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "// sidestream topology %s: render with `dot -Tsvg`\n", d.ApplicationID)
+	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(d.ApplicationID))
+	b.WriteString("  rankdir=LR;\n")
+	b.WriteString("  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n")
+	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=9];\n")
+	defaultID := ""
+	if d.Default != DropDefault {
+		defaultID = "route:" + d.Default
+	}
+	for _, n := range d.Nodes {
+		attrs := "label=" + dotQuote(n.Label)
+		switch n.Kind {
+		case NodeInput, NodeTopic:
+			attrs += ", shape=cylinder"
+		case NodeRouter:
+			attrs += ", shape=diamond"
+		case NodeRoute:
+			attrs += ", style=rounded"
+			if n.ID == defaultID {
+				attrs += ", penwidth=2"
+			}
+		case NodeDirty:
+			attrs += ", color=red, fontcolor=red"
+		case NodeDrop:
+			attrs += ", shape=octagon, color=gray50, fontcolor=gray50"
+		}
+		fmt.Fprintf(&b, "  %s [%s];\n", dotQuote(n.ID), attrs)
+	}
+	for _, e := range d.Edges {
+		var attrs []string
+		if e.Label != "" {
+			attrs = append(attrs, "label="+dotQuote(e.Label))
+		}
+		if e.To == "dirty" {
+			attrs = append(attrs, "style=dashed", "color=red", "fontcolor=red")
+		}
+		if e.Label == "no match" {
+			attrs = append(attrs, "style=dotted")
+		}
+		fmt.Fprintf(&b, "  %s -> %s", dotQuote(e.From), dotQuote(e.To))
+		if len(attrs) > 0 {
+			fmt.Fprintf(&b, " [%s]", strings.Join(attrs, ", "))
+		}
+		b.WriteString(";\n")
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+// dotQuote makes a DOT double-quoted string; a newline becomes a centred
+// line break.
+func dotQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
+	return `"` + r.Replace(s) + `"`
+}
+
+// mermaid renders a Mermaid flowchart. The class for the default route is
+// not called "default": Mermaid applies a class of that name to every node.
+// Mermaid ids allow few characters,
+// so each node gets a sanitised id, made unique with a suffix if two
+// sanitise alike.
+func (d *Description) mermaid() []byte {
+	ids := map[string]string{}
+	used := map[string]bool{}
+	for _, n := range d.Nodes {
+		base := mermaidID(n.ID)
+		id := base
+		for i := 2; used[id]; i++ {
+			id = fmt.Sprintf("%s_%d", base, i)
+		}
+		used[id] = true
+		ids[n.ID] = id
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%%%% sidestream topology %s\n", mermaidComment(d.ApplicationID))
+	b.WriteString("flowchart LR\n")
+	defaultID := ""
+	if d.Default != DropDefault {
+		defaultID = "route:" + d.Default
+	}
+	var classes []string
+	for _, n := range d.Nodes {
+		id, label := ids[n.ID], mermaidQuote(n.Label)
+		switch n.Kind {
+		case NodeInput, NodeTopic:
+			fmt.Fprintf(&b, "  %s[(%s)]\n", id, label)
+		case NodeRouter:
+			fmt.Fprintf(&b, "  %s{%s}\n", id, label)
+		case NodeRoute:
+			fmt.Fprintf(&b, "  %s(%s)\n", id, label)
+		case NodeDrop:
+			fmt.Fprintf(&b, "  %s{{%s}}\n", id, label)
+		default:
+			fmt.Fprintf(&b, "  %s[%s]\n", id, label)
+		}
+		switch {
+		case n.Kind == NodeDirty:
+			classes = append(classes, "  class "+id+" dirty")
+		case n.Kind == NodeDrop:
+			classes = append(classes, "  class "+id+" drop")
+		case n.ID == defaultID:
+			classes = append(classes, "  class "+id+" defaultRoute")
+		}
+	}
+	for _, e := range d.Edges {
+		arrow := "-->"
+		if e.To == "dirty" || e.Label == "no match" {
+			arrow = "-.->"
+		}
+		if e.Label != "" {
+			fmt.Fprintf(&b, "  %s %s|%s| %s\n", ids[e.From], arrow, mermaidQuote(e.Label), ids[e.To])
+		} else {
+			fmt.Fprintf(&b, "  %s %s %s\n", ids[e.From], arrow, ids[e.To])
+		}
+	}
+	b.WriteString("  classDef dirty stroke:#c00,color:#c00\n")
+	b.WriteString("  classDef drop stroke:#888,color:#888\n")
+	b.WriteString("  classDef defaultRoute stroke-width:3px\n")
+	for _, c := range classes {
+		b.WriteString(c + "\n")
+	}
+	return b.Bytes()
+}
+
+func mermaidID(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// mermaidQuote makes a quoted Mermaid label. Mermaid reads #name; as an
+// entity and the label as HTML, so # goes first, then the characters an
+// expression is likely to hold.
+func mermaidQuote(s string) string {
+	r := strings.NewReplacer("#", "#35;", `"`, "#quot;", "<", "#lt;", ">", "#gt;", "&", "#amp;", "\r", "", "\n", "<br/>")
+	return `"` + r.Replace(s) + `"`
+}
+
+func mermaidComment(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
