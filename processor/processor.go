@@ -190,6 +190,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.WithHooks(p.m.Kafka),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
+			p.st.setJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {
 				p.st.assign(t, ps)
 			}
@@ -205,6 +206,14 @@ func (p *Processor) clientOpts() []kgo.Opt {
 
 func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+		if kind == "lost" {
+			// The session is gone (broker unreachable, session expired).
+			// Empty transactions still "commit" without the broker, so
+			// only the next successful join may mark the router ready.
+			p.st.setJoined(false)
+			p.st.setReady(false, "consumer group session lost (broker unreachable or session expired); rejoining")
+			p.m.Ready.Set(0)
+		}
 		for t, ps := range r {
 			p.st.revoke(t, ps)
 			for _, part := range ps {

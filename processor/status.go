@@ -22,9 +22,12 @@ type TaskStatus struct {
 // status is the shared, lock-protected view of a running processor for
 // the HTTP API. The poll loop writes it; handlers read copies.
 type status struct {
-	mu         sync.Mutex
-	ready      bool
-	reason     string
+	mu     sync.Mutex
+	ready  bool
+	reason string
+	// joined is false from a lost group session (heartbeat failed: broker
+	// unreachable, session expired) until the next successful join.
+	joined     bool
 	lastLoop   time.Time
 	lastCommit time.Time
 	tasks      map[tp]*TaskStatus
@@ -43,6 +46,18 @@ func (s *status) setReady(ok bool, reason string) {
 	s.mu.Lock()
 	s.ready, s.reason = ok, reason
 	s.mu.Unlock()
+}
+
+func (s *status) setJoined(ok bool) {
+	s.mu.Lock()
+	s.joined = ok
+	s.mu.Unlock()
+}
+
+func (s *status) isJoined() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.joined
 }
 
 func (s *status) loop() {

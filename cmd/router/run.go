@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
@@ -33,6 +35,7 @@ type runFlags struct {
 	static         bool
 	workers        int
 	txnTimeout     time.Duration
+	sessionTimeout time.Duration
 	logLevel       string
 	logFormat      string
 }
@@ -48,6 +51,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.static, "static-membership", os.Getenv("SIDESTREAM_STATIC_MEMBERSHIP") == "true", "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true)")
 	fs.IntVar(&f.workers, "workers", 0, "partitions processed in parallel (default GOMAXPROCS)")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "broker-side transaction timeout")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead or frozen member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("SIDESTREAM_LOG_LEVEL", "info"), "debug, info, warn or error (env SIDESTREAM_LOG_LEVEL)")
 	fs.StringVar(&f.logFormat, "log-format", envOr("SIDESTREAM_LOG_FORMAT", "text"), "text or json (env SIDESTREAM_LOG_FORMAT)")
 }
@@ -118,6 +122,10 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 	}
 	if f.workers > 0 {
 		opts = append(opts, processor.WithWorkers(f.workers))
+	}
+	if f.sessionTimeout > 0 {
+		// Heartbeat at a third of the session, as Kafka recommends.
+		opts = append(opts, processor.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
 	}
 	proc, err := processor.New(top, opts...)
 	if err != nil {

@@ -1,0 +1,938 @@
+package itest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// inputPartitions is the partition count of every scenario's input topic.
+const inputPartitions = 6
+
+// scenario is one test's world: its own input topic, output topics,
+// application id (= consumer group = transactional id prefix), topology
+// file, generated events and oracle counts.
+type scenario struct {
+	t       *testing.T
+	name    string
+	app     string
+	input   string
+	outputs []string          // sorted
+	topicOf map[string]string // route name (incl. "dirty") -> topic
+	dir     string
+	config  string
+	brokers []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+	rng     *rand.Rand
+
+	events []gen.Event
+	byID   map[string]*gen.Event
+	want   map[string]int // oracle: output topic -> records
+
+	started  time.Time
+	kills    int
+	restarts int
+
+	mu      sync.Mutex
+	routers []*router
+}
+
+// newScenario skips without a broker; otherwise it writes the example
+// topology with unique names into a temp dir, creates the input topic
+// and generates n events (not yet produced).
+func newScenario(t *testing.T, name string, n int) *scenario {
+	t.Helper()
+	brokers := os.Getenv(envBrokers)
+	if brokers == "" {
+		t.Skipf("%s is not set: no real broker (scripts/kafka.sh up)", envBrokers)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("SIDESTREAM_IT_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("SIDESTREAM_IT_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("seed %d (SIDESTREAM_IT_SEED=%d repeats the data and the fault schedule, not the timing)", seed, seed)
+	prefix := "it-" + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	s := &scenario{
+		t:       t,
+		name:    name,
+		app:     prefix,
+		input:   prefix + ".logs",
+		dir:     t.TempDir(),
+		brokers: strings.Split(brokers, ","),
+		rng:     rand.New(rand.NewPCG(seed, seed>>1|1)),
+		byID:    make(map[string]*gen.Event, n),
+		want:    map[string]int{},
+		started: time.Now(),
+	}
+	s.writeTopology(prefix)
+
+	var err error
+	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(s.brokers...)); err != nil {
+		t.Fatal(err)
+	}
+	s.adm = kadm.NewClient(s.cl)
+	t.Cleanup(s.cl.Close)
+	t.Cleanup(s.cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := s.adm.CreateTopic(ctx, inputPartitions, 1, nil, s.input)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create input topic %s on %s: %v", s.input, brokers, err)
+	}
+
+	g := gen.New(seed)
+	s.events = make([]gen.Event, n)
+	for i := range s.events {
+		s.events[i] = g.Next()
+		ev := &s.events[i]
+		s.byID[ev.ID] = ev
+		s.want[s.topicOf[gen.RouteOf[ev.Kind]]]++
+	}
+	return s
+}
+
+// writeTopology copies examples/logs-by-level.yaml and its schema into the
+// scenario's dir with the application id and every topic renamed, then
+// compiles it to learn each route's topic.
+func (s *scenario) writeTopology(prefix string) {
+	t := s.t
+	src, err := os.ReadFile("../examples/logs-by-level.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(src)
+	for _, r := range [][2]string{
+		{"application_id: logs-by-level\n", "application_id: " + s.app + "\n"},
+		{"  - topic: logs\n", "  - topic: " + s.input + "\n"},
+		{"topic: logs.", "topic: " + prefix + "."},
+	} {
+		if !strings.Contains(y, r[0]) {
+			t.Fatalf("examples/logs-by-level.yaml changed: %q not found; update itest.writeTopology", r[0])
+		}
+		y = strings.ReplaceAll(y, r[0], r[1])
+	}
+	s.config = filepath.Join(s.dir, "topology.yaml")
+	schema, err := os.ReadFile("../examples/schemas/log-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, "schemas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "schemas", "log-event.json"), schema, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(s.config, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := topology.LoadFile(s.config)
+	if err != nil {
+		t.Fatalf("per-test topology: %v", err)
+	}
+	top, err := topology.Compile(cfg, s.dir+"/")
+	if err != nil {
+		t.Fatalf("per-test topology: %v", err)
+	}
+	if in := top.InputTopics(); !slices.Equal(in, []string{s.input}) {
+		t.Fatalf("per-test topology reads %v, want [%s]", in, s.input)
+	}
+	s.topicOf = map[string]string{"dirty": top.Dirty.Topic}
+	for _, r := range top.Routes {
+		s.topicOf[r.Name] = r.Topic
+	}
+	for kind, route := range gen.RouteOf {
+		if tp := s.topicOf[route]; !strings.HasPrefix(tp, prefix+".") {
+			t.Fatalf("oracle route %q (kind %s) has topic %q, not one of this test's", route, kind, tp)
+		}
+	}
+	s.outputs = top.OutputTopics()
+	sort.Strings(s.outputs)
+}
+
+// cleanup runs after every router of the test is dead: it prints the
+// routers' logs when the test failed, else deletes the test's topics and
+// group so the broker stays small.
+func (s *scenario) cleanup() {
+	if dir := os.Getenv("SIDESTREAM_IT_LOGS"); dir != "" {
+		s.keepLogs(dir)
+	}
+	if s.t.Failed() {
+		s.mu.Lock()
+		seen := map[string]bool{}
+		for _, r := range s.routers {
+			if !seen[r.logPath] {
+				seen[r.logPath] = true
+				s.t.Logf("last lines of %s:\n%s", filepath.Base(r.logPath), tail(r.logPath, 60))
+			}
+		}
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _ = s.adm.DeleteGroup(ctx, s.app)
+	_, _ = s.adm.DeleteTopics(ctx, append([]string{s.input}, s.outputs...)...)
+}
+
+// keepLogs copies the routers' logs to dir (SIDESTREAM_IT_LOGS) as
+// SCENARIO-router-ID.log.
+func (s *scenario) keepLogs(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Errorf("SIDESTREAM_IT_LOGS: %v", err)
+		return
+	}
+	for _, r := range s.routers {
+		b, err := os.ReadFile(r.logPath)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, s.name+"-"+filepath.Base(r.logPath)), b, 0o644)
+		}
+		if err != nil {
+			s.t.Errorf("SIDESTREAM_IT_LOGS: %v", err)
+		}
+	}
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// randDur is uniform in [lo, hi).
+func (s *scenario) randDur(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(s.rng.Int64N(int64(hi-lo)))
+}
+
+// ---------------------------------------------------------------- producer
+
+// producer writes the scenario's events to its input topic at a rate, in a
+// goroutine, so faults hit the router while input keeps arriving.
+type producer struct {
+	n      int
+	done   chan struct{}
+	acked  atomic.Int64
+	err    atomic.Pointer[error]
+	took   time.Duration
+	cancel context.CancelFunc
+}
+
+// startProducer writes every event, keyed by its id, at rate records per
+// second (0: as fast as possible).
+func (s *scenario) startProducer(rate float64) *producer {
+	return s.startProducerRange(0, len(s.events), rate)
+}
+
+// startProducerRange writes events [from, to) like startProducer. The
+// caller writes the rest, in order, so that waitCaughtUp can finish.
+func (s *scenario) startProducerRange(from, to int, rate float64) *producer {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...), kgo.DefaultProduceTopic(s.input))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &producer{n: to - from, done: make(chan struct{}), cancel: cancel}
+	fail := func(err error) { p.err.CompareAndSwap(nil, &err) }
+	go func() {
+		defer close(p.done)
+		defer cl.Close()
+		start := time.Now()
+		for i := range to - from {
+			ev := &s.events[from+i]
+			if rate > 0 && i%100 == 0 {
+				due := start.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				if d := time.Until(due); d > 0 {
+					tm := time.NewTimer(d)
+					select {
+					case <-ctx.Done():
+						tm.Stop()
+						return
+					case <-tm.C:
+					}
+				}
+			}
+			cl.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					fail(err)
+					return
+				}
+				p.acked.Add(1)
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			fail(err)
+		}
+		p.took = time.Since(start)
+	}()
+	s.t.Cleanup(func() { cancel(); <-p.done })
+	return p
+}
+
+func (p *producer) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait blocks until every event is acknowledged by the broker.
+func (p *producer) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(limit):
+		t.Fatalf("producer: %d of %d records acknowledged after %s", p.acked.Load(), p.n, limit)
+	}
+	if e := p.err.Load(); e != nil {
+		t.Fatalf("producer: %v", *e)
+	}
+	if got := p.acked.Load(); got != int64(p.n) {
+		t.Fatalf("producer: %d of %d records acknowledged", got, p.n)
+	}
+}
+
+// ---------------------------------------------------------------- routers
+
+// router is one `router run` process.
+type router struct {
+	s       *scenario
+	id      string
+	addr    string
+	extra   []string
+	logPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	started time.Time
+}
+
+var httpc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// freeAddr finds a free loopback port for a router's HTTP API.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// startRouter runs `router run` on the scenario's topology as instance id,
+// with extra flags; it does not wait for readiness.
+func (s *scenario) startRouter(id string, extra ...string) *router {
+	s.t.Helper()
+	r := &router{s: s, id: id, addr: freeAddr(s.t), extra: extra,
+		logPath: filepath.Join(s.dir, "router-"+id+".log"), done: make(chan struct{})}
+	args := append([]string{"run",
+		"--config", s.config,
+		"--brokers", strings.Join(s.brokers, ","),
+		"--listen", r.addr,
+		"--instance-id", id,
+	}, extra...)
+	f, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	fmt.Fprintf(f, "=== itest %s: start %s %s\n", time.Now().Format(time.RFC3339Nano), routerBin, strings.Join(args, " "))
+	r.cmd = exec.Command(routerBin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = f, f
+	if err := r.cmd.Start(); err != nil {
+		f.Close()
+		s.t.Fatalf("start router %s: %v", id, err)
+	}
+	r.started = time.Now()
+	go func() {
+		_ = r.cmd.Wait()
+		fmt.Fprintf(f, "=== itest %s: exited: %s\n", time.Now().Format(time.RFC3339Nano), r.cmd.ProcessState)
+		f.Close()
+		close(r.done)
+	}()
+	s.mu.Lock()
+	s.routers = append(s.routers, r)
+	s.mu.Unlock()
+	s.t.Cleanup(r.kill)
+	return r
+}
+
+// restart starts a new process with the same instance id and flags.
+func (r *router) restart() *router {
+	r.s.t.Helper()
+	if !r.exited() {
+		r.s.t.Fatalf("restart of router %s while it still runs", r.id)
+	}
+	r.s.restarts++
+	return r.s.startRouter(r.id, r.extra...)
+}
+
+func (r *router) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill is the cleanup: SIGKILL (a stopped process dies too) and reap.
+func (r *router) kill() {
+	if r.exited() {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		r.s.t.Errorf("router %s (pid %d) survived SIGKILL for 10s", r.id, r.cmd.Process.Pid)
+	}
+}
+
+// kill9 is the fault: SIGKILL at once, no chance to end anything.
+func (r *router) kill9() {
+	r.s.t.Helper()
+	if r.exited() {
+		r.s.t.Fatalf("router %s exited by itself before its kill: %s", r.id, r.cmd.ProcessState)
+	}
+	r.kill()
+	r.s.kills++
+}
+
+func (r *router) signal(sig syscall.Signal) {
+	r.s.t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.s.t.Fatalf("signal %s to router %s: %v", sig, r.id, err)
+	}
+}
+
+// term sends SIGTERM and waits up to limit; it returns the exit code and
+// how long the process took to exit.
+func (r *router) term(limit time.Duration) (int, time.Duration) {
+	r.s.t.Helper()
+	if r.exited() {
+		r.s.t.Fatalf("router %s exited by itself before SIGTERM: %s", r.id, r.cmd.ProcessState)
+	}
+	start := time.Now()
+	r.signal(syscall.SIGTERM)
+	select {
+	case <-r.done:
+		return r.cmd.ProcessState.ExitCode(), time.Since(start)
+	case <-time.After(limit):
+		r.s.t.Fatalf("router %s still running %s after SIGTERM", r.id, limit)
+		return -1, limit
+	}
+}
+
+// stop ends the router gracefully and requires exit code 0.
+func (r *router) stop(limit time.Duration) time.Duration {
+	r.s.t.Helper()
+	code, took := r.term(limit)
+	if code != 0 {
+		r.s.t.Fatalf("router %s exited with code %d after SIGTERM (%s)", r.id, code, r.cmd.ProcessState)
+	}
+	return took
+}
+
+func (r *router) get(path string) (int, []byte, error) {
+	resp, err := httpc.Get("http://" + r.addr + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// readyz returns /readyz's status code (0 when the API does not answer)
+// and its body.
+func (r *router) readyz() (int, string) {
+	code, b, err := r.get("/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	return code, strings.TrimSpace(string(b))
+}
+
+func (r *router) waitReady(limit time.Duration) {
+	r.s.t.Helper()
+	deadline := time.Now().Add(limit)
+	var last string
+	for time.Now().Before(deadline) {
+		if r.exited() {
+			r.s.t.Fatalf("router %s exited while starting: %s", r.id, r.cmd.ProcessState)
+		}
+		code, body := r.readyz()
+		if code == http.StatusOK {
+			return
+		}
+		last = body
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.s.t.Fatalf("router %s not ready after %s: %s", r.id, limit, last)
+}
+
+// tasks lists the input partitions the router says it owns.
+func (r *router) tasks() []int32 {
+	r.s.t.Helper()
+	code, b, err := r.get("/tasks")
+	if err != nil || code != http.StatusOK {
+		r.s.t.Fatalf("GET /tasks on router %s: %d %v", r.id, code, err)
+	}
+	var ts []struct {
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+	}
+	if err := json.Unmarshal(b, &ts); err != nil {
+		r.s.t.Fatalf("GET /tasks on router %s: %v: %s", r.id, err, b)
+	}
+	var out []int32
+	for _, x := range ts {
+		if x.Topic == r.s.input {
+			out = append(out, x.Partition)
+		}
+	}
+	return out
+}
+
+// logSince returns the router's log lines written after offset bytes
+// that contain any of the words.
+func (r *router) logLines(offset int64, words ...string) []string {
+	b, err := os.ReadFile(r.logPath)
+	if err != nil || int64(len(b)) < offset {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b[offset:]), "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (r *router) logSize() int64 {
+	st, err := os.Stat(r.logPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// ---------------------------------------------------------------- group, offsets
+
+// committed returns the group's committed input offsets per partition
+// and their sum (records whose effect is committed).
+func (s *scenario) committed() (map[int32]int64, int64) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := s.adm.FetchOffsets(ctx, s.app)
+	if err != nil {
+		return nil, -1 // the broker may be bouncing; callers poll
+	}
+	out := map[int32]int64{}
+	var sum int64
+	for p, o := range resp[s.input] {
+		if o.Err == nil && o.At >= 0 {
+			out[p] = o.At
+			sum += o.At
+		}
+	}
+	return out, sum
+}
+
+// waitProgress waits until the group has committed more than from, or
+// everything there is; it returns the new sum.
+func (s *scenario) waitProgress(p *producer, from int64, limit time.Duration, live ...*router) int64 {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	from = max(from, 0) // -1: the broker did not answer
+	for {
+		_, sum := s.committed()
+		if sum > from || (p.finished() && sum == int64(len(s.events))) {
+			return sum
+		}
+		for _, r := range live {
+			if r.exited() {
+				s.t.Fatalf("router %s exited by itself: %s", r.id, r.cmd.ProcessState)
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no progress in %s: committed %d of %d", limit, sum, len(s.events))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitCaughtUp waits until every produced record is committed: the group's
+// lag on the input is 0.
+func (s *scenario) waitCaughtUp(p *producer, limit time.Duration, live ...*router) {
+	s.t.Helper()
+	start := time.Now()
+	p.wait(s.t, limit)
+	deadline := start.Add(limit)
+	lastLog := time.Now()
+	for {
+		_, sum := s.committed()
+		if sum == int64(len(s.events)) {
+			return
+		}
+		if sum > int64(len(s.events)) {
+			s.t.Fatalf("committed offsets sum %d is past the %d records produced", sum, len(s.events))
+		}
+		for _, r := range live {
+			if r.exited() {
+				s.t.Fatalf("router %s exited by itself: %s", r.id, r.cmd.ProcessState)
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("lag not 0 after %s: committed %d of %d", limit, sum, len(s.events))
+		}
+		if time.Since(lastLog) > 10*time.Second {
+			s.t.Logf("waiting for lag 0: committed %d of %d", sum, len(s.events))
+			lastLog = time.Now()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// group describes the consumer group.
+func (s *scenario) group() (kadm.DescribedGroup, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gs, err := s.adm.DescribeGroups(ctx, s.app)
+	if err != nil {
+		return kadm.DescribedGroup{}, err
+	}
+	g, ok := gs[s.app]
+	if !ok {
+		return kadm.DescribedGroup{}, fmt.Errorf("group %s not described", s.app)
+	}
+	return g, g.Err
+}
+
+// waitMembers waits until the group is stable with n members that own
+// every input partition between them.
+func (s *scenario) waitMembers(n int, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	var last string
+	for time.Now().Before(deadline) {
+		g, err := s.group()
+		if err == nil {
+			owned := len(g.AssignedPartitions()[s.input])
+			if g.State == "Stable" && len(g.Members) == n && owned == inputPartitions {
+				return
+			}
+			last = fmt.Sprintf("state %s, %d members, %d partitions assigned", g.State, len(g.Members), owned)
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("group %s not stable with %d members after %s: %s", s.app, n, limit, last)
+}
+
+// memberIDs lists the group's member ids (nil when the broker does not
+// answer).
+func (s *scenario) memberIDs() []string {
+	g, err := s.group()
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, m := range g.Members {
+		ids = append(ids, m.MemberID)
+	}
+	return ids
+}
+
+// waitMembersChanged is waitMembers for a group whose membership must also
+// differ from before (a member was replaced).
+func (s *scenario) waitMembersChanged(n int, before []string, limit time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		now := s.memberIDs()
+		slices.Sort(now)
+		slices.Sort(before)
+		if len(now) > 0 && !slices.Equal(now, before) {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("group membership still %v after %s", before, limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.waitMembers(n, time.Until(deadline))
+}
+
+// ---------------------------------------------------------------- read-back
+
+// outRec is one record read back from an output topic.
+type outRec struct {
+	topic      string
+	key, value []byte
+}
+
+// waitSettled waits until no transaction is open on any output partition
+// (last stable offset = high watermark) and returns the high watermarks.
+func (s *scenario) waitSettled(limit time.Duration) map[string]map[int32]int64 {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	var last string
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		hwm, err1 := s.adm.ListEndOffsets(ctx, s.outputs...)
+		lso, err2 := s.adm.ListCommittedOffsets(ctx, s.outputs...)
+		cancel()
+		if err := errors.Join(err1, err2, hwm.Error(), lso.Error()); err != nil {
+			last = err.Error()
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		ends := map[string]map[int32]int64{}
+		open := 0
+		hwm.Each(func(o kadm.ListedOffset) {
+			if ends[o.Topic] == nil {
+				ends[o.Topic] = map[int32]int64{}
+			}
+			ends[o.Topic][o.Partition] = o.Offset
+			if l, ok := lso.Lookup(o.Topic, o.Partition); !ok || l.Offset != o.Offset {
+				open++
+			}
+		})
+		if open == 0 {
+			return ends
+		}
+		last = fmt.Sprintf("%d output partitions have an open transaction", open)
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.t.Fatalf("outputs not settled after %s: %s", limit, last)
+	return nil
+}
+
+// readBack reads every output topic from the start to the high watermark,
+// read_committed or read_uncommitted. Control records are kept so the
+// reader knows exactly when it reached each partition's end; they are not
+// returned.
+func (s *scenario) readBack(committed bool, limit time.Duration) []outRec {
+	s.t.Helper()
+	ends := s.waitSettled(limit)
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...), kgo.ConsumeTopics(s.outputs...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer cl.Close()
+	pos := map[string]map[int32]int64{}
+	behind := func() int {
+		n := 0
+		for t, ps := range ends {
+			for p, end := range ps {
+				if pos[t][p] < end {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	var out []outRec
+	deadline := time.Now().Add(limit)
+	for behind() > 0 {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("read-back: %d partitions not read to their end after %s (%d records so far)", behind(), limit, len(out))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				s.t.Fatalf("read-back %s/%d: %v", t, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			if pos[r.Topic] == nil {
+				pos[r.Topic] = map[int32]int64{}
+			}
+			pos[r.Topic][r.Partition] = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				out = append(out, outRec{topic: r.Topic, key: r.Key, value: r.Value})
+			}
+		})
+	}
+	return out
+}
+
+// tally is what a read-back holds, measured against the oracle.
+type tally struct {
+	records   int
+	dups      int // records beyond the first of their id
+	dupIDs    int // ids seen more than once
+	missing   int
+	misrouted int
+	unknown   int
+	byTopic   map[string]int
+	seen      map[string]int
+}
+
+func (s *scenario) tally(recs []outRec) tally {
+	tl := tally{records: len(recs), byTopic: map[string]int{}, seen: make(map[string]int, len(s.events))}
+	for _, r := range recs {
+		id := gen.IDOf(r.key, r.value)
+		ev, ok := s.byID[id]
+		if !ok {
+			tl.unknown++
+			continue
+		}
+		tl.byTopic[r.topic]++
+		tl.seen[id]++
+		switch tl.seen[id] {
+		case 1:
+		case 2:
+			tl.dupIDs++
+			tl.dups++
+		default:
+			tl.dups++
+		}
+		if want := s.topicOf[gen.RouteOf[ev.Kind]]; r.topic != want {
+			tl.misrouted++
+		}
+	}
+	for id := range s.byID {
+		if tl.seen[id] == 0 {
+			tl.missing++
+		}
+	}
+	return tl
+}
+
+// requireExactlyOnce: every event once, on the oracle's topic, and the
+// per-topic counts are the oracle's.
+func (s *scenario) requireExactlyOnce(tl tally) {
+	s.t.Helper()
+	s.requireNoLoss(tl)
+	if tl.dups > 0 {
+		s.t.Errorf("%d duplicate records (%d ids more than once)", tl.dups, tl.dupIDs)
+	}
+	for _, tp := range s.outputs {
+		if tl.byTopic[tp] != s.want[tp] {
+			s.t.Errorf("topic %s: %d records, the oracle says %d", tp, tl.byTopic[tp], s.want[tp])
+		}
+	}
+}
+
+// requireNoLoss: every event at least once, nothing misrouted or foreign.
+func (s *scenario) requireNoLoss(tl tally) {
+	s.t.Helper()
+	if tl.missing > 0 || tl.misrouted > 0 || tl.unknown > 0 {
+		s.t.Errorf("%d events: %d missing, %d misrouted, %d records with unknown ids (read back %d)",
+			len(s.events), tl.missing, tl.misrouted, tl.unknown, tl.records)
+	}
+}
+
+// verifyExactlyOnce reads the outputs read_committed, checks them against
+// the oracle, and also reads them read_uncommitted to count the aborted
+// records a read_committed reader never sees.
+func (s *scenario) verifyExactlyOnce() (tally, int) {
+	s.t.Helper()
+	tl := s.tally(s.readBack(true, 2*time.Minute))
+	s.requireExactlyOnce(tl)
+	aborted := len(s.readBack(false, 2*time.Minute)) - tl.records
+	return tl, aborted
+}
+
+// report prints the scenario's result line to the test log and stdout.
+func (s *scenario) report(tl tally, extra ...string) {
+	s.t.Helper()
+	line := fmt.Sprintf("scenario=%s records=%d kills=%d restarts=%d duplicates=%d missing=%d elapsed=%s",
+		s.name, len(s.events), s.kills, s.restarts, tl.dups, tl.missing, time.Since(s.started).Round(100*time.Millisecond))
+	if len(extra) > 0 {
+		line += " " + strings.Join(extra, " ")
+	}
+	s.t.Log(line)
+	fmt.Println(line)
+}
+
+// ---------------------------------------------------------------- kcat
+
+// kcatIDs reads topic with kcat, read_committed, and counts each id.
+func (s *scenario) kcatIDs(topic string) map[string]int {
+	s.t.Helper()
+	bin, err := exec.LookPath("kcat")
+	if err != nil {
+		s.t.Fatalf("kcat not found (run scripts/install-deps.sh): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-b", strings.Join(s.brokers, ","), "-C", "-t", topic,
+		"-o", "beginning", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%k\t%s\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		s.t.Fatalf("kcat on %s: %v: %s", topic, err, stderr.String())
+	}
+	ids := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		k, v, ok := bytes.Cut(sc.Bytes(), []byte{'\t'})
+		if !ok {
+			s.t.Fatalf("kcat on %s: line without a tab: %q", topic, sc.Bytes())
+		}
+		ids[gen.IDOf(k, v)]++
+	}
+	if err := sc.Err(); err != nil {
+		s.t.Fatal(err)
+	}
+	return ids
+}
