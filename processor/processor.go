@@ -146,9 +146,11 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.st.setReady(false, err.Error())
 		return nilIfDone(ctx, err)
 	}
-	backoff := 500 * time.Millisecond
+	const minBackoff = 500 * time.Millisecond
+	backoff := minBackoff
 	for {
 		var err error
+		sessionStart := time.Now()
 		if p.top.Config.Guarantee == topology.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
@@ -156,6 +158,9 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if p.st.lastCommitAt().After(sessionStart) {
+			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		p.m.Ready.Set(0)
 		p.st.setReady(false, fmt.Sprintf("session failed, restarting: %v", err))

@@ -150,3 +150,9 @@ func (p *Processor) Tasks() []TaskStatus {
 	})
 	return out
 }
+
+func (s *status) lastCommitAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastCommit
+}
