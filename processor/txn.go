@@ -104,10 +104,11 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		}
 		return nil
 	}
-	p.m.Observe(pending)
-	p.m.Commits.Inc()
-	now := time.Now()
-	p.st.committed(committedOffsets(sess.Client()), now)
+	if pending.Records() > 0 { // an empty transaction sends nothing: not a commit
+		p.m.Observe(pending)
+		p.m.Commits.Inc()
+		p.st.committed(committedOffsets(sess.Client()), time.Now())
+	}
 	p.markReady(sess.Client())
 	return nil
 }
@@ -136,6 +137,9 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		}
 		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
 			return fmt.Errorf("commit offsets: %w", err)
+		}
+		if pending.Records() == 0 {
+			return nil
 		}
 		p.m.CommitDuration.Observe(time.Since(start).Seconds())
 		p.m.Observe(pending)
