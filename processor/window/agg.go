@@ -1,0 +1,138 @@
+package window
+
+import (
+	"slices"
+	"strconv"
+)
+
+// aggState is the running state of one aggregation in one window. Only
+// the fields its kind needs are used (and encoded).
+type aggState struct {
+	n   int64    // Count, Avg: number of non-nil values
+	num value    // Sum, Avg: the sum; Min, Max: the extreme; vNone when empty
+	t   int64    // First, Last: event time of v
+	v   value    // First, Last: the value; vNone when empty
+	set []string // DistinctCount: canonical values, sorted
+}
+
+// check reports the RecordError reason for an input an aggregation cannot
+// take, or "" when it is acceptable.
+func check(kind AggKind, v value) string {
+	if v.k == vNone {
+		return ""
+	}
+	switch kind {
+	case Count:
+		return ""
+	case Sum, Min, Max, Avg:
+		if !v.number() {
+			return ReasonValueType
+		}
+	case First, Last, DistinctCount:
+		if !v.scalar() {
+			return ReasonValueType
+		}
+	}
+	return ""
+}
+
+// apply adds one record's value to st. ok is false when a sum stops being
+// finite; st is then unspecified (callers work on a copy).
+func (st *aggState) apply(kind AggKind, v value, t int64) bool {
+	if v.k == vNone {
+		return true
+	}
+	switch kind {
+	case Count:
+		st.n++
+	case Sum:
+		s, ok := add(st.num, v)
+		st.num = s
+		return ok
+	case Avg:
+		st.n++
+		s, ok := add(st.num, v)
+		st.num = s
+		return ok
+	case Min:
+		if st.num.k == vNone || less(v, st.num) {
+			st.num = v
+		}
+	case Max:
+		if st.num.k == vNone || less(st.num, v) {
+			st.num = v
+		}
+	case First:
+		if st.v.k == vNone || t < st.t {
+			st.v, st.t = v, t
+		}
+	case Last:
+		if st.v.k == vNone || t >= st.t {
+			st.v, st.t = v, t
+		}
+	case DistinctCount:
+		c := canonical(v)
+		if i, found := slices.BinarySearch(st.set, c); !found {
+			st.set = slices.Insert(st.set, i, c)
+		}
+	}
+	return true
+}
+
+// merge folds the state of another session into st. Two sessions of one
+// key never hold records with equal event times (both would contain
+// [t, t+gap) and have merged), so First and Last need no tie-break.
+func (st *aggState) merge(kind AggKind, o aggState) bool {
+	switch kind {
+	case Count:
+		st.n += o.n
+	case Sum, Avg:
+		st.n += o.n
+		s, ok := add(st.num, o.num)
+		st.num = s
+		return ok
+	case Min:
+		if o.num.k != vNone && (st.num.k == vNone || less(o.num, st.num)) {
+			st.num = o.num
+		}
+	case Max:
+		if o.num.k != vNone && (st.num.k == vNone || less(st.num, o.num)) {
+			st.num = o.num
+		}
+	case First:
+		if o.v.k != vNone && (st.v.k == vNone || o.t < st.t) {
+			st.v, st.t = o.v, o.t
+		}
+	case Last:
+		if o.v.k != vNone && (st.v.k == vNone || o.t > st.t) {
+			st.v, st.t = o.v, o.t
+		}
+	case DistinctCount:
+		for _, c := range o.set {
+			if i, found := slices.BinarySearch(st.set, c); !found {
+				st.set = slices.Insert(st.set, i, c)
+			}
+		}
+	}
+	return true
+}
+
+// appendResult appends the aggregate's current result as JSON.
+func (st *aggState) appendResult(b []byte, kind AggKind) []byte {
+	switch kind {
+	case Count:
+		return strconv.AppendInt(b, st.n, 10)
+	case Sum, Min, Max:
+		return appendJSON(b, st.num)
+	case Avg:
+		if st.n == 0 {
+			return append(b, "null"...)
+		}
+		return appendFloat(b, st.num.float()/float64(st.n))
+	case First, Last:
+		return appendJSON(b, st.v)
+	case DistinctCount:
+		return strconv.AppendInt(b, int64(len(st.set)), 10)
+	}
+	return append(b, "null"...)
+}

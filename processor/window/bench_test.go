@@ -1,0 +1,100 @@
+package window
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sidestream/sidestream/changelog"
+)
+
+var benchAggs = []Aggregation{{"orders", Count}, {"amount", Sum}, {"max", Max}}
+
+func benchSpecs() map[string]Spec {
+	base := Spec{MaxOutOfOrderness: 5 * time.Second, Grace: time.Minute, Aggregations: benchAggs}
+	tum, hop, ses := base, base, base
+	tum.Kind, tum.Size = Tumbling, time.Minute
+	hop.Kind, hop.Size, hop.Advance = Hopping, time.Minute, 10*time.Second
+	ses.Kind, ses.Gap = Session, 30*time.Second
+	return map[string]Spec{"tumbling": tum, "hopping": hop, "session": ses}
+}
+
+// BenchmarkProcess: 1,000 keys of which 100 are active at a time (the
+// active set rotates every 10,000 records, so sessions end), event time
+// +10 ms per record with up to 2 s of jitter (so windows fire, take late
+// updates and are purged), a commit (Changes + ResetChanges) every 1,000
+// records.
+func BenchmarkProcess(b *testing.B) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, name := range []string{"tumbling", "hopping", "session"} {
+		for _, mode := range []EmitMode{EmitUpdate, EmitFinal} {
+			b.Run(name+"/"+mode.String(), func(b *testing.B) {
+				s := benchSpecs()[name]
+				s.Emit = mode
+				st := changelog.NewMemory()
+				o, err := New(s, st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				vals := []any{1, 0, 0}
+				var emitted int
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					t := int64(i)*10 - int64((i*7919)%200)*10
+					vals[1], vals[2] = i%100, i%37
+					out, err := o.Process(keys[(i/10000*37+i%100)%len(keys)], t, vals)
+					if err != nil {
+						b.Fatal(err)
+					}
+					emitted += len(out.Results)
+					if i%1000 == 999 {
+						_ = st.Changes()
+						st.ResetChanges()
+					}
+					i++
+				}
+				b.ReportMetric(float64(emitted)/float64(i), "results/record")
+				b.ReportMetric(float64(o.OpenWindows()), "open-windows")
+			})
+		}
+	}
+}
+
+// BenchmarkOpenWindowMemory measures the state of open windows: 100,000
+// keys with one open tumbling window each (3 aggregations), as logical
+// store bytes and as Go heap bytes of the Memory store, per window.
+func BenchmarkOpenWindowMemory(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		st := changelog.NewMemory()
+		s := benchSpecs()["tumbling"]
+		s.Grace = time.Hour
+		o, err := New(s, st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range n {
+			if _, err := o.Process("user-"+strconv.Itoa(i), int64(i%50000), []any{1, i, i}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.ResetChanges()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if o.OpenWindows() != n {
+			b.Fatalf("%d open windows", o.OpenWindows())
+		}
+		b.ReportMetric(float64(st.SizeBytes())/n, "store-B/window")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/window")
+		b.ReportMetric(float64(st.Len())/n, "keys/window")
+		runtime.KeepAlive(st)
+	}
+}

@@ -1,0 +1,317 @@
+package window
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Store layout. Every key starts with a one-byte namespace; times are
+// 8-byte big-endian with the sign bit flipped, so byte order is time
+// order; group keys are escaped (0x00 -> 0x00 0xFF) and terminated by
+// 0x00 0x01, so byte order is key order and no key is a prefix of another.
+//
+//	"m"                                 meta: version, watermark, spec fingerprint
+//	"w" key start                       window: end, revision, aggregate states
+//	"t" time key start                  timer (empty value): the window's next action
+//
+// A window's timer is at its end while it waits to fire (EmitUpdate and
+// watermark < end) and at end+grace otherwise, so a scan of "t" up to the
+// watermark finds exactly the windows to fire or purge.
+const (
+	nsMeta   = 'm'
+	nsWindow = 'w'
+	nsTimer  = 't'
+
+	metaVersion = 1
+)
+
+var (
+	metaKey      = []byte{nsMeta}
+	timerPrefix  = []byte{nsTimer}
+	windowPrefix = []byte{nsWindow}
+)
+
+// errCorrupt is wrapped by every decoding error of stored state.
+var errCorrupt = errors.New("corrupt window state")
+
+func appendTime(b []byte, t int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+}
+
+func readTime(b []byte) (int64, []byte, bool) {
+	if len(b) < 8 {
+		return 0, nil, false
+	}
+	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), b[8:], true
+}
+
+func appendKey(b []byte, key string) []byte {
+	for i := 0; i < len(key); i++ {
+		if key[i] == 0 {
+			b = append(b, 0, 0xff)
+		} else {
+			b = append(b, key[i])
+		}
+	}
+	return append(b, 0, 1)
+}
+
+func readKey(b []byte) (string, []byte, bool) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != 0 {
+			out = append(out, b[i])
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", nil, false
+		}
+		switch b[i+1] {
+		case 0xff:
+			out = append(out, 0)
+			i++
+		case 1:
+			return string(out), b[i+2:], true
+		default:
+			return "", nil, false
+		}
+	}
+	return "", nil, false
+}
+
+func appendWindowKey(b []byte, key string, start int64) []byte {
+	return appendTime(appendKey(append(b, nsWindow), key), start)
+}
+
+func appendWindowPrefix(b []byte, key string) []byte {
+	return appendKey(append(b, nsWindow), key)
+}
+
+func appendTimerKey(b []byte, at int64, key string, start int64) []byte {
+	return appendTime(appendKey(appendTime(append(b, nsTimer), at), key), start)
+}
+
+// timer is a parsed timer key.
+type timer struct {
+	at, start int64
+	key       string
+}
+
+func parseTimerKey(b []byte) (timer, error) {
+	var tm timer
+	ok := len(b) > 0 && b[0] == nsTimer
+	if ok {
+		tm.at, b, ok = readTime(b[1:])
+	}
+	if ok {
+		tm.key, b, ok = readKey(b)
+	}
+	if ok {
+		tm.start, b, ok = readTime(b)
+	}
+	if !ok || len(b) != 0 {
+		return tm, fmt.Errorf("%w: timer key %x", errCorrupt, b)
+	}
+	return tm, nil
+}
+
+// meta is the operator-wide state.
+type meta struct {
+	watermark   int64
+	fingerprint uint64
+}
+
+func appendMeta(b []byte, m meta) []byte {
+	b = append(b, metaVersion)
+	b = binary.AppendVarint(b, m.watermark)
+	return binary.BigEndian.AppendUint64(b, m.fingerprint)
+}
+
+func decodeMeta(b []byte) (meta, error) {
+	var m meta
+	if len(b) < 1 || b[0] != metaVersion {
+		return m, fmt.Errorf("%w: meta version", errCorrupt)
+	}
+	wm, n := binary.Varint(b[1:])
+	if n <= 0 || len(b[1+n:]) != 8 {
+		return m, fmt.Errorf("%w: meta", errCorrupt)
+	}
+	m.watermark = wm
+	m.fingerprint = binary.BigEndian.Uint64(b[1+n:])
+	return m, nil
+}
+
+// win is one window (or session) in memory.
+type win struct {
+	key        string
+	start, end int64
+	rev        int64
+	aggs       []aggState
+}
+
+// encodeWindow appends the stored value of w: uvarint(end-start),
+// uvarint(rev), then each aggregation's state in Spec order.
+func appendWindow(b []byte, w *win, aggs []Aggregation) []byte {
+	b = binary.AppendUvarint(b, uint64(w.end-w.start))
+	b = binary.AppendUvarint(b, uint64(w.rev))
+	for i, a := range aggs {
+		st := &w.aggs[i]
+		switch a.Kind {
+		case Count:
+			b = binary.AppendUvarint(b, uint64(st.n))
+		case Sum, Min, Max:
+			b = appendValue(b, st.num)
+		case Avg:
+			b = binary.AppendUvarint(b, uint64(st.n))
+			b = appendValue(b, st.num)
+		case First, Last:
+			b = appendValue(b, st.v)
+			if st.v.k != vNone {
+				b = binary.AppendVarint(b, st.t)
+			}
+		case DistinctCount:
+			b = binary.AppendUvarint(b, uint64(len(st.set)))
+			for _, s := range st.set {
+				b = binary.AppendUvarint(b, uint64(len(s)))
+				b = append(b, s...)
+			}
+		}
+	}
+	return b
+}
+
+func appendValue(b []byte, v value) []byte {
+	b = append(b, byte(v.k))
+	switch v.k {
+	case vInt:
+		b = binary.AppendVarint(b, v.i)
+	case vFloat:
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.f))
+	case vString:
+		b = binary.AppendUvarint(b, uint64(len(v.s)))
+		b = append(b, v.s...)
+	}
+	return b
+}
+
+// decoder reads stored state; the first error sticks.
+type decoder struct {
+	b   []byte
+	bad bool
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.bad {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.bad {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes(n uint64) string {
+	if d.bad || uint64(len(d.b)) < n {
+		d.bad = true
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) value() value {
+	if d.bad || len(d.b) == 0 {
+		d.bad = true
+		return value{}
+	}
+	v := value{k: vkind(d.b[0])}
+	d.b = d.b[1:]
+	switch v.k {
+	case vNone, vFalse, vTrue:
+	case vInt:
+		v.i = d.varint()
+	case vFloat:
+		if len(d.b) < 8 {
+			d.bad = true
+			return value{}
+		}
+		v.f = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+		d.b = d.b[8:]
+	case vString:
+		v.s = d.bytes(d.uvarint())
+	default:
+		d.bad = true
+	}
+	return v
+}
+
+// decodeWindow decodes a stored window; key and start come from its key.
+func decodeWindow(b []byte, key string, start int64, aggs []Aggregation) (*win, error) {
+	d := decoder{b: b}
+	w := &win{key: key, start: start}
+	w.end = start + int64(d.uvarint())
+	w.rev = int64(d.uvarint())
+	w.aggs = make([]aggState, len(aggs))
+	for i, a := range aggs {
+		st := &w.aggs[i]
+		switch a.Kind {
+		case Count:
+			st.n = int64(d.uvarint())
+		case Sum, Min, Max:
+			st.num = d.value()
+		case Avg:
+			st.n = int64(d.uvarint())
+			st.num = d.value()
+		case First, Last:
+			st.v = d.value()
+			if st.v.k != vNone {
+				st.t = d.varint()
+			}
+		case DistinctCount:
+			n := d.uvarint()
+			if n > uint64(len(d.b)) { // each entry takes at least one byte
+				d.bad = true
+			}
+			if !d.bad {
+				st.set = make([]string, n)
+				for j := range st.set {
+					st.set[j] = d.bytes(d.uvarint())
+				}
+			}
+		}
+	}
+	if d.bad || len(d.b) != 0 || w.end <= w.start || w.rev < 0 {
+		return nil, fmt.Errorf("%w: window %q@%d", errCorrupt, key, start)
+	}
+	return w, nil
+}
+
+// decodeWindowHeader reads only end and revision (session lookups).
+func decodeWindowHeader(b []byte, start int64) (end, rev int64, err error) {
+	d := decoder{b: b}
+	end = start + int64(d.uvarint())
+	rev = int64(d.uvarint())
+	if d.bad || end <= start {
+		return 0, 0, fmt.Errorf("%w: window header at %d", errCorrupt, start)
+	}
+	return end, rev, nil
+}

@@ -1,0 +1,396 @@
+package window
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Store is what the operator needs from a state store;
+// changelog.Store satisfies it. See changelog.Store for the contract.
+type Store interface {
+	Get(key []byte) ([]byte, bool, error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	Range(prefix []byte, fn func(key, value []byte) bool) error
+}
+
+// ErrSpecChanged means the store holds state written under a different
+// Spec; it cannot be reinterpreted. Reset the state (a new application id
+// or a deleted changelog) to change a window's spec.
+var ErrSpecChanged = errors.New("window: store was written with a different spec")
+
+// Operator is the window operator of one task. It is not safe for
+// concurrent use.
+//
+// Errors other than *RecordError come from the store; after one, the
+// store may hold part of a call's writes, so the caller must abort the
+// transaction and rebuild the operator from the changelog.
+type Operator struct {
+	p    params
+	st   Store
+	wm   int64
+	open int
+
+	in   []value // normalized inputs of the current record
+	kbuf []byte  // scratch keys
+	pbuf []byte  // scratch prefix (sessions)
+	vbuf []byte  // scratch values
+}
+
+// New returns the operator over st. A fresh store starts with no
+// watermark (math.MinInt64); a restored store continues from its state.
+func New(spec Spec, st Store) (*Operator, error) {
+	p, err := spec.compile()
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("window: nil store")
+	}
+	o := &Operator{p: p, st: st, wm: math.MinInt64, in: make([]value, len(p.aggs))}
+	b, ok, err := st.Get(metaKey)
+	if err != nil {
+		return nil, fmt.Errorf("window: read meta: %w", err)
+	}
+	if ok {
+		m, err := decodeMeta(b)
+		if err != nil {
+			return nil, err
+		}
+		if m.fingerprint != p.fingerprint {
+			return nil, ErrSpecChanged
+		}
+		o.wm = m.watermark
+	}
+	if err := st.Range(windowPrefix, func(_, _ []byte) bool { o.open++; return true }); err != nil {
+		return nil, fmt.Errorf("window: count windows: %w", err)
+	}
+	return o, nil
+}
+
+// Watermark is the current watermark, math.MinInt64 before any.
+func (o *Operator) Watermark() int64 { return o.wm }
+
+// OpenWindows is the number of windows (sessions) in the store.
+func (o *Operator) OpenWindows() int { return o.open }
+
+// Process applies one record: key is the group key, eventTime in epoch
+// ms, vals one value per aggregation (nil is skipped; numbers as any Go
+// integer or float type or json.Number). It then advances the watermark
+// by the record's event time and fires or purges what is due.
+func (o *Operator) Process(key string, eventTime int64, vals []any) (Output, error) {
+	if eventTime < MinEventTime || eventTime > MaxEventTime {
+		return Output{}, &RecordError{Reason: ReasonEventTime, Detail: fmt.Sprintf("event time %d is outside [%d, %d]", eventTime, MinEventTime, MaxEventTime)}
+	}
+	if len(vals) != len(o.p.aggs) {
+		return Output{}, &RecordError{Reason: ReasonValueCount, Detail: fmt.Sprintf("%d values for %d aggregations", len(vals), len(o.p.aggs))}
+	}
+	for i, x := range vals {
+		v, ok := normalize(x)
+		if !ok {
+			return Output{}, &RecordError{Reason: ReasonNonFinite, Aggregate: o.p.aggs[i].Name, Detail: fmt.Sprintf("%v is not a finite number", x)}
+		}
+		if r := check(o.p.aggs[i].Kind, v); r != "" {
+			return Output{}, &RecordError{Reason: r, Aggregate: o.p.aggs[i].Name, Detail: fmt.Sprintf("%s cannot aggregate a %T", o.p.aggs[i].Kind, x)}
+		}
+		o.in[i] = v
+	}
+	var out Output
+	var err error
+	if o.p.kind == Session {
+		err = o.processSession(key, eventTime, &out)
+	} else {
+		err = o.processFixed(key, eventTime, &out)
+	}
+	clear(o.in)
+	if err != nil || out.Late != nil {
+		return out, err
+	}
+	if err := o.advance(eventTime-o.p.ooo, &out); err != nil {
+		return out, err
+	}
+	sortResults(out.Results)
+	return out, nil
+}
+
+// AdvanceWatermark raises the watermark to at least to (idle advance: the
+// caller computes it from wall-clock time, the one documented source of
+// non-determinism) and fires or purges what is due. A lower value is a
+// no-op; values above 2^61 are capped there (every window is purged long
+// before). Errors come only from the store.
+func (o *Operator) AdvanceWatermark(to int64) (Output, error) {
+	var out Output
+	err := o.advance(min(to, maxWatermark), &out)
+	sortResults(out.Results)
+	return out, err
+}
+
+func sortResults(rs []Result) {
+	slices.SortStableFunc(rs, func(a, b Result) int {
+		return cmp.Or(cmp.Compare(a.End, b.End), cmp.Compare(a.GroupKey, b.GroupKey), cmp.Compare(a.Start, b.Start))
+	})
+}
+
+// timerAt is where a window's timer belongs at the current watermark.
+func (o *Operator) timerAt(end int64) int64 {
+	if o.p.emit == EmitUpdate && o.wm < end {
+		return end
+	}
+	return end + o.p.grace
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (o *Operator) apply(w *win, t int64) error {
+	for i, a := range o.p.aggs {
+		if !w.aggs[i].apply(a.Kind, o.in[i], t) {
+			return &RecordError{Reason: ReasonAggOverflow, Aggregate: a.Name, Detail: fmt.Sprintf("window %s would not be finite", OutputKey(w.key, w.start))}
+		}
+	}
+	return nil
+}
+
+func (o *Operator) load(key string, start int64) (*win, bool, error) {
+	o.kbuf = appendWindowKey(o.kbuf[:0], key, start)
+	b, ok, err := o.st.Get(o.kbuf)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	w, err := decodeWindow(b, key, start, o.p.aggs)
+	return w, true, err
+}
+
+func (o *Operator) save(w *win) error {
+	o.kbuf = appendWindowKey(o.kbuf[:0], w.key, w.start)
+	o.vbuf = appendWindow(o.vbuf[:0], w, o.p.aggs)
+	return o.st.Set(o.kbuf, o.vbuf)
+}
+
+func (o *Operator) setTimer(at int64, w *win) error {
+	o.kbuf = appendTimerKey(o.kbuf[:0], at, w.key, w.start)
+	return o.st.Set(o.kbuf, nil)
+}
+
+func (o *Operator) deleteTimer(at int64, key string, start int64) error {
+	o.kbuf = appendTimerKey(o.kbuf[:0], at, key, start)
+	return o.st.Delete(o.kbuf)
+}
+
+// processFixed handles tumbling and hopping windows: the record belongs
+// to every window whose start is a multiple of advance in (t-size, t].
+func (o *Operator) processFixed(key string, t int64, out *Output) error {
+	size, adv := o.p.size, o.p.advance
+	last := floorDiv(t, adv) * adv
+	first := -floorDiv(-(t-size+1), adv) * adv
+	type target struct {
+		w     *win
+		isNew bool
+	}
+	var targets []target
+	for s := first; s <= last; s += adv {
+		if s+size+o.p.grace <= o.wm {
+			continue // purged
+		}
+		w, ok, err := o.load(key, s)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			w = &win{key: key, start: s, end: s + size, aggs: make([]aggState, len(o.p.aggs))}
+		}
+		if err := o.apply(w, t); err != nil {
+			return err
+		}
+		targets = append(targets, target{w, !ok})
+	}
+	if len(targets) == 0 {
+		l := &Late{Watermark: o.wm, LateBy: o.wm - (last + size + o.p.grace)}
+		for s := first; s <= last; s += adv {
+			l.Windows = append(l.Windows, Span{s, s + size})
+		}
+		out.Late = l
+		return nil
+	}
+	for _, tg := range targets {
+		w := tg.w
+		if o.p.emit == EmitUpdate && o.wm >= w.end {
+			w.rev++
+			out.Results = append(out.Results, o.result(w, false))
+		}
+		if err := o.save(w); err != nil {
+			return err
+		}
+		if tg.isNew {
+			o.open++
+			if err := o.setTimer(o.timerAt(w.end), w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// processSession merges the record's session [t, t+gap) with every open
+// session of key it overlaps or touches.
+func (o *Operator) processSession(key string, t int64, out *Output) error {
+	lo, hi := t, t+o.p.gap
+	type comp struct{ start, end, rev int64 }
+	var comps []comp
+	var rerr error
+	o.pbuf = appendWindowPrefix(o.pbuf[:0], key)
+	prefix := o.pbuf
+	err := o.st.Range(prefix, func(k, v []byte) bool {
+		start, _, ok := readTime(k[len(prefix):])
+		if !ok {
+			rerr = fmt.Errorf("%w: session key %x", errCorrupt, k)
+			return false
+		}
+		if start > hi {
+			return false // sessions are ordered by start and never touch
+		}
+		end, rev, err := decodeWindowHeader(v, start)
+		if err != nil {
+			rerr = err
+			return false
+		}
+		if end >= lo {
+			comps = append(comps, comp{start, end, rev})
+		}
+		return true
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	if len(comps) == 0 && hi+o.p.grace <= o.wm {
+		out.Late = &Late{Watermark: o.wm, Windows: []Span{{lo, hi}}, LateBy: o.wm - (hi + o.p.grace)}
+		return nil
+	}
+	m := &win{key: key, start: lo, end: hi, aggs: make([]aggState, len(o.p.aggs))}
+	for _, c := range comps {
+		w, ok, err := o.load(key, c.start)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: session %q@%d vanished", errCorrupt, key, c.start)
+		}
+		m.start, m.end, m.rev = min(m.start, w.start), max(m.end, w.end), max(m.rev, w.rev)
+		for i, a := range o.p.aggs {
+			if !m.aggs[i].merge(a.Kind, w.aggs[i]) {
+				return &RecordError{Reason: ReasonAggOverflow, Aggregate: a.Name, Detail: "merged session would not be finite"}
+			}
+		}
+	}
+	if err := o.apply(m, t); err != nil {
+		return err
+	}
+	kept := false
+	for _, c := range comps {
+		if err := o.deleteTimer(o.timerAt(c.end), key, c.start); err != nil {
+			return err
+		}
+		if c.start == m.start {
+			kept = true
+			continue
+		}
+		o.kbuf = appendWindowKey(o.kbuf[:0], key, c.start)
+		if err := o.st.Delete(o.kbuf); err != nil {
+			return err
+		}
+		o.open--
+		if c.rev > 0 {
+			out.Results = append(out.Results, Result{
+				Key: OutputKey(key, c.start), GroupKey: key,
+				Start: c.start, End: c.end, Revision: c.rev + 1, Retract: true,
+			})
+		}
+	}
+	if !kept {
+		o.open++
+	}
+	if o.p.emit == EmitUpdate && o.wm >= m.end {
+		m.rev++
+		out.Results = append(out.Results, o.result(m, false))
+	}
+	if err := o.save(m); err != nil {
+		return err
+	}
+	return o.setTimer(o.timerAt(m.end), m)
+}
+
+// advance raises the watermark to to and runs every due timer: windows
+// whose end+grace the watermark reached are purged (their final result
+// emitted), windows whose end it reached fire (EmitUpdate).
+func (o *Operator) advance(to int64, out *Output) error {
+	if to <= o.wm {
+		return nil
+	}
+	o.wm = to
+	o.vbuf = appendMeta(o.vbuf[:0], meta{watermark: o.wm, fingerprint: o.p.fingerprint})
+	if err := o.st.Set(metaKey, o.vbuf); err != nil {
+		return err
+	}
+	var due []timer
+	var perr error
+	err := o.st.Range(timerPrefix, func(k, _ []byte) bool {
+		tm, err := parseTimerKey(k)
+		if err != nil {
+			perr = err
+			return false
+		}
+		if tm.at > o.wm {
+			return false
+		}
+		due = append(due, tm)
+		return true
+	})
+	if err == nil {
+		err = perr
+	}
+	if err != nil {
+		return err
+	}
+	for _, tm := range due {
+		w, ok, err := o.load(tm.key, tm.start)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: timer for missing window %q@%d", errCorrupt, tm.key, tm.start)
+		}
+		if err := o.deleteTimer(tm.at, tm.key, tm.start); err != nil {
+			return err
+		}
+		w.rev++
+		if o.wm >= w.end+o.p.grace {
+			out.Results = append(out.Results, o.result(w, true))
+			o.kbuf = appendWindowKey(o.kbuf[:0], w.key, w.start)
+			if err := o.st.Delete(o.kbuf); err != nil {
+				return err
+			}
+			o.open--
+			continue
+		}
+		// A fire timer (EmitUpdate, at end): emit, then wait for the purge.
+		out.Results = append(out.Results, o.result(w, false))
+		if err := o.save(w); err != nil {
+			return err
+		}
+		if err := o.setTimer(w.end+o.p.grace, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package window
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Output is what one call produced.
+type Output struct {
+	// Results to write to the window result route, in emission order:
+	// window end, then group key, then window start.
+	Results []Result
+	// Late is set when the record was late: it changed nothing and goes to
+	// the late route unchanged.
+	Late *Late
+}
+
+// Result is one emitted window result.
+//
+// Key is "<group key>@<start>" with start in decimal epoch milliseconds
+// (the group key may itself contain '@': split at the last one). Value is
+//
+//	{"key":"k","window_start":0,"window_end":60000,"aggregates":{"n":3},"revision":1,"final":false}
+//
+// with times in epoch milliseconds and aggregates in Spec order. A
+// retraction (Retract, Value nil) tells an upsert sink to delete Key: the
+// session it named was merged into another one, and Key will never be
+// emitted again.
+type Result struct {
+	Key        string
+	GroupKey   string
+	Start, End int64
+	Revision   int64
+	Final      bool
+	Retract    bool
+	Value      []byte
+}
+
+// Span is a window [Start, End).
+type Span struct{ Start, End int64 }
+
+func (s Span) String() string { return fmt.Sprintf("[%d,%d)", s.Start, s.End) }
+
+// Late describes a late record.
+type Late struct {
+	// Watermark when the record arrived.
+	Watermark int64
+	// Windows the record belongs to, all already purged, ascending.
+	Windows []Span
+	// LateBy is how far the watermark was past the last moment the record
+	// would have been accepted: Watermark − (max End + grace) >= 0.
+	LateBy int64
+}
+
+// OutputKey is the result key of a window.
+func OutputKey(groupKey string, start int64) string {
+	return groupKey + "@" + strconv.FormatInt(start, 10)
+}
+
+func (o *Operator) result(w *win, final bool) Result {
+	b := make([]byte, 0, 96+len(w.key)+16*len(w.aggs))
+	b = append(b, `{"key":`...)
+	b = appendString(b, w.key)
+	b = append(b, `,"window_start":`...)
+	b = strconv.AppendInt(b, w.start, 10)
+	b = append(b, `,"window_end":`...)
+	b = strconv.AppendInt(b, w.end, 10)
+	b = append(b, `,"aggregates":{`...)
+	for i, a := range o.p.aggs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, a.Name)
+		b = append(b, ':')
+		b = w.aggs[i].appendResult(b, a.Kind)
+	}
+	b = append(b, `},"revision":`...)
+	b = strconv.AppendInt(b, w.rev, 10)
+	b = append(b, `,"final":`...)
+	b = strconv.AppendBool(b, final)
+	b = append(b, '}')
+	return Result{
+		Key: OutputKey(w.key, w.start), GroupKey: w.key,
+		Start: w.start, End: w.end, Revision: w.rev, Final: final, Value: b,
+	}
+}
+
+// Reasons of a RecordError: bounded, for metrics labels and dirty headers.
+const (
+	ReasonEventTime   = "event_time_out_of_range"
+	ReasonValueCount  = "value_count"
+	ReasonValueType   = "value_type"
+	ReasonNonFinite   = "value_not_finite"
+	ReasonAggOverflow = "aggregate_overflow"
+)
+
+// RecordError is a problem with one record: the caller sends the record to
+// the dirty route with Reason and goes on. The record changed nothing.
+type RecordError struct {
+	Reason    string
+	Aggregate string // the aggregation concerned, if any
+	Detail    string
+}
+
+func (e *RecordError) Error() string {
+	if e.Aggregate != "" {
+		return fmt.Sprintf("window: %s: aggregation %q: %s", e.Reason, e.Aggregate, e.Detail)
+	}
+	return fmt.Sprintf("window: %s: %s", e.Reason, e.Detail)
+}
