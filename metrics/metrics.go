@@ -38,6 +38,17 @@ const (
 	NameCommits         = "sidestream_commits_total"
 	NameAborts          = "sidestream_txn_aborts_total"
 	NameConsumerLag     = "sidestream_consumer_lag_records"
+	NameAggregated      = "sidestream_records_aggregated_total"
+	NameLate            = "sidestream_records_late_total"
+	NameWindowResults   = "sidestream_window_results_total"
+	NameWatermark       = "sidestream_watermark_milliseconds"
+	NameWatermarkLag    = "sidestream_watermark_lag_seconds"
+	NameOpenWindows     = "sidestream_open_windows"
+	NameStoreEntries    = "sidestream_store_entries"
+	NameStoreBytes      = "sidestream_store_bytes"
+	NameChangelog       = "sidestream_changelog_records_total"
+	NameRestoreDuration = "sidestream_restore_duration_seconds"
+	NameRestored        = "sidestream_restored_records_total"
 	NameReady           = "sidestream_ready"
 	NameAssigned        = "sidestream_assigned_partitions"
 	KafkaClientNamspace = "sidestream_kafka" // franz-go client metrics (kprom)
@@ -60,6 +71,18 @@ type Metrics struct {
 	ConsumerLag    *prometheus.GaugeVec   // topic, partition
 	Ready          prometheus.Gauge
 	Assigned       prometheus.Gauge
+
+	Aggregated      *prometheus.CounterVec // route
+	Late            *prometheus.CounterVec // route
+	WindowResults   *prometheus.CounterVec // route, kind
+	Watermark       *prometheus.GaugeVec   // route, partition
+	WatermarkLag    *prometheus.GaugeVec   // route, partition
+	OpenWindows     *prometheus.GaugeVec   // route, partition
+	StoreEntries    *prometheus.GaugeVec   // route, partition
+	StoreBytes      *prometheus.GaugeVec   // route, partition
+	Changelog       *prometheus.CounterVec // route
+	RestoreDuration prometheus.Histogram
+	RestoredRecords *prometheus.CounterVec // route
 
 	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.
 	Kafka *kprom.Metrics
@@ -113,6 +136,20 @@ func New() *Metrics {
 			Name: NameAssigned, Help: "Input partitions assigned to this process.",
 		}),
 	}
+	rp := []string{"route", "partition"}
+	m.Aggregated = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAggregated, Help: "Repartitioned records applied to at least one window, by window route."}, []string{"route"})
+	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameLate, Help: "Records whose every window was already purged, sent to the late route, by window route."}, []string{"route"})
+	m.WindowResults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameWindowResults, Help: "Window results written, by route and kind (first, update, final, retract)."}, []string{"route", "kind"})
+	m.Watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermark, Help: "Watermark of each window task, epoch milliseconds."}, rp)
+	m.WatermarkLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermarkLag, Help: "Wall clock minus the task's watermark, in seconds."}, rp)
+	m.OpenWindows = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOpenWindows, Help: "Open (not yet purged) windows per task."}, rp)
+	m.StoreEntries = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameStoreEntries, Help: "Entries in each task's state store."}, rp)
+	m.StoreBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameStoreBytes, Help: "Bytes of keys and values in each task's state store."}, rp)
+	m.Changelog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameChangelog, Help: "Changelog records (state changes and tombstones) committed, by window route."}, []string{"route"})
+	m.RestoreDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: NameRestoreDuration, Help: "Time to restore one task's state from its changelog, in seconds.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
+	m.RestoredRecords = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRestored, Help: "Changelog records read while restoring state, by window route."}, []string{"route"})
+	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
+		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
 	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated,
 		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -134,11 +171,17 @@ type Tally struct {
 	Dirty     map[[2]string]int
 	Dropped   map[string]int
 	Truncated int
+	// Window stage, by route.
+	Aggregated    map[string]int
+	Late          map[string]int
+	WindowResults map[[2]string]int // route, kind
+	Changelog     map[string]int
 }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{Consumed: map[string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{}}
+	return &Tally{Consumed: map[string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{},
+		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}}
 }
 
 // Add merges o into t.
@@ -157,6 +200,18 @@ func (t *Tally) Add(o *Tally) {
 		t.Dropped[k] += v
 	}
 	t.Truncated += o.Truncated
+	for k, v := range o.Aggregated {
+		t.Aggregated[k] += v
+	}
+	for k, v := range o.Late {
+		t.Late[k] += v
+	}
+	for k, v := range o.WindowResults {
+		t.WindowResults[k] += v
+	}
+	for k, v := range o.Changelog {
+		t.Changelog[k] += v
+	}
 }
 
 // Records is the number of input records the tally covers.
@@ -184,6 +239,18 @@ func (m *Metrics) Observe(t *Tally) {
 		m.Dropped.WithLabelValues(k).Add(float64(v))
 	}
 	m.DirtyTruncated.Add(float64(t.Truncated))
+	for k, v := range t.Aggregated {
+		m.Aggregated.WithLabelValues(k).Add(float64(v))
+	}
+	for k, v := range t.Late {
+		m.Late.WithLabelValues(k).Add(float64(v))
+	}
+	for k, v := range t.WindowResults {
+		m.WindowResults.WithLabelValues(k[0], k[1]).Add(float64(v))
+	}
+	for k, v := range t.Changelog {
+		m.Changelog.WithLabelValues(k).Add(float64(v))
+	}
 }
 
 // Snapshot is the current value of the record counters, summed over
@@ -198,11 +265,15 @@ type Snapshot struct {
 	Commits  float64            `json:"commits"`
 	Aborts   float64            `json:"aborts"`
 	Lag      float64            `json:"lag"`
+	// Window stage.
+	Aggregated float64            `json:"aggregated"`
+	Late       float64            `json:"late"`
+	Results    map[string]float64 `json:"window_results"` // by kind
 }
 
 // Snapshot gathers the registry and sums the record counters.
 func (m *Metrics) Snapshot() Snapshot {
-	s := Snapshot{Routes: map[string]float64{}}
+	s := Snapshot{Routes: map[string]float64{}, Results: map[string]float64{}}
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		return s
@@ -231,6 +302,16 @@ func (m *Metrics) Snapshot() Snapshot {
 				s.Aborts += v
 			case NameConsumerLag:
 				s.Lag += v
+			case NameAggregated:
+				s.Aggregated += v
+			case NameLate:
+				s.Late += v
+			case NameWindowResults:
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == "kind" {
+						s.Results[l.GetValue()] += v
+					}
+				}
 			}
 		}
 	}
@@ -238,7 +319,10 @@ func (m *Metrics) Snapshot() Snapshot {
 }
 
 // Conserved reports whether every consumed record is accounted for:
-// consumed = routed + dirty + dropped.
+// consumed = routed + dirty + dropped + aggregated + late. Consumed counts
+// input and repartition records: a record routed to a window route counts
+// as routed at stage one, and its repartitioned copy as aggregated, late
+// or dirty at stage two.
 func (s Snapshot) Conserved() bool {
-	return s.Consumed == s.Routed+s.Dirty+s.Dropped
+	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late
 }

@@ -62,6 +62,9 @@ func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 			return fmt.Errorf("input topic %q: %w", t, d.Err)
 		}
 	}
+	if err := p.ensureInternalTopics(ctx, adm, md); err != nil {
+		return err
+	}
 	var missing []string
 	for _, t := range outputs {
 		d, ok := md[t]
@@ -99,4 +102,50 @@ func newAdmin(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, err
 		return nil, nil, err
 	}
 	return kadm.NewClient(cl), cl, nil
+}
+
+// ensureInternalTopics creates the repartition and changelog topics of
+// window routes with as many partitions as the widest input, changelogs
+// compacted, and checks existing ones are co-partitioned: a changelog
+// partition holds exactly the state of the same repartition partition.
+func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, inputs kadm.TopicDetails) error {
+	rep, cl := p.top.InternalTopics()
+	if len(rep) == 0 {
+		return nil
+	}
+	var parts int32
+	for _, t := range p.top.InputTopics() {
+		parts = max(parts, int32(len(inputs[t].Partitions)))
+	}
+	internal := append(append([]string{}, rep...), cl...)
+	md, err := adm.ListTopics(ctx, internal...)
+	if err != nil {
+		return fmt.Errorf("list internal topics: %w", err)
+	}
+	compact := "compact"
+	for _, t := range internal {
+		d, ok := md[t]
+		if ok && d.Err == nil {
+			if n := int32(len(d.Partitions)); n != parts {
+				return fmt.Errorf("internal topic %q has %d partitions, the inputs have %d: co-partitioning is broken (delete it, or match the input partitions)", t, n, parts)
+			}
+			continue
+		}
+		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("internal topic %q: %w", t, d.Err)
+		}
+		var configs map[string]*string
+		if strings.HasSuffix(t, "-changelog") {
+			configs = map[string]*string{"cleanup.policy": &compact}
+		}
+		resp, err := adm.CreateTopic(ctx, parts, p.top.Config.Topics.ReplicationFactor, configs, t)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create internal topic %q: %w", t, err)
+		}
+		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create internal topic %q: %w", t, resp.Err)
+		}
+		p.log.Info("created internal topic", "topic", t, "partitions", parts, "compacted", configs != nil)
+	}
+	return nil
 }

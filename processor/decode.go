@@ -109,7 +109,9 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 	if value == nil {
 		return nil, recErr(StageDecode, ReasonNullValue, "value is null (a tombstone); a JSON object is expected")
 	}
-	trimmed := bytes.TrimSpace(value)
+	// Only JSON's own whitespace: bytes.TrimSpace would also take a
+	// no-break space or a form feed, calling an invalid value empty.
+	trimmed := bytes.Trim(value, jsonSpace)
 	if len(trimmed) == 0 {
 		return nil, recErr(StageDecode, ReasonEmptyValue, "value is empty; a JSON object is expected")
 	}
@@ -134,24 +136,34 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 
 	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
 	var timeRes gjson.Result
+	var ferr *RecordError
+	root := gjson.ParseBytes(value)
 	// One pass over the top-level keys. A repeated key: the last wins, as
 	// in most JSON decoders.
-	gjson.ParseBytes(value).ForEach(func(k, v gjson.Result) bool {
+	root.ForEach(func(k, v gjson.Result) bool {
 		name := k.Str
 		if d.fields[name] {
-			out.Fields[name] = jsonValue(v)
+			fv, err := jsonValue(v)
+			if err != nil {
+				ferr = recErr(StageDecode, ReasonInvalidJSON, "field %q: %v", name, err)
+				return false
+			}
+			out.Fields[name] = fv
 		}
 		if d.timeTop && name == d.timeField {
 			timeRes = v
 		}
 		return true
 	})
+	if ferr != nil {
+		return nil, ferr
+	}
 	switch {
 	case d.timeFmt == topology.TimeKafka:
 		out.EventTime = ts.UnixMilli()
 		return out, nil
 	case !d.timeTop:
-		timeRes = gjson.GetBytes(value, d.timeField)
+		timeRes = getLast(root, d.timeField)
 	}
 	et, rerr := d.eventTime(timeRes)
 	if rerr != nil {
@@ -187,6 +199,13 @@ func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 		if f < minEventMillis || f > maxEventMillis {
 			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q: %s is outside years 0001-9999", d.timeField, shorten(r.Raw, 64))
 		}
+		shift := 0
+		if d.timeFmt == topology.TimeEpochSecs {
+			shift = 3
+		}
+		if ms, ok := decimalFloor(r.Raw, shift); ok {
+			return ms, nil
+		}
 		return int64(math.Floor(f)), nil
 	case topology.TimeRFC3339:
 		if r.Type != gjson.String {
@@ -203,28 +222,150 @@ func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 
 // jsonValue converts a gjson value for expressions: integers that fit stay
 // exact as int (IDs must not round through float64), other numbers are
-// float64, objects and arrays are decoded.
-func jsonValue(v gjson.Result) any {
+// float64, objects and arrays are decoded the same way, at any depth.
+func jsonValue(v gjson.Result) (any, error) {
 	switch v.Type {
 	case gjson.Null:
-		return nil
+		return nil, nil
 	case gjson.False:
-		return false
+		return false, nil
 	case gjson.True:
-		return true
+		return true, nil
 	case gjson.String:
-		return v.Str
+		return v.Str, nil
 	case gjson.Number:
-		if i, err := strconv.ParseInt(v.Raw, 10, 64); err == nil {
-			return int(i)
-		}
-		f, err := strconv.ParseFloat(v.Raw, 64)
-		if err != nil {
-			return v.Raw // beyond float64: keep the digits as text
-		}
-		return f
+		return numberValue(v.Raw), nil
 	}
-	return v.Value()
+	return compositeValue(v.Raw)
+}
+
+func numberValue(raw string) any {
+	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
+		return int(i)
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		return raw // beyond float64: keep the digits as text
+	}
+	return f
+}
+
+// compositeValue decodes an object or array with encoding/json, which is
+// linear in the input and refuses nesting deeper than 10000. gjson's
+// Result.Value re-scans every level's content once per level: quadratic,
+// 0.3 s for 20 KB nested 10000 deep, minutes for a 1 MB record, which
+// would stall the partition. Repeated keys: the last wins.
+func compositeValue(raw string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return exactNumbers(v), nil
+}
+
+func exactNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		return numberValue(string(x))
+	case map[string]any:
+		for k, e := range x {
+			x[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = exactNumbers(e)
+		}
+	}
+	return v
+}
+
+// getLast reads a nested event-time path such as "meta.ts" with the rule
+// of the top-level pass and the schema validator: where a key repeats, the
+// last one wins (gjson.Get takes the first). Paths using gjson's
+// wildcards, modifiers, queries or escapes are left to gjson.
+func getLast(root gjson.Result, path string) gjson.Result {
+	if strings.ContainsAny(path, "*?|#@\\!=<>%") || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+		return root.Get(path)
+	}
+	cur := root
+	for seg := range strings.SplitSeq(path, ".") {
+		switch {
+		case cur.IsObject():
+			var next gjson.Result
+			cur.ForEach(func(k, v gjson.Result) bool {
+				if k.Str == seg {
+					next = v
+				}
+				return true
+			})
+			cur = next
+		case cur.IsArray():
+			cur = cur.Get(seg)
+		default:
+			return gjson.Result{}
+		}
+	}
+	return cur
+}
+
+// decimalFloor returns floor(raw × 10^shift) for a JSON number, computed
+// on the decimal digits: through float64, 1790000000.123 s times 1000 is
+// 1790000000122.9999 and floors to the wrong millisecond. ok is false
+// when the result would not fit in 18 digits (the caller has already
+// checked the range) or raw is not a plain JSON number.
+func decimalFloor(raw string, shift int) (ms int64, ok bool) {
+	neg := strings.HasPrefix(raw, "-")
+	if neg {
+		raw = raw[1:]
+	}
+	mant, exp := raw, 0
+	if i := strings.IndexAny(raw, "eE"); i >= 0 {
+		e, err := strconv.Atoi(raw[i+1:])
+		if err != nil {
+			return 0, false
+		}
+		mant, exp = raw[:i], e
+	}
+	digits := mant
+	if i := strings.IndexByte(mant, '.'); i >= 0 {
+		digits = mant[:i] + mant[i+1:]
+		exp -= len(mant) - i - 1
+	}
+	exp += shift
+	digits = strings.TrimLeft(digits, "0")
+	var whole, frac string
+	switch {
+	case digits == "":
+		return 0, true
+	case exp >= 0:
+		if len(digits)+exp > 18 {
+			return 0, false
+		}
+		whole = digits + strings.Repeat("0", exp)
+	case -exp >= len(digits):
+		frac = digits
+	default:
+		whole, frac = digits[:len(digits)+exp], digits[len(digits)+exp:]
+	}
+	if len(whole) > 18 {
+		return 0, false
+	}
+	if whole != "" {
+		n, err := strconv.ParseInt(whole, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		ms = n
+	}
+	if neg {
+		ms = -ms
+		if strings.Trim(frac, "0") != "" {
+			ms-- // floor, not truncation, below zero
+		}
+	}
+	return ms, true
 }
 
 func jsonKind(c byte) string {
@@ -282,9 +423,30 @@ func schemaErr(err error) error {
 	return fmt.Errorf("schema violation: %s", shorten(err.Error(), 300))
 }
 
+// jsonSpace is the whitespace JSON allows around a value (RFC 8259).
+const jsonSpace = " \t\r\n"
+
+// shorten cuts s to at most n bytes plus "...", never inside a UTF-8
+// sequence: the result goes into headers that consumers read as text.
 func shorten(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
 	return s[:n] + "..."
+}
+
+// cutUTF8 returns b's first n bytes or fewer, backing off to the start of
+// a UTF-8 sequence.
+func cutUTF8(b []byte, n int) []byte {
+	if n >= len(b) {
+		return b
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
 }

@@ -87,6 +87,10 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 	recs := make([]*kgo.Record, 0, len(outs))
 	for _, o := range outs {
 		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+		if o.Route.Window != nil {
+			rec.Topic = o.Route.Window.RepartitionTopic
+			rec.Headers = repartitionHeaders(r, d.EventTime)
+		}
 		if recordSize(rec) > e.maxRec {
 			// One oversized output makes the whole record dirty: writing
 			// the other routes' outputs would be a partial fan-out.
@@ -126,12 +130,18 @@ func (e *engine) dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *
 		tally.Truncated++
 		orig := len(r.Key) + len(r.Value)
 		d.Headers = append([]kgo.RecordHeader{{Key: HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
-		if len(d.Key) > 1024 {
-			d.Key = d.Key[:1024]
+		// The reason headers come first; key and value get the room left,
+		// so the record written is never over max_record_bytes (a record
+		// the broker refuses would abort every transaction that retries it).
+		d.Key, d.Value = nil, nil
+		if over := recordSize(d) - e.maxRec; over > 0 {
+			eh := &d.Headers[1] // sidestream.error
+			eh.Value = cutUTF8(eh.Value, len(eh.Value)-over)
 		}
-		if len(d.Value) > e.trunc {
-			d.Value = d.Value[:e.trunc]
-		}
+		room := max(e.maxRec-recordSize(d), 0)
+		d.Key = r.Key[:min(len(r.Key), 1024, room)]
+		room -= len(d.Key)
+		d.Value = r.Value[:min(len(r.Value), e.trunc, room)]
 	}
 	tally.Dirty[[2]string{rerr.Stage, rerr.Reason}]++
 	return d
@@ -145,4 +155,30 @@ func recordSize(r *kgo.Record) int {
 		n += len(h.Key) + len(h.Value) + 10
 	}
 	return n
+}
+
+// repartitionHeaders carry what stage two needs from stage one: the event
+// time (extracted once) and where the record came from.
+func repartitionHeaders(r *kgo.Record, eventTime int64) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+5)
+	hs = append(hs, r.Headers...)
+	return append(hs,
+		kgo.RecordHeader{Key: HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
+		kgo.RecordHeader{Key: HeaderSourceKey, Value: r.Key},
+		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	)
+}
+
+// processRepartitioned is stage two for one record of a repartition
+// topic, with the same never-panic contract as process.
+func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) (out []*kgo.Record) {
+	tally.Consumed[r.Topic]++
+	defer func() {
+		if p := recover(); p != nil {
+			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
+		}
+	}()
+	return e.processWindow(r, t, tally)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
@@ -75,6 +77,8 @@ type Processor struct {
 	m       *metrics.Metrics
 	eng     *engine
 	st      *status
+	ws      *windowStage
+	adm     *kadm.Client // set by Run; used by restores
 	started time.Time
 }
 
@@ -107,7 +111,12 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	case op.txnTimeout < time.Second:
 		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
 	}
+	ws, err := newWindowStage(top)
+	if err != nil {
+		return nil, err
+	}
 	return &Processor{
+		ws:   ws,
 		top:  top,
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
@@ -138,6 +147,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return fmt.Errorf("admin client: %w", err)
 	}
 	defer admCl.Close()
+	p.adm = adm
 	if err := p.waitForBrokers(ctx, adm); err != nil {
 		return nilIfDone(ctx, err)
 	}
@@ -151,6 +161,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	for {
 		var err error
 		sessionStart := time.Now()
+		p.ws.drop(nil) // a new session restores state from the changelogs
 		if p.top.Config.Guarantee == topology.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
@@ -187,7 +198,8 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.ApplicationID),
-		kgo.ConsumeTopics(p.top.InputTopics()...),
+		kgo.ConsumeTopics(p.consumedTopics()...),
+		kgo.RecordPartitioner(newPartitioner(p.top)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -211,6 +223,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 
 func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
+		p.ws.drop(r)
 		if kind == "lost" {
 			// The session is gone (broker unreachable, session expired).
 			// Empty transactions still "commit" without the broker, so
@@ -251,7 +264,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 // processFetches runs every polled partition through the engine, in
 // parallel across partitions and in order within one, handing each output
 // to produce. It returns the tally of the batch.
-func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) *metrics.Tally {
+func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
 	var parts []kgo.FetchTopicPartition
 	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
@@ -261,12 +274,28 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 	})
 	total := metrics.NewTally()
 	if len(parts) == 0 {
-		return total
+		return total, nil
 	}
+	var taskErr error
+	var taskErrOnce sync.Once
 	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
-		for _, r := range ftp.Records {
-			for _, out := range p.eng.process(r, tally) {
-				produce(out)
+		if p.ws.isRepartition(ftp.Topic) {
+			t, err := p.windowTask(ftp.Topic, ftp.Partition)
+			if err != nil {
+				taskErrOnce.Do(func() { taskErr = err })
+				return
+			}
+			for _, r := range ftp.Records {
+				for _, out := range p.eng.processRepartitioned(r, t, tally) {
+					produce(out)
+				}
+			}
+			p.observeTask(t)
+		} else {
+			for _, r := range ftp.Records {
+				for _, out := range p.eng.process(r, tally) {
+					produce(out)
+				}
 			}
 		}
 		last := ftp.Records[len(ftp.Records)-1]
@@ -295,7 +324,26 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 		wg.Wait()
 	}
 	p.m.BatchDuration.Observe(time.Since(start).Seconds())
-	return total
+	return total, taskErr
+}
+
+// consumedTopics are the inputs and the repartition topics of window
+// routes (stage two reads what stage one wrote).
+func (p *Processor) consumedTopics() []string {
+	rep, _ := p.top.InternalTopics()
+	return append(p.top.InputTopics(), rep...)
+}
+
+// observeTask publishes a window task's gauges.
+func (p *Processor) observeTask(t *windowTask) {
+	l := []string{t.route.rt.Name, strconv.Itoa(int(t.part))}
+	if wm := t.op.Watermark(); wm > math.MinInt64 {
+		p.m.Watermark.WithLabelValues(l...).Set(float64(wm))
+		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
+	}
+	p.m.OpenWindows.WithLabelValues(l...).Set(float64(t.op.OpenWindows()))
+	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
+	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
 }
 
 // pollErrors logs fetch errors other than the poll deadline. It returns a

@@ -2,10 +2,13 @@ package processor
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 	gojson "github.com/goccy/go-json"
 
@@ -71,6 +74,9 @@ func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordErro
 	for _, rt := range r.routes {
 		if rt.When != nil {
 			res, err := machine.Run(rt.When.Program, e)
+			if typ, ok := notBool(err); ok {
+				return nil, recErr(StageRoute, ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
+			}
 			if err != nil {
 				return nil, recErr(StageRoute, ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
 			}
@@ -103,6 +109,22 @@ func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordErro
 
 func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any) (Output, *RecordError) {
 	o := Output{Route: rt, Key: m.Key, Value: value}
+	if rt.Window != nil {
+		// Stage one of a window route: the record, unchanged, keyed by
+		// its group key for the repartition topic.
+		if g := rt.Window.GroupBy; g != nil {
+			res, err := machine.Run(g.Program, e)
+			if err != nil {
+				return o, recErr(StageRoute, ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
+			}
+			k, err := keyString(res)
+			if err != nil {
+				return o, recErr(StageRoute, ReasonKeyError, "route %q: group_by %q: %v", rt.Name, g.Source, err)
+			}
+			o.Key = []byte(k)
+		}
+		return o, nil
+	}
 	if rt.Key != nil {
 		res, err := machine.Run(rt.Key.Program, e)
 		if err != nil {
@@ -176,6 +198,22 @@ func keyString(v any) (string, error) {
 		return "", fmt.Errorf("returned %T, which has no key form: %v", v, err)
 	}
 	return string(b), nil
+}
+
+// notBool reports a predicate whose value was not a bool at run time (a
+// JSON field is typed any until then): programs compiled as predicates end
+// with a cast to bool, which fails with "invalid operation: bool(T)"
+// rather than returning the value.
+func notBool(err error) (typ string, ok bool) {
+	var fe *file.Error
+	if err == nil || !errors.As(err, &fe) {
+		return "", false
+	}
+	const prefix = "invalid operation: bool("
+	if !strings.HasPrefix(fe.Message, prefix) || !strings.HasSuffix(fe.Message, ")") {
+		return "", false
+	}
+	return fe.Message[len(prefix) : len(fe.Message)-1], true
 }
 
 func firstLine(err error) string {

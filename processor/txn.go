@@ -57,10 +57,20 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			if err := p.pollErrors(fetches); err != nil {
 				return err
 			}
-			pending.Add(p.processFetches(fetches, produce))
+			tally, err := p.processFetches(fetches, produce)
+			if err != nil {
+				// State could not be restored: nothing of this
+				// transaction may commit.
+				_, _ = sess.End(endCtx, kgo.TryAbort)
+				return err
+			}
+			pending.Add(tally)
 			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 				break
 			}
+		}
+		for _, r := range p.ws.changelogRecords(pending) {
+			produce(r)
 		}
 		if err := p.endTxn(endCtx, sess, pending, &perr); err != nil {
 			return err
@@ -87,6 +97,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		p.m.Aborts.WithLabelValues("commit_error").Inc()
 		return fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
+		p.ws.drop(nil)
 		p.m.Aborts.WithLabelValues("produce_error").Inc()
 		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
 		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
@@ -98,6 +109,9 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		time.Sleep(time.Second)
 		return nil
 	case !committed:
+		// The state in memory holds this transaction's changes: drop it,
+		// the next records restore what the changelog committed.
+		p.ws.drop(nil)
 		if pending.Records() > 0 {
 			p.m.Aborts.WithLabelValues("rebalance").Inc()
 			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
@@ -125,10 +139,14 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		mu      sync.Mutex
 	)
 	flushCtx := context.WithoutCancel(ctx)
+	var produce func(*kgo.Record)
 	// commit flushes and commits what was polled; it runs from the loop
 	// and from the revoke callback, never both at once.
 	commit := func() error {
 		start := time.Now()
+		for _, r := range p.ws.changelogRecords(pending) {
+			produce(r)
+		}
 		if err := cl.Flush(flushCtx); err != nil {
 			return fmt.Errorf("flush: %w", err)
 		}
@@ -177,7 +195,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	// Rebalances are blocked while a poll's records are processed, so
 	// closing must allow the final one (leaving the group) to proceed.
 	defer cl.CloseAllowingRebalance()
-	produce := func(r *kgo.Record) {
+	produce = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				perr.set(err)
@@ -195,7 +213,12 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return err
 		}
 		mu.Lock()
-		pending.Add(p.processFetches(fetches, produce))
+		tally, perr2 := p.processFetches(fetches, produce)
+		if perr2 != nil {
+			mu.Unlock()
+			return perr2
+		}
+		pending.Add(tally)
 		var cerr error
 		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 			cerr = commit()

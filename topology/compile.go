@@ -41,6 +41,27 @@ type RouteNode struct {
 	Key     *Expr // nil: keep the input key
 	Value   string
 	Project []ProjectedField
+	// Window is set on window routes.
+	Window *WindowNode
+}
+
+// WindowNode is a compiled window route. Matching records are written to
+// RepartitionTopic keyed by the group key (stage one, in the same
+// transaction), then aggregated by the task that owns that partition of the
+// repartition topic (stage two), whose state goes to ChangelogTopic.
+type WindowNode struct {
+	Config           Window
+	GroupBy          *Expr // nil: the input key
+	Aggregates       []CompiledAggregate
+	RepartitionTopic string
+	ChangelogTopic   string
+}
+
+// CompiledAggregate is one compiled aggregation.
+type CompiledAggregate struct {
+	Name string
+	Fn   string
+	Of   *Expr // nil for a bare count
 }
 
 // ProjectedField is one compiled output field of a projection.
@@ -93,6 +114,30 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 			add(e)
 			rn.Project = append(rn.Project, ProjectedField{Name: f.Name, Expr: e})
 		}
+		if w := r.Window; w != nil {
+			wn := &WindowNode{
+				Config:           *w,
+				RepartitionTopic: cfg.ApplicationID + "-" + r.Name + "-repartition",
+				ChangelogTopic:   cfg.ApplicationID + "-" + r.Name + "-changelog",
+			}
+			if w.GroupBy != "" {
+				if wn.GroupBy, err = CompileExpr(w.GroupBy, false); err != nil {
+					return nil, fmt.Errorf("route %q group_by: %w", r.Name, err)
+				}
+				add(wn.GroupBy)
+			}
+			for _, a := range w.Aggregates {
+				ca := CompiledAggregate{Name: a.Name, Fn: a.Fn}
+				if a.Of != "" {
+					if ca.Of, err = CompileExpr(a.Of, false); err != nil {
+						return nil, fmt.Errorf("route %q aggregate %q: %w", r.Name, a.Name, err)
+					}
+					add(ca.Of)
+				}
+				wn.Aggregates = append(wn.Aggregates, ca)
+			}
+			rn.Window = wn
+		}
 		t.Routes = append(t.Routes, rn)
 		if r.Name == cfg.Routing.Default {
 			t.Default = rn
@@ -120,8 +165,32 @@ func (t *Topology) OutputTopics() []string {
 	var out []string
 	for _, r := range t.Routes {
 		out = append(out, r.Topic)
+		if r.Window != nil {
+			out = append(out, r.Window.Config.LateTopic)
+		}
 	}
 	return append(out, t.Dirty.Topic)
+}
+
+// Windows lists the window routes.
+func (t *Topology) Windows() []*RouteNode {
+	var out []*RouteNode
+	for _, r := range t.Routes {
+		if r.Window != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// InternalTopics lists the repartition and changelog topics, which the
+// router creates and owns.
+func (t *Topology) InternalTopics() (repartition, changelog []string) {
+	for _, r := range t.Windows() {
+		repartition = append(repartition, r.Window.RepartitionTopic)
+		changelog = append(changelog, r.Window.ChangelogTopic)
+	}
+	return repartition, changelog
 }
 
 // InputTopics lists the input topic names.

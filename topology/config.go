@@ -104,6 +104,53 @@ type Route struct {
 	Value string `yaml:"value"`
 	// Project lists output fields and the expression of each, in order.
 	Project Projection `yaml:"project"`
+	// Window makes this a window route: matching records are aggregated
+	// per group key and event-time window, and the route's topic receives
+	// the window results instead of the records.
+	Window *Window `yaml:"window"`
+}
+
+// Window kinds and emission modes.
+const (
+	WindowTumbling = "tumbling"
+	WindowHopping  = "hopping"
+	WindowSession  = "session"
+	EmitUpdate     = "update"
+	EmitFinal      = "final"
+)
+
+// Window configures an event-time window route.
+type Window struct {
+	// Type is tumbling (size), hopping (size, advance) or session (gap).
+	Type    string   `yaml:"type"`
+	Size    Duration `yaml:"size"`
+	Advance Duration `yaml:"advance"`
+	Gap     Duration `yaml:"gap"`
+	// MaxOutOfOrderness is subtracted from the largest event time seen to
+	// give the watermark (default 0).
+	MaxOutOfOrderness Span `yaml:"max_out_of_orderness"`
+	// Grace is the allowed lateness after a window's end (default 0).
+	Grace Span `yaml:"grace"`
+	// IdleTimeout, when set, advances a quiet task's watermark with the
+	// wall clock (liveness over determinism; default off).
+	IdleTimeout Span `yaml:"idle_timeout"`
+	// Emit is update (first result and each late update) or final.
+	Emit string `yaml:"emit"`
+	// GroupBy is the group key expression (default: the input key).
+	GroupBy string `yaml:"group_by"`
+	// LateTopic receives records whose every window is already purged.
+	LateTopic string `yaml:"late_topic"`
+	// Aggregates computed per window, in output order.
+	Aggregates []Aggregate `yaml:"aggregates"`
+}
+
+// Aggregate is one aggregation of a window route.
+type Aggregate struct {
+	Name string `yaml:"name"`
+	// Fn is count, sum, min, max, avg, first, last or distinct_count.
+	Fn string `yaml:"fn"`
+	// Of is the expression aggregated (count without it counts records).
+	Of string `yaml:"of"`
 }
 
 // Dirty is the dirty route: records that fail decode, schema, event time
@@ -126,6 +173,12 @@ type Field struct {
 
 // Projection is an ordered mapping of output field name to expression.
 type Projection []Field
+
+// Span is a duration that may be zero ("0s"), such as a grace period.
+type Span time.Duration
+
+// D returns the span as a time.Duration.
+func (d Span) D() time.Duration { return time.Duration(d) }
 
 // Duration is a time.Duration written as "100ms", "5s".
 type Duration time.Duration
@@ -179,6 +232,9 @@ func (c *Config) applyDefaults() {
 		c.Routing.Match = MatchFirst
 	}
 	for i := range c.Routes {
+		if w := c.Routes[i].Window; w != nil && w.Emit == "" {
+			w.Emit = EmitUpdate
+		}
 		if c.Routes[i].Value == "" {
 			if len(c.Routes[i].Project) > 0 {
 				c.Routes[i].Value = ValueProjection

@@ -276,6 +276,7 @@ func dirOf(name string) string {
 
 var (
 	durationType   = reflect.TypeOf(Duration(0))
+	spanType       = reflect.TypeOf(Span(0))
 	projectionType = reflect.TypeOf(Projection(nil))
 )
 
@@ -314,7 +315,7 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	t := v.Type()
 	switch {
-	case t == durationType:
+	case t == durationType || t == spanType:
 		if n.Kind != yaml.ScalarNode {
 			d.errAt(Pos{n.Line, n.Column}, "%s: expected a duration such as \"100ms\", got %s", path, kindName(n))
 			return
@@ -324,7 +325,7 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.errAt(Pos{n.Line, n.Column}, "%s: invalid duration %q (use a unit: \"100ms\", \"5s\")", path, n.Value)
 			return
 		}
-		if dur <= 0 {
+		if dur < 0 || (dur == 0 && t == durationType) {
 			d.errAt(Pos{n.Line, n.Column}, "%s: duration must be positive, got %q", path, n.Value)
 			return
 		}

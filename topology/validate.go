@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
@@ -149,6 +150,10 @@ func (d *doc) validate() {
 		}
 		if r.Key != "" {
 			d.checkExpr(p+".key", r.Key, false)
+		}
+		if r.Window != nil {
+			d.validateWindow(p, r, useTopic)
+			continue
 		}
 		switch r.Value {
 		case ValueOriginal:
@@ -347,4 +352,95 @@ func firstLeaf(tree string) string {
 		}
 	}
 	return lines[0]
+}
+
+var aggregateFns = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "first": true, "last": true, "distinct_count": true}
+
+// validateWindow checks a window route. Its topic receives window results,
+// so key, value and project do not apply.
+func (d *doc) validateWindow(p string, r Route, useTopic func(path, owner string, input bool, topic string)) {
+	w := r.Window
+	wp := p + ".window"
+	if r.Key != "" {
+		d.at(p+".key", "%s.key does not apply to a window route: results are keyed by group key and window start; use window.group_by", p)
+	}
+	if len(r.Project) > 0 || r.Value == ValueProjection {
+		d.at(p+".project", "%s: a window route writes window results; value and project do not apply", p)
+	}
+	ms := func(path string, v time.Duration) {
+		if v%time.Millisecond != 0 {
+			d.at(path, "%s must be a whole number of milliseconds, got %s", path, v)
+		}
+	}
+	switch w.Type {
+	case WindowTumbling, WindowHopping:
+		if w.Size == 0 {
+			d.at(wp, "%s.size is required for a %s window", wp, w.Type)
+		}
+		if w.Gap != 0 {
+			d.at(wp+".gap", "%s.gap applies only to session windows", wp)
+		}
+		if w.Type == WindowTumbling && w.Advance != 0 {
+			d.at(wp+".advance", "%s.advance applies only to hopping windows (a tumbling window advances by its size)", wp)
+		}
+		if w.Type == WindowHopping {
+			switch {
+			case w.Advance == 0:
+				d.at(wp, "%s.advance is required for a hopping window", wp)
+			case w.Advance > w.Size:
+				d.at(wp+".advance", "%s.advance %s is larger than size %s: records between windows would belong to none", wp, w.Advance.D(), w.Size.D())
+			case w.Size.D()/w.Advance.D() > 1000:
+				d.at(wp+".advance", "%s: size/advance is over 1000 windows per record", wp)
+			}
+		}
+	case WindowSession:
+		if w.Gap == 0 {
+			d.at(wp, "%s.gap is required for a session window", wp)
+		}
+		if w.Size != 0 || w.Advance != 0 {
+			d.at(wp+".size", "%s: size and advance do not apply to session windows (use gap)", wp)
+		}
+	case "":
+		d.at(wp, "%s.type is required: tumbling, hopping or session", wp)
+	default:
+		d.at(wp+".type", "%s.type must be tumbling, hopping or session, got %q", wp, w.Type)
+	}
+	ms(wp+".size", w.Size.D())
+	ms(wp+".advance", w.Advance.D())
+	ms(wp+".gap", w.Gap.D())
+	ms(wp+".grace", w.Grace.D())
+	ms(wp+".max_out_of_orderness", w.MaxOutOfOrderness.D())
+	if w.Emit != EmitUpdate && w.Emit != EmitFinal {
+		d.at(wp+".emit", "%s.emit must be %q or %q, got %q", wp, EmitUpdate, EmitFinal, w.Emit)
+	}
+	if w.GroupBy != "" {
+		d.checkExpr(wp+".group_by", w.GroupBy, false)
+	}
+	if w.LateTopic == "" {
+		d.at(wp, "%s.late_topic is required: records whose windows are already closed go there, never silently away", wp)
+	}
+	useTopic(wp+".late_topic", fmt.Sprintf("the late route of %q", r.Name), false, w.LateTopic)
+	if len(w.Aggregates) == 0 {
+		d.at(wp, "%s.aggregates: at least one aggregate is required (e.g. {name: n, fn: count})", wp)
+	}
+	seen := map[string]bool{}
+	for i, a := range w.Aggregates {
+		ap := fmt.Sprintf("%s.aggregates[%d]", wp, i)
+		switch {
+		case a.Name == "":
+			d.at(ap, "%s.name is required", ap)
+		case seen[a.Name]:
+			d.at(ap+".name", "duplicate aggregate name %q", a.Name)
+		}
+		seen[a.Name] = true
+		switch {
+		case !aggregateFns[a.Fn]:
+			d.at(ap+".fn", "%s.fn must be one of count, sum, min, max, avg, first, last, distinct_count; got %q", ap, a.Fn)
+		case a.Of == "" && a.Fn != "count":
+			d.at(ap, "%s.of is required for %s (the expression aggregated)", ap, a.Fn)
+		}
+		if a.Of != "" {
+			d.checkExpr(ap+".of", a.Of, false)
+		}
+	}
 }

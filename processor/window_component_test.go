@@ -1,0 +1,140 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/topology"
+)
+
+func windowTopology(t *testing.T, brokers []string) *topology.Topology {
+	t.Helper()
+	cfg, err := topology.LoadFile("testdata/errors-per-service.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "testdata/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+// TestWindowRouteEndToEnd runs a tumbling window with a 1s grace over the
+// generated log stream (events up to 5s out of order, so many are late),
+// stops the router mid-run and starts a new one that restores the state
+// from the changelog, then checks every ERROR event is counted exactly
+// once: in the final result of its window or on the late route.
+func TestWindowRouteEndToEnd(t *testing.T) {
+	c := newCluster(t)
+	top := windowTopology(t, c.ListenAddrs())
+	n := 30_000
+	events := produceEvents(t, c.ListenAddrs(), "logs", n, 21)
+	a := start(t, top, "a", WithMaxPollRecords(2000))
+	waitConsumed(t, a.p.Metrics(), n/2, time.Minute)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if s := a.p.Metrics().Snapshot(); s.Aggregated+s.Late >= 200 {
+			break // stage two has committed state: the next run must restore it
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stage two processed nothing: %+v", a.p.Metrics().Snapshot())
+		}
+	}
+	a.stop(t)
+	sa := a.p.Metrics().Snapshot()
+
+	// Close every window: one far-future event per service.
+	flushTS := gen.New(21).Base + int64(n)*10 + 3_600_000
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"} {
+		v := fmt.Sprintf(`{"id":"flush-%s","ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, svc, flushTS, svc)
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(svc), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Close()
+
+	b := start(t, top, "a")
+	total := n + 8
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		sb := b.p.Metrics().Snapshot()
+		inputs := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues("logs")) + testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues("logs"))
+		// Every input and every repartitioned ERROR record is consumed.
+		if int(inputs) >= total && sa.Aggregated+sa.Late+sb.Aggregated+sb.Late+sa.Dirty+sb.Dirty >= sa.Routed+sb.Routed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not done: first run %+v, second run %+v", sa, sb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.stop(t)
+	sb := b.p.Metrics().Snapshot()
+	if !sa.Conserved() || !sb.Conserved() {
+		t.Fatalf("conservation: first %+v second %+v", sa, sb)
+	}
+	if sb.Results["first"]+sb.Results["final"] == 0 {
+		t.Fatalf("the second run emitted nothing: %+v", sb)
+	}
+	if r := testutil.ToFloat64(b.p.Metrics().RestoredRecords.WithLabelValues("errors")); r == 0 {
+		t.Fatalf("the second run restored no changelog records")
+	}
+
+	wantErrors := 0
+	for _, ev := range events {
+		if ev.Kind == gen.KindError {
+			wantErrors++
+		}
+	}
+	recs := readCommitted(t, c.ListenAddrs(), "errors.per-service", "errors.late")
+	var late, counted int
+	finals := map[string]int{}
+	for _, r := range recs {
+		if r.Topic == "errors.late" {
+			late++
+			if h := headerStr(r.Headers, HeaderLateWins); h == "" {
+				t.Fatalf("late record without %s header", HeaderLateWins)
+			}
+			continue
+		}
+		var res struct {
+			WindowStart int64          `json:"window_start"`
+			Aggregates  map[string]any `json:"aggregates"`
+			Final       bool           `json:"final"`
+		}
+		if err := json.Unmarshal(r.Value, &res); err != nil {
+			t.Fatalf("window result %q: %v", r.Value, err)
+		}
+		if !res.Final || res.WindowStart >= flushTS-10_000 {
+			continue
+		}
+		finals[string(r.Key)]++
+		counted += int(res.Aggregates["n"].(float64))
+	}
+	for k, f := range finals {
+		if f != 1 {
+			t.Errorf("window %s has %d final results, want 1", k, f)
+		}
+	}
+	if late == 0 || counted == 0 {
+		t.Fatalf("expected both late records and window results; late %d counted %d", late, counted)
+	}
+	if counted+late != wantErrors {
+		t.Fatalf("ERROR events: %d counted in final windows + %d late = %d, want %d", counted, late, counted+late, wantErrors)
+	}
+	t.Logf("errors=%d counted=%d late=%d windows=%d", wantErrors, counted, late, len(finals))
+}

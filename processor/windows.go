@@ -1,0 +1,442 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Headers of the window stage. Stage one (routing) writes the record to
+// the route's repartition topic keyed by the group key, carrying its event
+// time and origin; stage two reads them back.
+const (
+	HeaderEventTime  = "sidestream.event_time"
+	HeaderSourceKey  = "sidestream.source.key"
+	HeaderLateWM     = "sidestream.late.watermark"
+	HeaderLateWins   = "sidestream.late.windows"
+	HeaderLateBy     = "sidestream.late.by_ms"
+	HeaderLateRoute  = "sidestream.late.route"
+	HeaderRevision   = "sidestream.window.revision"
+	HeaderFinal      = "sidestream.window.final"
+	StageWindow      = "window"
+	ReasonAggregate  = "aggregate_error"
+	ReasonStateError = "state_error"
+)
+
+// windowRoute is one compiled window route and its operator spec.
+type windowRoute struct {
+	rt   *topology.RouteNode
+	spec window.Spec
+}
+
+// windowTask is the operator of one partition of a repartition topic and
+// the store holding all of its state.
+type windowTask struct {
+	route *windowRoute
+	part  int32
+	st    *changelog.Memory
+	op    *window.Operator
+}
+
+// windowStage owns the window tasks of this process. Tasks are built (and
+// their state restored from the changelog) on the first records of their
+// partition, and dropped on revoke and on any abort: memory is only ever a
+// cache of what the committed changelog holds.
+type windowStage struct {
+	routes map[string]*windowRoute // by repartition topic
+	mu     sync.Mutex
+	tasks  map[tp]*windowTask
+}
+
+func newWindowStage(t *topology.Topology) (*windowStage, error) {
+	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{}}
+	for _, r := range t.Windows() {
+		spec, err := windowSpec(r.Window)
+		if err != nil {
+			return nil, fmt.Errorf("route %q: %w", r.Name, err)
+		}
+		ws.routes[r.Window.RepartitionTopic] = &windowRoute{rt: r, spec: spec}
+	}
+	return ws, nil
+}
+
+func windowSpec(w *topology.WindowNode) (window.Spec, error) {
+	c := w.Config
+	s := window.Spec{
+		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
+		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
+	}
+	switch c.Type {
+	case topology.WindowTumbling:
+		s.Kind = window.Tumbling
+	case topology.WindowHopping:
+		s.Kind = window.Hopping
+	case topology.WindowSession:
+		s.Kind = window.Session
+	}
+	if c.Emit == topology.EmitFinal {
+		s.Emit = window.EmitFinal
+	}
+	for _, a := range w.Aggregates {
+		k, err := window.ParseAggKind(a.Fn)
+		if err != nil {
+			return s, err
+		}
+		s.Aggregations = append(s.Aggregations, window.Aggregation{Name: a.Name, Kind: k})
+	}
+	return s, s.Validate()
+}
+
+func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[topic]; return ok }
+
+// drop forgets tasks: all of them (nil) or those of the given partitions.
+func (ws *windowStage) drop(parts map[string][]int32) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if parts == nil {
+		ws.tasks = map[tp]*windowTask{}
+		return
+	}
+	for t, ps := range parts {
+		for _, p := range ps {
+			delete(ws.tasks, tp{t, p})
+		}
+	}
+}
+
+func (ws *windowStage) get(topic string, part int32) *windowTask {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.tasks[tp{topic, part}]
+}
+
+func (ws *windowStage) put(topic string, part int32, t *windowTask) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.tasks[tp{topic, part}] = t
+}
+
+func (ws *windowStage) all() []*windowTask {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make([]*windowTask, 0, len(ws.tasks))
+	for _, t := range ws.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
+// task returns the task of a repartition partition, restoring its state
+// from the changelog first when this process does not hold it yet.
+func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
+	if t := p.ws.get(topic, part); t != nil {
+		return t, nil
+	}
+	wr := p.ws.routes[topic]
+	start := time.Now()
+	st := changelog.NewMemory()
+	n, err := p.restore(wr.rt.Window.ChangelogTopic, part, st)
+	if err != nil {
+		return nil, err
+	}
+	op, err := window.New(wr.spec, st)
+	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
+	}
+	st.ResetChanges()
+	t := &windowTask{route: wr, part: part, st: st, op: op}
+	p.ws.put(topic, part, t)
+	d := time.Since(start)
+	p.m.RestoreDuration.Observe(d.Seconds())
+	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
+	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "records", n,
+		"open_windows", op.OpenWindows(), "duration", d)
+	return t, nil
+}
+
+// restore reads one changelog partition from its start to its end into
+// st, read_committed. It first waits until no transaction is open on the
+// partition (the last stable offset reaches the high watermark), so the
+// state matches the input offsets this process resumes from.
+func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
+	defer cancel()
+	var end int64
+	for {
+		hwm, err := listOffset(ctx, p.adm.ListEndOffsets, topic, part)
+		if err != nil {
+			return 0, err
+		}
+		lso, err := listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
+		if err != nil {
+			return 0, err
+		}
+		if lso == hwm {
+			end = hwm
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("restore %s[%d]: a transaction stayed open (stable offset %d, end %d): %w", topic, part, lso, hwm, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if end == 0 {
+		return 0, nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(p.top.Config.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	}, p.opts.kgoOpts...)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	n := 0
+	for next := int64(0); next < end; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return n, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
+		}
+		for _, fe := range fs.Errors() {
+			return n, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
+		}
+		var rerr error
+		fs.EachRecord(func(r *kgo.Record) {
+			next = r.Offset + 1
+			if r.Attrs.IsControl() || rerr != nil {
+				return
+			}
+			if err := st.Restore(r.Key, r.Value); err != nil {
+				rerr = err
+			}
+			n++
+		})
+		if rerr != nil {
+			return n, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+		}
+	}
+	return n, nil
+}
+
+func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, part int32) (int64, error) {
+	lo, err := fn(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	o, ok := lo.Lookup(topic, part)
+	if !ok {
+		return 0, fmt.Errorf("list offsets of %s: partition %d missing", topic, part)
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("list offsets of %s[%d]: %w", topic, part, o.Err)
+	}
+	return o.Offset, nil
+}
+
+// processWindow is stage two: one repartitioned record into its task's
+// operator. It returns the window results (and the late record, if late).
+func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+	rt := t.route.rt
+	et, ok := headerInt(r.Headers, HeaderEventTime)
+	if !ok {
+		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadTime, "repartitioned record has no %s header", HeaderEventTime), tally)}
+	}
+	d, rerr := e.dec.decodeFields(r.Value)
+	if rerr != nil {
+		return []*kgo.Record{e.dirty(r, rerr, tally)}
+	}
+	d.EventTime = et
+	m := &Meta{Key: sourceKey(r), Topic: headerStr(r.Headers, HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
+	if p, ok := headerInt(r.Headers, HeaderPartition); ok {
+		m.Partition = int32(p)
+	}
+	m.Offset, _ = headerInt(r.Headers, HeaderOffset)
+	vals, rerr := e.rt.aggregateValues(rt, m, d)
+	if rerr != nil {
+		return []*kgo.Record{e.dirty(r, rerr, tally)}
+	}
+	out, err := t.op.Process(string(r.Key), et, vals)
+	if err != nil {
+		var we *window.RecordError
+		if errors.As(err, &we) {
+			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
+		}
+		// The store failed: nothing of this record may be written.
+		panic(fmt.Sprintf("window state of route %q partition %d: %v", rt.Name, t.part, err))
+	}
+	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
+	if out.Late != nil {
+		tally.Late[rt.Name]++
+		recs = append(recs, e.lateRecord(rt, r, m.Key, out.Late))
+	} else {
+		tally.Aggregated[rt.Name]++
+	}
+	return recs
+}
+
+func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
+	recs := make([]*kgo.Record, 0, len(rs))
+	for _, res := range rs {
+		kind := "update"
+		switch {
+		case res.Retract:
+			kind = "retract"
+		case res.Final:
+			kind = "final"
+		case res.Revision == 1:
+			kind = "first"
+		}
+		tally.WindowResults[[2]string{rt.Name, kind}]++
+		recs = append(recs, &kgo.Record{
+			Topic: rt.Topic, Key: []byte(res.Key), Value: res.Value, Timestamp: ts,
+			Headers: []kgo.RecordHeader{
+				{Key: HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
+				{Key: HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
+			},
+		})
+	}
+	return recs
+}
+
+// lateRecord is the input record, unchanged, on the late route, with the
+// watermark it met, the windows it missed and how late it was.
+func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
+	wins := make([]string, len(l.Windows))
+	for i, w := range l.Windows {
+		wins[i] = w.String()
+	}
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderLateRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: HeaderLateWM, Value: []byte(strconv.FormatInt(l.Watermark, 10))},
+		kgo.RecordHeader{Key: HeaderLateWins, Value: []byte(strings.Join(wins, ","))},
+		kgo.RecordHeader{Key: HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
+	)
+	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
+
+// aggregateValues evaluates each aggregate's expression for one record.
+func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
+	e := env(m, d)
+	vals := make([]any, len(rt.Window.Aggregates))
+	var machine vm.VM
+	for i, a := range rt.Window.Aggregates {
+		if a.Of == nil {
+			vals[i] = true // a bare count counts the record
+			continue
+		}
+		v, err := machine.Run(a.Of.Program, e)
+		if err != nil {
+			return nil, recErr(StageWindow, ReasonAggregate, "route %q: aggregate %q: %s", rt.Name, a.Name, firstLine(err))
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// changelogRecords turns every task's state changes since the last commit
+// into changelog records (tombstones for purged windows), one partition
+// per task, and clears the change sets.
+func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
+	var out []*kgo.Record
+	for _, t := range ws.all() {
+		for _, c := range t.st.Changes() {
+			out = append(out, &kgo.Record{Topic: t.route.rt.Window.ChangelogTopic, Partition: t.part, Key: c.Key, Value: c.Value})
+			tally.Changelog[t.route.rt.Name]++
+		}
+		t.st.ResetChanges()
+	}
+	return out
+}
+
+// partitioner writes changelog records to the partition of their task and
+// everything else with franz-go's default (Kafka-compatible key hashing).
+type partitioner struct {
+	manual map[string]bool
+	def    kgo.Partitioner
+}
+
+func newPartitioner(t *topology.Topology) kgo.Partitioner {
+	_, cl := t.InternalTopics()
+	p := partitioner{manual: map[string]bool{}, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+	for _, c := range cl {
+		p.manual[c] = true
+	}
+	return p
+}
+
+func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.manual[topic] {
+		return kgo.ManualPartitioner().ForTopic(topic)
+	}
+	return p.def.ForTopic(topic)
+}
+
+func headerStr(hs []kgo.RecordHeader, k string) string {
+	for _, h := range hs {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func headerInt(hs []kgo.RecordHeader, k string) (int64, bool) {
+	for _, h := range hs {
+		if h.Key == k {
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+func sourceKey(r *kgo.Record) []byte {
+	for _, h := range r.Headers {
+		if h.Key == HeaderSourceKey {
+			return h.Value
+		}
+	}
+	return nil
+}
+
+// decodeFields extracts the referenced fields of a repartitioned record:
+// its bytes were validated (and schema-checked) by stage one, so only a
+// cheap validity scan guards against foreign writers.
+func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
+	if !gjson.ValidBytes(value) {
+		return nil, recErr(StageWindow, ReasonInvalidJSON, "repartitioned value is not valid JSON")
+	}
+	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
+	var ferr *RecordError
+	gjson.ParseBytes(value).ForEach(func(k, v gjson.Result) bool {
+		if d.fields[k.Str] {
+			fv, err := jsonValue(v)
+			if err != nil {
+				ferr = recErr(StageWindow, ReasonInvalidJSON, "field %q: %v", k.Str, err)
+				return false
+			}
+			out.Fields[k.Str] = fv
+		}
+		return true
+	})
+	return out, ferr
+}
