@@ -214,6 +214,12 @@ func (t *Tally) Add(o *Tally) {
 	}
 }
 
+// Empty reports whether the tally counts nothing at all (no records, no
+// window results, no state changes).
+func (t *Tally) Empty() bool {
+	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0
+}
+
 // Records is the number of input records the tally covers.
 func (t *Tally) Records() int {
 	n := 0

@@ -290,6 +290,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 					produce(out)
 				}
 			}
+			t.lastRecord = time.Now()
 			p.observeTask(t)
 		} else {
 			for _, r := range ftp.Records {
@@ -337,10 +338,13 @@ func (p *Processor) consumedTopics() []string {
 // observeTask publishes a window task's gauges.
 func (p *Processor) observeTask(t *windowTask) {
 	l := []string{t.route.rt.Name, strconv.Itoa(int(t.part))}
+	var wmp *int64
 	if wm := t.op.Watermark(); wm > math.MinInt64 {
+		wmp = &wm
 		p.m.Watermark.WithLabelValues(l...).Set(float64(wm))
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
+	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
 	p.m.OpenWindows.WithLabelValues(l...).Set(float64(t.op.OpenWindows()))
 	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
 	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))

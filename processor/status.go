@@ -17,6 +17,12 @@ type TaskStatus struct {
 	HighWatermark int64     `json:"high_watermark"`
 	Lag           int64     `json:"lag"`
 	LastCommit    time.Time `json:"last_commit,omitzero"`
+	// Window tasks (partitions of a repartition topic) only.
+	Route        string `json:"route,omitempty"`
+	Watermark    *int64 `json:"watermark,omitempty"` // epoch ms
+	OpenWindows  int    `json:"open_windows,omitempty"`
+	StoreEntries int    `json:"store_entries,omitempty"`
+	StoreBytes   int64  `json:"store_bytes,omitempty"`
 }
 
 // status is the shared, lock-protected view of a running processor for
@@ -155,4 +161,14 @@ func (s *status) lastCommitAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastCommit
+}
+
+func (s *status) window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[tp{topic, p}]
+	if t == nil {
+		return
+	}
+	t.Route, t.Watermark, t.OpenWindows, t.StoreEntries, t.StoreBytes = route, wm, open, entries, bytes
 }

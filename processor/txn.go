@@ -65,6 +65,10 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				return err
 			}
 			pending.Add(tally)
+			if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
+				_, _ = sess.End(endCtx, kgo.TryAbort)
+				return err
+			}
 			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 				break
 			}
@@ -118,7 +122,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		}
 		return nil
 	}
-	if pending.Records() > 0 { // an empty transaction sends nothing: not a commit
+	if !pending.Empty() { // an empty transaction sends nothing: not a commit
 		p.m.Observe(pending)
 		p.m.Commits.Inc()
 		p.st.committed(committedOffsets(sess.Client()), time.Now())
@@ -156,7 +160,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
 			return fmt.Errorf("commit offsets: %w", err)
 		}
-		if pending.Records() == 0 {
+		if pending.Empty() {
 			return nil
 		}
 		p.m.CommitDuration.Observe(time.Since(start).Seconds())
@@ -219,6 +223,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return perr2
 		}
 		pending.Add(tally)
+		if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
+			mu.Unlock()
+			return err
+		}
 		var cerr error
 		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 			cerr = commit()

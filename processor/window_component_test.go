@@ -138,3 +138,41 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 	}
 	t.Logf("errors=%d counted=%d late=%d windows=%d", wantErrors, counted, late, len(finals))
 }
+
+// TestWindowIdleAdvance: with idle_timeout set, windows close on a stream
+// that has stopped, by the wall clock; without it they stay open.
+func TestWindowIdleAdvance(t *testing.T) {
+	for _, idle := range []time.Duration{0, 300 * time.Millisecond} {
+		t.Run(fmt.Sprint("idle=", idle), func(t *testing.T) {
+			c := newCluster(t)
+			top := windowTopology(t, c.ListenAddrs())
+			top.Routes[0].Window.Config.IdleTimeout = topology.Span(idle)
+			top.Routes[0].Window.Config.Grace = 0
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("logs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			// Event times 1s before a window end: the watermark needs ~1s
+			// of idle advance to close it.
+			now := time.Now().UnixMilli()/10_000*10_000 - 1000
+			for i := range 5 {
+				v := fmt.Sprintf(`{"id":"e-%d","ts":%d,"level":"ERROR","service":"auth","latency_ms":%d}`, i, now+int64(i), i)
+				if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte("auth"), Value: []byte(v)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := start(t, top, "a")
+			waitConsumed(t, r.p.Metrics(), 10, 30*time.Second) // 5 inputs + 5 repartitioned
+			time.Sleep(3 * time.Second)
+			r.stop(t)
+			s := r.p.Metrics().Snapshot()
+			if idle == 0 && s.Results["final"]+s.Results["first"] != 0 {
+				t.Fatalf("without idle advance the window must stay open: %+v", s)
+			}
+			if idle > 0 && s.Results["final"] != 1 {
+				t.Fatalf("idle advance must close the one window with a final result: %+v", s)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,8 @@ type windowTask struct {
 	part  int32
 	st    *changelog.Memory
 	op    *window.Operator
+	// Wall-clock times for idle advance: the last record, the last advance.
+	lastRecord, lastAdvance time.Time
 }
 
 // windowStage owns the window tasks of this process. Tasks are built (and
@@ -439,4 +442,37 @@ func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 		return true
 	})
 	return out, ferr
+}
+
+// idleAdvance moves forward, with the wall clock, the watermark of every
+// window task whose route sets idle_timeout and that has seen no record
+// for that long, so windows still close on a quiet stream. This is the one
+// place where wall-clock time enters results: it trades determinism for
+// liveness and is off unless configured.
+func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	for _, t := range p.ws.all() {
+		idle := t.route.rt.Window.Config.IdleTimeout.D()
+		wm := t.op.Watermark()
+		if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
+			continue
+		}
+		from := t.lastRecord.Add(idle)
+		if t.lastAdvance.After(from) {
+			from = t.lastAdvance
+		}
+		delta := now.Sub(from).Milliseconds()
+		if delta <= 0 {
+			continue
+		}
+		out, err := t.op.AdvanceWatermark(wm + delta)
+		if err != nil {
+			return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
+		}
+		t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
+		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+			produce(r)
+		}
+		p.observeTask(t)
+	}
+	return nil
 }
