@@ -180,21 +180,23 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 	defer cancel()
 	var end int64
 	for {
+		// Right after the topic is created its metadata may still be
+		// spreading: listing errors are retried until the deadline.
 		hwm, err := listOffset(ctx, p.adm.ListEndOffsets, topic, part)
-		if err != nil {
-			return 0, err
+		var lso int64
+		if err == nil {
+			lso, err = listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
 		}
-		lso, err := listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
-		if err != nil {
-			return 0, err
-		}
-		if lso == hwm {
+		if err == nil && lso == hwm {
 			end = hwm
 			break
 		}
+		if err == nil {
+			err = fmt.Errorf("a transaction is open (stable offset %d, end %d)", lso, hwm)
+		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("restore %s[%d]: a transaction stayed open (stable offset %d, end %d): %w", topic, part, lso, hwm, ctx.Err())
+			return 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,6 +33,8 @@ type demoResult struct {
 	Dirty        int64            `json:"dirty"`
 	DirtyReasons map[string]int64 `json:"dirty_reasons"`
 	Dropped      int64            `json:"dropped"`
+	Late         int64            `json:"late,omitempty"`
+	WindowOut    map[string]int64 `json:"window_results,omitempty"`
 	Conservation bool             `json:"conservation"`
 	Guarantee    string           `json:"guarantee"`
 	Commits      int64            `json:"commits"`
@@ -50,6 +53,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "records per second the generator writes (0: as fast as possible)")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	quiet := fs.Bool("quiet", false, "no live summary")
+	generator := fs.String("generator", "auto", "logs, orders, or auto (orders when the first input topic names orders)")
 	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
 	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
@@ -109,7 +113,17 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	go func() { served <- serve(ctx, top, f, log, m) }()
 
 	start := time.Now()
-	produced, err := generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed)
+	kind := *generator
+	if kind == "auto" {
+		kind = "logs"
+		if strings.Contains(top.InputTopics()[0], "order") {
+			kind = "orders"
+		}
+	}
+	if kind != "logs" && kind != "orders" {
+		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders or auto", kind)}
+	}
+	produced, err := generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
 	if err != nil {
 		return err
 	}
@@ -121,7 +135,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	lastAt := time.Now()
 	for {
 		s := m.Snapshot()
-		if int64(s.Consumed) >= produced {
+		if done(top, m, produced) {
 			break
 		}
 		select {
@@ -155,11 +169,18 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
 	}
-	res.Routes, res.Dirty, res.DirtyReasons, err = readBack(brokers, top, log)
+	if len(top.Windows()) > 0 {
+		res.WindowOut = map[string]int64{}
+		for k, v := range s.Results {
+			res.WindowOut[k] = int64(v)
+		}
+	}
+	res.Routes, res.Dirty, res.DirtyReasons, res.Late, err = readBack(brokers, top, log)
 	if err != nil {
 		return err
 	}
-	res.Conservation, res.Problems = conservation(res, s)
+	res.Consumed = int64(inputConsumed(top, m))
+	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(b))
 	if !res.Conservation {
@@ -193,13 +214,16 @@ func summaryLine(s metrics.Snapshot, rate float64) string {
 
 // generate writes n generated events to topic at rate per second (0: as
 // fast as possible) and returns how many the broker acknowledged.
-func generate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64) (int64, error) {
+func generate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64, kind string) (int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	g := gen.New(seed)
+	next := gen.New(seed).Next
+	if kind == "orders" {
+		next = gen.NewOrders(seed).Next
+	}
 	start := time.Now()
 	var failed error
 	for i := 0; i < n; i++ {
@@ -208,7 +232,7 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 				time.Sleep(wait)
 			}
 		}
-		ev := g.Next()
+		ev := next()
 		cl.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value, Timestamp: time.UnixMilli(max(ev.TS, 0))}, func(_ *kgo.Record, err error) {
 			if err != nil && failed == nil {
 				failed = err
@@ -226,20 +250,23 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, error) {
+func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
 	recs, err := readCommitted(brokers, top.OutputTopics(), 3*time.Second)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, 0, err
 	}
 	byTopic := map[string]string{}
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
+		if r.Window != nil {
+			byTopic[r.Window.Config.LateTopic] = "late"
+		}
 	}
 	routes := map[string]int64{}
 	for _, r := range top.Routes {
 		routes[r.Name] = 0
 	}
-	var dirty int64
+	var dirty, late int64
 	reasons := map[string]int64{}
 	for _, r := range recs {
 		if r.Topic == top.Dirty.Topic {
@@ -251,10 +278,14 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 			}
 			continue
 		}
+		if byTopic[r.Topic] == "late" {
+			late++
+			continue
+		}
 		routes[byTopic[r.Topic]]++
 	}
 	log.Debug("read back", "records", len(recs))
-	return routes, dirty, reasons, nil
+	return routes, dirty, reasons, late, nil
 }
 
 // readCommitted consumes topics from the start, read_committed, until no
@@ -287,31 +318,69 @@ func readCommitted(brokers, topics []string, idle time.Duration) ([]*kgo.Record,
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what
 // was read back equals what the router counted.
-func conservation(res demoResult, s metrics.Snapshot) (bool, []string) {
+func conservation(res demoResult, s metrics.Snapshot, top *topology.Topology, inputs float64) (bool, []string) {
 	var problems []string
-	var routed int64
-	for _, n := range res.Routes {
-		routed += n
+	if int64(inputs) != res.Produced {
+		problems = append(problems, fmt.Sprintf("consumed %.0f input records != produced %d", inputs, res.Produced))
 	}
-	if res.Consumed != res.Produced {
-		problems = append(problems, fmt.Sprintf("consumed %d != produced %d", res.Consumed, res.Produced))
-	}
-	for name, n := range res.Routes {
-		if float64(n) != s.Routes[name] {
-			problems = append(problems, fmt.Sprintf("route %s: read back %d, router wrote %.0f", name, n, s.Routes[name]))
+	var windowRecords float64
+	for _, r := range top.Routes {
+		n := res.Routes[r.Name]
+		if r.Window != nil {
+			// Its topic holds window results, checked against the
+			// router's count of results.
+			windowRecords += s.Routes[r.Name]
+			var results float64
+			for _, v := range s.Results {
+				results += v
+			}
+			if float64(n) != results {
+				problems = append(problems, fmt.Sprintf("window route %s: read back %d results, router wrote %.0f", r.Name, n, results))
+			}
+			continue
+		}
+		if float64(n) != s.Routes[r.Name] {
+			problems = append(problems, fmt.Sprintf("route %s: read back %d, router wrote %.0f", r.Name, n, s.Routes[r.Name]))
 		}
 	}
 	if float64(res.Dirty) != s.Dirty {
 		problems = append(problems, fmt.Sprintf("dirty: read back %d, router wrote %.0f", res.Dirty, s.Dirty))
 	}
-	if !s.Conserved() {
-		problems = append(problems, fmt.Sprintf("consumed %.0f != routed %.0f + dirty %.0f + dropped %.0f", s.Consumed, s.Routed, s.Dirty, s.Dropped))
+	if float64(res.Late) != s.Late {
+		problems = append(problems, fmt.Sprintf("late: read back %d, router wrote %.0f", res.Late, s.Late))
 	}
-	// With first-match routing each routed record is read back once.
-	if routed+res.Dirty+res.Dropped < res.Consumed {
-		problems = append(problems, fmt.Sprintf("read back %d routed + %d dirty + %d dropped < consumed %d", routed, res.Dirty, res.Dropped, res.Consumed))
+	if !s.Conserved() {
+		problems = append(problems, fmt.Sprintf("consumed %.0f != routed %.0f + dirty %.0f + dropped %.0f + aggregated %.0f + late %.0f",
+			s.Consumed, s.Routed, s.Dirty, s.Dropped, s.Aggregated, s.Late))
+	}
+	if s.Consumed != inputs+windowRecords {
+		problems = append(problems, fmt.Sprintf("consumed %.0f != %.0f inputs + %.0f repartitioned", s.Consumed, inputs, windowRecords))
 	}
 	return len(problems) == 0, problems
+}
+
+// inputConsumed is the committed count of input records (the consumed
+// counter also counts repartitioned records of window routes).
+func inputConsumed(top *topology.Topology, m *metrics.Metrics) float64 {
+	var n float64
+	for _, t := range top.InputTopics() {
+		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))
+	}
+	return n
+}
+
+// done reports whether every produced record is consumed and committed,
+// and every record sent to a window route has been through stage two.
+func done(top *topology.Topology, m *metrics.Metrics, produced int64) bool {
+	if int64(inputConsumed(top, m)) < produced {
+		return false
+	}
+	for _, r := range top.Windows() {
+		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Window.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
+			return false
+		}
+	}
+	return true
 }
 
 var _ fs.FS = examples.FS
