@@ -93,3 +93,19 @@ func TestDemo(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoLateOrders runs the seed-001 example: late orders must reach the
+// late topic and fired windows must receive updates.
+func TestDemoLateOrders(t *testing.T) {
+	code, out, errs := run(t, "demo", "--config", "../../examples/late-orders.yaml", "--records", "20000", "--quiet", "--listen", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("demo exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	var res demoResult
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil {
+		t.Fatalf("demo output: %v\n%s", err, out)
+	}
+	if !res.Conservation || res.Late == 0 || res.WindowOut["update"] == 0 || res.WindowOut["first"] == 0 || res.Routes["orders"]+res.Dirty != 20000 {
+		t.Fatalf("late-orders demo: %+v", res)
+	}
+}
