@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -69,26 +70,16 @@ func produceEvents(t testing.TB, brokers []string, topic string, n int, seed uin
 	return out
 }
 
-// readCommitted reads every record of topics, read_committed, until idle.
+// readCommitted reads every committed record of topics to their end.
 func readCommitted(t testing.TB, brokers []string, topics ...string) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	recs, err := readback.ReadCommitted(ctx, brokers, topics...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
-		if n == 0 {
-			return out
-		}
-	}
+	return recs
 }
 
 // verify checks every generated event appears exactly once, on the topic

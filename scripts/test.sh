@@ -22,6 +22,7 @@ step() { printf '\n== %s ==\n' "$*"; }
 
 step "install test dependencies"
 scripts/install-deps.sh
+scripts/helm.sh --bin   # Helm from its Go module, built once into ~/.cache/sidestream
 
 step "go vet"
 go vet ./...

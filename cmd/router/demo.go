@@ -21,6 +21,7 @@ import (
 
 	"github.com/sidestream/sidestream/examples"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -251,7 +252,9 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
 func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
-	recs, err := readCommitted(brokers, top.OutputTopics(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
 	if err != nil {
 		return nil, 0, nil, 0, err
 	}
@@ -288,32 +291,6 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 	return routes, dirty, reasons, late, nil
 }
 
-// readCommitted consumes topics from the start, read_committed, until no
-// record arrives for idle.
-func readCommitted(brokers, topics []string, idle time.Duration) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
-		for _, fe := range fs.Errors() {
-			if !errors.Is(fe.Err, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("read back %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
-			}
-		}
-		if n == 0 {
-			return out, nil
-		}
-	}
-}
 
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what

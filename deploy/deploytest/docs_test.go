@@ -1,0 +1,76 @@
+package deploytest
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// opaque values are documented as one row, not key by key.
+var opaque = map[string]bool{
+	"topology": true, "schemas": true, "resources": true, "podSecurityContext": true, "securityContext": true,
+	"probes.startup": true, "probes.liveness": true, "probes.readiness": true,
+}
+
+// valuePaths lists the chart's values as dotted paths: maps are walked,
+// except opaque ones and each alert's settings.
+func valuePaths(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	var walk func(prefix string, n *yaml.Node)
+	walk = func(prefix string, n *yaml.Node) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if prefix != "" {
+				p = prefix + "." + p
+			}
+			v := n.Content[i+1]
+			if v.Kind == yaml.MappingNode && len(v.Content) > 0 && !opaque[p] && prefix != "monitoring.prometheusRule.alerts" {
+				walk(p, v)
+				continue
+			}
+			paths = append(paths, p)
+		}
+	}
+	walk("", doc.Content[0])
+	return paths
+}
+
+// TestDocsListEveryValue keeps docs/deploy.md's values table complete.
+func TestDocsListEveryValue(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	paths := valuePaths(t)
+	if len(paths) < 50 {
+		t.Fatalf("found only %d values in values.yaml", len(paths))
+	}
+	for _, p := range paths {
+		if !documented[p] {
+			t.Errorf("value %s is not in docs/deploy.md's values table", p)
+		}
+	}
+}

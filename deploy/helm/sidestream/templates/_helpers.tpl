@@ -1,0 +1,153 @@
+{{/* Names. */}}
+{{- define "sidestream.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "sidestream.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "sidestream.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "sidestream.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sidestream.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "sidestream.labels" -}}
+helm.sh/chart: {{ include "sidestream.chart" . }}
+{{ include "sidestream.selectorLabels" . }}
+app.kubernetes.io/version: {{ include "sidestream.imageTag" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "sidestream.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "sidestream.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "sidestream.imageTag" -}}
+{{- default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+
+{{/*
+sidestream.topology is the effective topology as YAML: .Values.topology
+when set (whole, never merged), else the chart's copy of the repo's example.
+*/}}
+{{- define "sidestream.topology" -}}
+{{- if .Values.topology }}
+{{- toYaml .Values.topology }}
+{{- else }}
+{{- .Files.Get "files/logs-by-level.yaml" }}
+{{- end }}
+{{- end }}
+
+{{/*
+sidestream.schemas is the JSON Schema files mounted next to the topology, as
+a JSON object of file name to content: the example's when the example
+topology is used, plus .Values.schemas.
+*/}}
+{{- define "sidestream.schemas" -}}
+{{- $s := dict }}
+{{- if not .Values.topology }}
+{{- range $path, $_ := .Files.Glob "files/schemas/*.json" }}
+{{- $_ := set $s (base $path) ($.Files.Get $path) }}
+{{- end }}
+{{- end }}
+{{- range $name, $schema := .Values.schemas }}
+{{- $_ := set $s $name $schema }}
+{{- end }}
+{{- toJson $s }}
+{{- end }}
+
+{{/* The workload kind, checked. */}}
+{{- define "sidestream.kind" -}}
+{{- if eq .Values.workload "statefulset" }}StatefulSet
+{{- else if eq .Values.workload "deployment" }}Deployment
+{{- else }}{{ fail (printf "workload must be statefulset or deployment, not %q" .Values.workload) }}
+{{- end }}
+{{- end }}
+
+{{- define "sidestream.staticMembership" -}}
+{{- if and (eq .Values.workload "statefulset") .Values.router.staticMembership }}true{{ end }}
+{{- end }}
+
+{{/*
+sidestream.seconds turns a Go duration ("100ms", "1m30s", "10s") into
+seconds, as a float. Rendering fails on anything else, since the grace
+period check below depends on it.
+*/}}
+{{- define "sidestream.seconds" -}}
+{{- $d := toString .d }}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$" $d) }}
+{{- fail (printf "%s: %q is not a Go duration such as 100ms, 30s or 1m30s" .what $d) }}
+{{- end }}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 }}
+{{- $total := 0.0 }}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" $d -1 }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . }}
+{{- $unit := trimPrefix $num . }}
+{{- $total = addf $total (mulf (float64 $num) (get $units $unit)) }}
+{{- end }}
+{{- $total }}
+{{- end }}
+
+{{/*
+sidestream.checks fails rendering on values that cannot work. Included
+once, from the workload.
+*/}}
+{{- define "sidestream.checks" -}}
+{{- $top := include "sidestream.topology" . | fromYaml }}
+{{- if hasKey $top "Error" }}
+{{- fail (printf "topology: %s" $top.Error) }}
+{{- end }}
+{{- if not $top.application_id }}
+{{- fail "topology.application_id is required: it names the consumer group and prefixes the transactional ids" }}
+{{- end }}
+{{- if and (not .Values.kafka.brokers) (not $top.brokers) }}
+{{- fail "no brokers: set kafka.brokers (or topology.brokers)" }}
+{{- end }}
+{{- $txn := include "sidestream.seconds" (dict "d" .Values.router.transactionTimeout "what" "router.transactionTimeout") | float64 }}
+{{- $commit := include "sidestream.seconds" (dict "d" ($top.commit_interval | default "100ms") "what" "topology.commit_interval") | float64 }}
+{{- $shutdown := include "sidestream.seconds" (dict "d" ($top.shutdown_timeout | default "30s") "what" "topology.shutdown_timeout") | float64 }}
+{{- $need := addf $txn $commit $shutdown 5 }}
+{{- if le (float64 .Values.terminationGracePeriodSeconds) $need }}
+{{- fail (printf "terminationGracePeriodSeconds (%v) must exceed router.transactionTimeout + topology.commit_interval + topology.shutdown_timeout + 5s of HTTP drain = %vs, or a stopping pod is killed before it ends its transaction and leaves the group" .Values.terminationGracePeriodSeconds $need) }}
+{{- end }}
+{{- $keda := .Values.autoscaling.keda }}
+{{- $hpa := .Values.autoscaling.hpa }}
+{{- if and $keda.enabled $hpa.enabled }}
+{{- fail "autoscaling.keda.enabled and autoscaling.hpa.enabled are mutually exclusive: KEDA creates and owns its own HorizontalPodAutoscaler; enable one of them" }}
+{{- end }}
+{{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
+{{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are mutually exclusive: every series would be scraped twice; enable one of them" }}
+{{- end }}
+{{- end }}
+
+{{/* The autoscaler's upper bound: the value, or inputPartitions; never above it. */}}
+{{- define "sidestream.maxReplicas" -}}
+{{- $max := .max | default .root.Values.inputPartitions | int }}
+{{- if gt $max (int .root.Values.inputPartitions) }}
+{{- fail (printf "%s (%d) is above inputPartitions (%d): pods beyond the input partition count sit idle and only add rebalances" .what $max (int .root.Values.inputPartitions)) }}
+{{- end }}
+{{- $max }}
+{{- end }}
+
+{{/* The PromQL matchers that select this release's series. */}}
+{{- define "sidestream.promSelector" -}}
+{{- default (printf "namespace=%q,job=%q" .Release.Namespace (include "sidestream.fullname" .)) .Values.monitoring.prometheusRule.selector }}
+{{- end }}
