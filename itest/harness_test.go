@@ -723,12 +723,18 @@ type outRec struct {
 // (last stable offset = high watermark) and returns the high watermarks.
 func (s *scenario) waitSettled(limit time.Duration) map[string]map[int32]int64 {
 	s.t.Helper()
+	return s.waitTopicsSettled(s.outputs, limit)
+}
+
+// waitTopicsSettled is waitSettled for any topics (e.g. internal ones).
+func (s *scenario) waitTopicsSettled(topics []string, limit time.Duration) map[string]map[int32]int64 {
+	s.t.Helper()
 	deadline := time.Now().Add(limit)
 	var last string
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		hwm, err1 := s.adm.ListEndOffsets(ctx, s.outputs...)
-		lso, err2 := s.adm.ListCommittedOffsets(ctx, s.outputs...)
+		hwm, err1 := s.adm.ListEndOffsets(ctx, topics...)
+		lso, err2 := s.adm.ListCommittedOffsets(ctx, topics...)
 		cancel()
 		if err := errors.Join(err1, err2, hwm.Error(), lso.Error()); err != nil {
 			last = err.Error()
@@ -749,10 +755,10 @@ func (s *scenario) waitSettled(limit time.Duration) map[string]map[int32]int64 {
 		if open == 0 {
 			return ends
 		}
-		last = fmt.Sprintf("%d output partitions have an open transaction", open)
+		last = fmt.Sprintf("%d partitions have an open transaction", open)
 		time.Sleep(200 * time.Millisecond)
 	}
-	s.t.Fatalf("outputs not settled after %s: %s", limit, last)
+	s.t.Fatalf("%v not settled after %s: %s", topics, limit, last)
 	return nil
 }
 
@@ -762,12 +768,24 @@ func (s *scenario) waitSettled(limit time.Duration) map[string]map[int32]int64 {
 // returned.
 func (s *scenario) readBack(committed bool, limit time.Duration) []outRec {
 	s.t.Helper()
-	ends := s.waitSettled(limit)
+	recs := s.readTopics(s.outputs, committed, limit)
+	out := make([]outRec, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, outRec{topic: r.Topic, key: r.Key, value: r.Value})
+	}
+	return out
+}
+
+// readTopics is readBack for any topics, returning whole records (headers,
+// partition, offset), in offset order within each partition.
+func (s *scenario) readTopics(topics []string, committed bool, limit time.Duration) []*kgo.Record {
+	s.t.Helper()
+	ends := s.waitTopicsSettled(topics, limit)
 	iso := kgo.ReadUncommitted()
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...), kgo.ConsumeTopics(s.outputs...),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...), kgo.ConsumeTopics(topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
 	if err != nil {
 		s.t.Fatal(err)
@@ -785,7 +803,7 @@ func (s *scenario) readBack(committed bool, limit time.Duration) []outRec {
 		}
 		return n
 	}
-	var out []outRec
+	var out []*kgo.Record
 	deadline := time.Now().Add(limit)
 	for behind() > 0 {
 		if time.Now().After(deadline) {
@@ -805,7 +823,7 @@ func (s *scenario) readBack(committed bool, limit time.Duration) []outRec {
 			}
 			pos[r.Topic][r.Partition] = r.Offset + 1
 			if !r.Attrs.IsControl() {
-				out = append(out, outRec{topic: r.Topic, key: r.Key, value: r.Value})
+				out = append(out, r)
 			}
 		})
 	}
