@@ -30,9 +30,13 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		reason := fmt.Sprintf("waiting for brokers %s: %v", strings.Join(p.top.Config.Brokers, ","), err)
+		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), withHint(err, p.top.Config.Security))
 		p.st.setReady(false, reason)
-		p.log.Warn("brokers unreachable, retrying", "brokers", p.top.Config.Brokers, "err", err, "backoff", backoff)
+		args := []any{"brokers", p.top.Config.Brokers, "err", err}
+		if h := ConnHint(err, p.top.Config.Security); h != "" {
+			args = append(args, "hint", h)
+		}
+		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

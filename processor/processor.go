@@ -66,7 +66,8 @@ func WithTransactionTimeout(d time.Duration) Opt { return func(o *opts) { o.txnT
 // restart within the session timeout does not rebalance (default off).
 func WithStaticMembership(on bool) Opt { return func(o *opts) { o.staticGroup = on } }
 
-// WithKgoOpts appends raw franz-go options (tests, TLS/SASL).
+// WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
+// security settings of the topology are added by New (see ClientOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
 
 // Processor runs one topology as a member of its consumer group.
@@ -111,6 +112,14 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	case op.txnTimeout < time.Second:
 		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
 	}
+	// The security options go first, into the options every client the
+	// processor creates is built with (group, admin, restores), so no
+	// client can connect without them; raw options may still override.
+	sec, err := ClientOpts(top.Config.Security)
+	if err != nil {
+		return nil, err
+	}
+	op.kgoOpts = append(sec, op.kgoOpts...)
 	ws, err := newWindowStage(top)
 	if err != nil {
 		return nil, err
@@ -174,7 +183,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		p.m.Ready.Set(0)
-		p.st.setReady(false, fmt.Sprintf("session failed, restarting: %v", err))
+		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():

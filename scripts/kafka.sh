@@ -32,6 +32,24 @@
 #   SIDESTREAM_KAFKA_STOP_TIMEOUT   seconds before SIGKILL (30)
 #   SIDESTREAM_KAFKA_EXTRA_CONFIG   extra server.properties lines, applied at
 #                                   format time (a fresh data dir)
+#
+#   SIDESTREAM_KAFKA_FORMAT_ARGS   extra arguments of `kafka-storage format`,
+#                                   e.g. "--feature transaction.version=1"
+# Secure listeners (optional, for the TLS/SASL tests; read at format time,
+# that is with a fresh data dir; unset, nothing above changes). The
+# PLAINTEXT listener stays, for the inter-broker and admin traffic:
+#   SIDESTREAM_KAFKA_SASL_PORT      add a SASL_PLAINTEXT listener on this port
+#                                   with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+#   SIDESTREAM_KAFKA_SASL_USERS     its users, "name:password" separated by
+#                                   spaces or commas (letters, digits, . _ -):
+#                                   PLAIN users in the listener's JAAS config,
+#                                   SCRAM credentials (both hashes) added by
+#                                   `kafka-storage format --add-scram`
+#   SIDESTREAM_KAFKA_SSL_PORT       add an SSL listener on this port
+#   SIDESTREAM_KAFKA_SSL_CERT       its certificate chain, a PEM file
+#   SIDESTREAM_KAFKA_SSL_KEY        its private key, an unencrypted PKCS#8 PEM file
+#   SIDESTREAM_KAFKA_SSL_CLIENT_CA  optional: a PEM CA file; the SSL listener
+#                                   then requires client certificates it signed
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -233,6 +251,9 @@ log.retention.hours=168
 log.segment.bytes=1073741824
 log.retention.check.interval.ms=300000
 EOF
+  if secure_mode; then
+    write_secure_config
+  fi
   if [[ -n "${SIDESTREAM_KAFKA_EXTRA_CONFIG:-}" ]]; then
     printf '\n# SIDESTREAM_KAFKA_EXTRA_CONFIG\n%s\n' "$SIDESTREAM_KAFKA_EXTRA_CONFIG" >>"$CONFIG"
   fi
@@ -267,16 +288,109 @@ logger.authorizer.level = warn
 EOF
 }
 
+# ---------------------------------------------------------- secure listeners
+
+SASL_PORT="${SIDESTREAM_KAFKA_SASL_PORT:-}"
+SSL_PORT="${SIDESTREAM_KAFKA_SSL_PORT:-}"
+
+secure_mode() { [[ -n "$SASL_PORT" || -n "$SSL_PORT" ]]; }
+
+# Print the SASL users as "name password" lines, checked.
+sasl_users() {
+  local u users=()
+  IFS=', ' read -r -a users <<<"${SIDESTREAM_KAFKA_SASL_USERS:-}"
+  for u in ${users[@]+"${users[@]}"}; do
+    [[ "$u" =~ ^([A-Za-z0-9._-]+):([A-Za-z0-9._-]+)$ ]] ||
+      die "SIDESTREAM_KAFKA_SASL_USERS: '${u%%:*}:...' is not name:password (letters, digits, . _ -)"
+    printf '%s %s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+  done
+}
+
+check_secure_env() {
+  local p
+  for p in "$SASL_PORT" "$SSL_PORT"; do
+    [[ -z "$p" || "$p" =~ ^[0-9]+$ ]] || die "secure listener port '$p' is not a number"
+  done
+  sasl_users >/dev/null # dies on a malformed user, in this shell
+  if [[ -n "$SASL_PORT" && -z "$(sasl_users)" ]]; then
+    die "SIDESTREAM_KAFKA_SASL_PORT needs SIDESTREAM_KAFKA_SASL_USERS (name:password ...)"
+  fi
+  if [[ -n "$SSL_PORT" ]]; then
+    local f
+    for f in SIDESTREAM_KAFKA_SSL_CERT SIDESTREAM_KAFKA_SSL_KEY; do
+      [[ -n "${!f:-}" && -r "${!f}" ]] || die "SIDESTREAM_KAFKA_SSL_PORT needs $f, a readable PEM file"
+    done
+    if [[ -n "${SIDESTREAM_KAFKA_SSL_CLIENT_CA:-}" && ! -r "$SIDESTREAM_KAFKA_SSL_CLIENT_CA" ]]; then
+      die "SIDESTREAM_KAFKA_SSL_CLIENT_CA '$SIDESTREAM_KAFKA_SSL_CLIENT_CA' is not readable"
+    fi
+  fi
+}
+
+# Append the secure listeners to server.properties: these lines override
+# the listener lines above (the last value of a key wins).
+write_secure_config() {
+  check_secure_env
+  local listeners="PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT"
+  local advertised="PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT"
+  local map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+  if [[ -n "$SASL_PORT" ]]; then
+    listeners+=",SASL_PLAINTEXT://$HOST:$SASL_PORT"
+    advertised+=",SASL_PLAINTEXT://$HOST:$SASL_PORT"
+    map+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+  fi
+  if [[ -n "$SSL_PORT" ]]; then
+    listeners+=",SSL://$HOST:$SSL_PORT"
+    advertised+=",SSL://$HOST:$SSL_PORT"
+    map+=",SSL:SSL"
+  fi
+  {
+    printf '\n# Secure listeners (SIDESTREAM_KAFKA_SASL_PORT, SIDESTREAM_KAFKA_SSL_PORT).\n'
+    printf 'listeners=%s\nadvertised.listeners=%s\nlistener.security.protocol.map=%s\n' "$listeners" "$advertised" "$map"
+    if [[ -n "$SASL_PORT" ]]; then
+      local jaas="" name pass
+      while read -r name pass; do jaas+=" user_$name=\"$pass\""; done < <(sasl_users)
+      printf 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n'
+      printf 'listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n'
+      printf 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required%s;\n' "$jaas"
+      printf 'listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n'
+      printf 'listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n'
+    fi
+    if [[ -n "$SSL_PORT" ]]; then
+      # A PEM key store is one file with the key and the certificate chain.
+      cat "$SIDESTREAM_KAFKA_SSL_KEY" "$SIDESTREAM_KAFKA_SSL_CERT" >"$DATA_DIR/ssl-keystore.pem"
+      chmod 600 "$DATA_DIR/ssl-keystore.pem"
+      printf 'listener.name.ssl.ssl.keystore.type=PEM\nlistener.name.ssl.ssl.keystore.location=%s\n' "$DATA_DIR/ssl-keystore.pem"
+      if [[ -n "${SIDESTREAM_KAFKA_SSL_CLIENT_CA:-}" ]]; then
+        cp "$SIDESTREAM_KAFKA_SSL_CLIENT_CA" "$DATA_DIR/ssl-client-ca.pem"
+        printf 'listener.name.ssl.ssl.truststore.type=PEM\nlistener.name.ssl.ssl.truststore.location=%s\n' "$DATA_DIR/ssl-client-ca.pem"
+        printf 'listener.name.ssl.ssl.client.auth=required\n'
+      fi
+    fi
+  } >>"$CONFIG"
+}
+
+# The --add-scram arguments of `kafka-storage format`: both hashes for
+# every SASL user.
+scram_args() {
+  [[ -n "$SASL_PORT" ]] || return 0
+  local name pass
+  while read -r name pass; do
+    printf '%s\n' --add-scram "SCRAM-SHA-256=[name=$name,password=$pass]" --add-scram "SCRAM-SHA-512=[name=$name,password=$pass]"
+  done < <(sasl_users)
+}
+
 formatted() { [[ -f "$KAFKA_LOG_DIRS/meta.properties" && -f "$CONFIG" ]]; }
 
 format_storage() {
   local cid
   cid="$(random_cluster_id)"
   log "formatting KRaft storage in $KAFKA_LOG_DIRS (cluster id $cid)"
+  local scram=()
+  if secure_mode; then mapfile -t scram < <(scram_args); fi
   if ! "$JAVA_BIN" -Xmx256m -cp "$LIBS/*" \
       -Dlog4j2.configurationFile="$(tools_log4j)" \
       kafka.tools.StorageTool format --standalone \
-      --cluster-id "$cid" --config "$CONFIG" </dev/null >"$DATA_DIR/format.log" 2>&1 9>&-; then
+      --cluster-id "$cid" --config "$CONFIG" ${scram[@]+"${scram[@]}"} ${SIDESTREAM_KAFKA_FORMAT_ARGS:-} </dev/null >"$DATA_DIR/format.log" 2>&1 9>&-; then
     cat "$DATA_DIR/format.log" >&2
     die "kafka-storage format failed"
   fi
@@ -303,6 +417,10 @@ do_start() {
   if port_open "$PORT" || port_open "$CONTROLLER_PORT"; then
     die "port $PORT or $CONTROLLER_PORT on $HOST is taken by another process; stop it or set SIDESTREAM_KAFKA_PORT"
   fi
+  local sp
+  for sp in $SASL_PORT $SSL_PORT; do
+    if port_open "$sp"; then die "secure listener port $sp on $HOST is taken by another process"; fi
+  done
   if formatted; then
     local p
     p="$(configured_port)"

@@ -1,8 +1,11 @@
 package topology
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,11 +212,56 @@ type Overrides struct {
 	ApplicationID  string
 	Guarantee      string
 	CommitInterval string
+	Security       SecurityOverrides
+}
+
+// SecurityOverrides are the security settings from the environment (the
+// password belongs there, not in the file). Empty fields leave the file's
+// value.
+type SecurityOverrides struct {
+	Protocol   string
+	Mechanism  string
+	Username   string
+	Password   Secret
+	CAFile     string // relative to the working directory
+	CertFile   string
+	KeyFile    string
+	ServerName string
+	// InsecureSkipVerify is "true" or "false" (any strconv.ParseBool
+	// spelling); "" leaves the file's value.
+	InsecureSkipVerify string
+}
+
+// The environment variables of the security settings. The Helm chart sets
+// the SASL ones from kafka.existingSecret.
+const (
+	EnvSecurityProtocol   = "SIDESTREAM_SECURITY_PROTOCOL"
+	EnvSASLMechanism      = "SIDESTREAM_SASL_MECHANISM"
+	EnvSASLUsername       = "SIDESTREAM_SASL_USERNAME"
+	EnvSASLPassword       = "SIDESTREAM_SASL_PASSWORD"
+	EnvTLSCAFile          = "SIDESTREAM_TLS_CA_FILE"
+	EnvTLSCertFile        = "SIDESTREAM_TLS_CERT_FILE"
+	EnvTLSKeyFile         = "SIDESTREAM_TLS_KEY_FILE"
+	EnvTLSServerName      = "SIDESTREAM_TLS_SERVER_NAME"
+	EnvTLSInsecureSkipVer = "SIDESTREAM_TLS_INSECURE_SKIP_VERIFY"
+)
+
+// securityEnv names the environment variable of each security field.
+var securityEnv = map[string]string{
+	"security.protocol":                 EnvSecurityProtocol,
+	"security.sasl.mechanism":           EnvSASLMechanism,
+	"security.sasl.username":            EnvSASLUsername,
+	"security.sasl.password":            EnvSASLPassword,
+	"security.tls.ca_file":              EnvTLSCAFile,
+	"security.tls.cert_file":            EnvTLSCertFile,
+	"security.tls.key_file":             EnvTLSKeyFile,
+	"security.tls.server_name":          EnvTLSServerName,
+	"security.tls.insecure_skip_verify": EnvTLSInsecureSkipVer,
 }
 
 // OverridesFromEnv reads SIDESTREAM_BROKERS (comma-separated),
-// SIDESTREAM_APPLICATION_ID, SIDESTREAM_GUARANTEE and
-// SIDESTREAM_COMMIT_INTERVAL.
+// SIDESTREAM_APPLICATION_ID, SIDESTREAM_GUARANTEE,
+// SIDESTREAM_COMMIT_INTERVAL and the security variables above.
 func OverridesFromEnv(getenv func(string) string) Overrides {
 	var o Overrides
 	if b := getenv("SIDESTREAM_BROKERS"); b != "" {
@@ -222,6 +270,17 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 	o.ApplicationID = getenv("SIDESTREAM_APPLICATION_ID")
 	o.Guarantee = getenv("SIDESTREAM_GUARANTEE")
 	o.CommitInterval = getenv("SIDESTREAM_COMMIT_INTERVAL")
+	o.Security = SecurityOverrides{
+		Protocol:           strings.TrimSpace(getenv(EnvSecurityProtocol)),
+		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),
+		Username:           getenv(EnvSASLUsername),
+		Password:           Secret(getenv(EnvSASLPassword)),
+		CAFile:             getenv(EnvTLSCAFile),
+		CertFile:           getenv(EnvTLSCertFile),
+		KeyFile:            getenv(EnvTLSKeyFile),
+		ServerName:         getenv(EnvTLSServerName),
+		InsecureSkipVerify: strings.TrimSpace(getenv(EnvTLSInsecureSkipVer)),
+	}
 	return o
 }
 
@@ -238,6 +297,23 @@ func (o Overrides) Merge(p Overrides) Overrides {
 	}
 	if p.CommitInterval != "" {
 		o.CommitInterval = p.CommitInterval
+	}
+	o.Security = o.Security.merge(p.Security)
+	return o
+}
+
+func (o SecurityOverrides) merge(p SecurityOverrides) SecurityOverrides {
+	for _, f := range []struct{ dst, src *string }{
+		{&o.Protocol, &p.Protocol}, {&o.Mechanism, &p.Mechanism}, {&o.Username, &p.Username},
+		{&o.CAFile, &p.CAFile}, {&o.CertFile, &p.CertFile}, {&o.KeyFile, &p.KeyFile},
+		{&o.ServerName, &p.ServerName}, {&o.InsecureSkipVerify, &p.InsecureSkipVerify},
+	} {
+		if *f.src != "" {
+			*f.dst = *f.src
+		}
+	}
+	if p.Password != "" {
+		o.Password = p.Password
 	}
 	return o
 }
@@ -282,10 +358,144 @@ func (c *Config) Apply(o Overrides) error {
 		}
 		c.CommitInterval = Duration(d)
 	}
+	if err := c.applySecurity(o.Security); err != nil {
+		return err
+	}
 	if len(c.Brokers) == 0 {
 		return ErrNoBrokers
 	}
 	return nil
+}
+
+// applySecurity sets the security overrides, then checks the security
+// settings as a whole: what the file left out may come from the
+// environment, so these checks wait until now. A problem with a value
+// from the file points at FILE:LINE:COL; one with a value from the
+// environment names the variable. No message quotes the password.
+func (c *Config) applySecurity(o SecurityOverrides) error {
+	s := &c.Security
+	fromEnv := map[string]bool{}
+	var probs []string
+	if o.Protocol != "" {
+		if p, ok := normProtocol(o.Protocol); ok {
+			s.Protocol, fromEnv["security.protocol"] = p, true
+		} else {
+			probs = append(probs, fmt.Sprintf("%s must be one of plaintext, ssl, sasl_plaintext, sasl_ssl; got %q", EnvSecurityProtocol, o.Protocol))
+		}
+	}
+	if o.Mechanism != "" {
+		if m, ok := normMechanism(o.Mechanism); ok {
+			s.SASL.Mechanism, fromEnv["security.sasl.mechanism"] = m, true
+		} else {
+			probs = append(probs, fmt.Sprintf("%s must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got %q", EnvSASLMechanism, o.Mechanism))
+		}
+	}
+	if o.Username != "" {
+		s.SASL.Username, fromEnv["security.sasl.username"] = o.Username, true
+	}
+	if o.Password != "" {
+		s.SASL.Password, fromEnv["security.sasl.password"] = o.Password, true
+	}
+	files := map[string]string{"security.tls.ca_file": o.CAFile, "security.tls.cert_file": o.CertFile, "security.tls.key_file": o.KeyFile}
+	for _, f := range tlsFiles(&s.TLS) {
+		v := files[f.path]
+		if v == "" {
+			continue
+		}
+		*f.value, fromEnv[f.path] = v, true
+		if err := checkPEMFile(f.kind, v); err != nil {
+			probs = append(probs, fmt.Sprintf("%s: %v", f.env, err))
+		}
+	}
+	if o.ServerName != "" {
+		s.TLS.ServerName, fromEnv["security.tls.server_name"] = o.ServerName, true
+	}
+	if o.InsecureSkipVerify != "" {
+		if b, err := strconv.ParseBool(o.InsecureSkipVerify); err == nil {
+			s.TLS.InsecureSkipVerify, fromEnv["security.tls.insecure_skip_verify"] = b, true
+		} else {
+			probs = append(probs, fmt.Sprintf("%s must be true or false, got %q", EnvTLSInsecureSkipVer, o.InsecureSkipVerify))
+		}
+	}
+	if len(probs) > 0 {
+		return errors.New(strings.Join(probs, "\n"))
+	}
+
+	// name is how a message names a field: where its value came from.
+	name := func(path string) string {
+		if fromEnv[path] {
+			return securityEnv[path]
+		}
+		return path
+	}
+	// either names a field that is missing: it may be set in both places.
+	either := func(path string) string { return path + " (or " + securityEnv[path] + ")" }
+	// report adds a problem about the field at path, positioned in the
+	// file when its value (or its section) comes from there.
+	report := func(path, format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		if c.src != nil && !fromEnv[path] && c.src.has("security") {
+			d := doc{file: c.src.file, pos: c.src.pos}
+			msg = Problem{File: d.file, Pos: d.lookup(path), Msg: msg}.String()
+		}
+		probs = append(probs, msg)
+	}
+	proto := fmt.Sprintf("%s is %q", name("security.protocol"), s.Protocol)
+	if s.UsesSASL() {
+		if s.SASL.Mechanism == "" {
+			report("security.sasl.mechanism", "%s: %s is required (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", proto, either("security.sasl.mechanism"))
+		}
+		if s.SASL.Username == "" {
+			report("security.sasl.username", "%s: %s is required", proto, either("security.sasl.username"))
+		}
+		if s.SASL.Password == "" {
+			report("security.sasl.password", "%s: a SASL password is required; set %s (keep it out of the file)", proto, EnvSASLPassword)
+		}
+	} else if s.SASL.set() {
+		at := "security.sasl" // in the file, else a variable that set it
+		for _, p := range []string{"security.sasl.password", "security.sasl.username", "security.sasl.mechanism"} {
+			if fromEnv[p] && (c.src == nil || !c.src.has("security.sasl")) {
+				at = p
+			}
+		}
+		report(at, "SASL settings are given (security.sasl or SIDESTREAM_SASL_*) but %s, which does not authenticate: set %s to sasl_ssl (or sasl_plaintext), or remove them", proto, either("security.protocol"))
+	}
+	if !s.UsesTLS() && s.TLS.set() {
+		at := "security.tls" // in the file, else a variable that set it
+		for _, f := range tlsFiles(&s.TLS) {
+			if fromEnv[f.path] && (c.src == nil || !c.src.has("security.tls")) {
+				at = f.path
+			}
+		}
+		if fromEnv["security.tls.server_name"] && (c.src == nil || !c.src.has("security.tls")) {
+			at = "security.tls.server_name"
+		}
+		report(at, "TLS settings are given (security.tls or SIDESTREAM_TLS_*) but %s, which does not use TLS: set %s to ssl or sasl_ssl, or remove them", proto, either("security.protocol"))
+	}
+	switch t := s.TLS; {
+	case t.CertFile != "" && t.KeyFile == "":
+		report("security.tls.cert_file", "%s is set without %s: a client certificate needs its private key", name("security.tls.cert_file"), either("security.tls.key_file"))
+	case t.KeyFile != "" && t.CertFile == "":
+		report("security.tls.key_file", "%s is set without %s: a private key needs its client certificate", name("security.tls.key_file"), either("security.tls.cert_file"))
+	case t.CertFile != "" && t.KeyFile != "":
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			report("security.tls.key_file", "%s and %s do not make a key pair: %v", name("security.tls.cert_file"), name("security.tls.key_file"), err)
+		}
+	}
+	if len(probs) > 0 {
+		return errors.New(strings.Join(probs, "\n"))
+	}
+	return nil
+}
+
+// has reports whether the file wrote path or anything under it.
+func (s *source) has(path string) bool {
+	for p := range s.pos {
+		if p == path || strings.HasPrefix(p, path+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Open loads, validates and compiles a topology file.

@@ -1,6 +1,10 @@
 package topology
 
-import "time"
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+)
 
 // Guarantee names the delivery guarantee of a topology's outputs.
 type Guarantee string
@@ -57,7 +61,125 @@ type Config struct {
 	Routes         []Route       `yaml:"routes"`
 	Dirty          Dirty         `yaml:"dirty"`
 	Shutdown       Duration      `yaml:"shutdown_timeout"`
+	Security       Security      `yaml:"security"`
+
+	// src is where the file's values stand, kept by Load so that checks
+	// made after the environment overrides (Apply) can still point at
+	// FILE:LINE:COL.
+	src *source
 }
+
+// source is a loaded file's name and the positions of its values.
+type source struct {
+	file string
+	pos  map[string]Pos
+}
+
+// Security protocols (security.protocol), Kafka's names in lower case.
+const (
+	ProtocolPlaintext     = "plaintext"
+	ProtocolSSL           = "ssl"
+	ProtocolSASLPlaintext = "sasl_plaintext"
+	ProtocolSASLSSL       = "sasl_ssl"
+)
+
+// SASL mechanisms (security.sasl.mechanism).
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Security says how every client of the router connects to the brokers.
+// Each field can also come from the environment (SIDESTREAM_SECURITY_*,
+// SIDESTREAM_TLS_*, SIDESTREAM_SASL_*), which is where the password
+// belongs.
+type Security struct {
+	// Protocol is plaintext (default), ssl, sasl_plaintext or sasl_ssl.
+	Protocol string `yaml:"protocol"`
+	TLS      TLS    `yaml:"tls"`
+	SASL     SASL   `yaml:"sasl"`
+}
+
+// UsesTLS reports whether the protocol encrypts the connection.
+func (s Security) UsesTLS() bool {
+	return s.Protocol == ProtocolSSL || s.Protocol == ProtocolSASLSSL
+}
+
+// UsesSASL reports whether the protocol authenticates with SASL.
+func (s Security) UsesSASL() bool {
+	return s.Protocol == ProtocolSASLPlaintext || s.Protocol == ProtocolSASLSSL
+}
+
+// TLS configures the TLS of the ssl and sasl_ssl protocols. Relative paths
+// in the topology file are relative to the file; Load stores them
+// resolved.
+type TLS struct {
+	// CAFile is a PEM file of the CA certificates that sign the brokers'
+	// certificates (default: the system's roots).
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile are the client's PEM certificate chain and
+	// private key, for brokers that require client authentication
+	// (ssl.client.auth=required); both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName is the name the brokers' certificates must carry
+	// (default: the host of each broker address).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any broker certificate. For tests only:
+	// the router logs a warning at start when it is set.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// set reports whether any TLS field is given.
+func (t TLS) set() bool {
+	return t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
+}
+
+// SASL configures the authentication of the sasl_plaintext and sasl_ssl
+// protocols.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	// Password should come from SIDESTREAM_SASL_PASSWORD (a Kubernetes
+	// Secret), not from the file. It never prints.
+	Password Secret `yaml:"password"`
+}
+
+func (s SASL) set() bool { return s.Mechanism != "" || s.Username != "" || s.Password != "" }
+
+// Secret is a string that never prints: fmt, slog, JSON, YAML and text
+// encoders all see "[redacted]" (or "" when it is empty). Reveal gives
+// the value to the one place that needs it, the SASL mechanism.
+type Secret string
+
+const redacted = "[redacted]"
+
+func (s Secret) show() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String implements fmt.Stringer without the value.
+func (s Secret) String() string { return s.show() }
+
+// GoString implements fmt.GoStringer (%#v) without the value.
+func (s Secret) GoString() string { return `"` + s.show() + `"` }
+
+// LogValue implements slog.LogValuer without the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.show()) }
+
+// MarshalText implements encoding.TextMarshaler without the value.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.show()), nil }
+
+// MarshalJSON implements json.Marshaler without the value.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.show()) }
 
 // TopicDefaults controls how the router creates the topics it needs.
 type TopicDefaults struct {
@@ -253,5 +375,8 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Shutdown == 0 {
 		c.Shutdown = Duration(DefaultShutdown)
+	}
+	if c.Security.Protocol == "" {
+		c.Security.Protocol = ProtocolPlaintext
 	}
 }

@@ -1,8 +1,12 @@
 package topology
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -193,6 +197,171 @@ func (d *doc) validate() {
 	if c.Dirty.MaxRecordBytes >= 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
+	d.validateSecurity()
+}
+
+// validateSecurity checks each field of the security section on its own:
+// names, and that every TLS file is there and holds what it should. The
+// checks between fields (a sasl_* protocol needs a username and password,
+// a client certificate needs its key, ...) wait for the environment
+// overrides, where the password and often the rest come from: Apply makes
+// them, still pointing into the file.
+func (d *doc) validateSecurity() {
+	s := &d.cfg.Security
+	d.cfg.src = &source{file: d.file, pos: d.pos}
+	if p, ok := normProtocol(s.Protocol); ok {
+		s.Protocol = p
+	} else {
+		d.at("security.protocol", "security.protocol must be one of plaintext, ssl, sasl_plaintext, sasl_ssl; got %q", s.Protocol)
+	}
+	if s.SASL.Mechanism != "" {
+		if m, ok := normMechanism(s.SASL.Mechanism); ok {
+			s.SASL.Mechanism = m
+		} else {
+			d.at("security.sasl.mechanism", "security.sasl.mechanism must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got %q", s.SASL.Mechanism)
+		}
+	}
+	for _, f := range tlsFiles(&s.TLS) {
+		if *f.value == "" {
+			continue
+		}
+		if !filepath.IsAbs(*f.value) {
+			*f.value = filepath.Join(d.dir, *f.value)
+		}
+		if err := checkPEMFile(f.kind, *f.value); err != nil {
+			d.at(f.path, "%s: %v", f.path, err)
+		}
+	}
+}
+
+// tlsFile is one file field of the TLS section.
+type tlsFile struct {
+	path, env string
+	kind      pemKind
+	value     *string
+}
+
+func tlsFiles(t *TLS) []tlsFile {
+	return []tlsFile{
+		{"security.tls.ca_file", "SIDESTREAM_TLS_CA_FILE", pemCA, &t.CAFile},
+		{"security.tls.cert_file", "SIDESTREAM_TLS_CERT_FILE", pemCert, &t.CertFile},
+		{"security.tls.key_file", "SIDESTREAM_TLS_KEY_FILE", pemKey, &t.KeyFile},
+	}
+}
+
+// readLimited reads at most limit bytes of a file (a file under /proc
+// says its size is 0 and may be endless).
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// cause drops the path from an *fs.PathError, which the message names.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func normProtocol(p string) (string, bool) {
+	switch l := strings.ToLower(p); l {
+	case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+		return l, true
+	}
+	return p, false
+}
+
+func normMechanism(m string) (string, bool) {
+	switch u := strings.ToUpper(m); u {
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+		return u, true
+	}
+	return m, false
+}
+
+// pemKind is what a TLS file must hold.
+type pemKind int
+
+const (
+	pemCA   pemKind = iota // one or more CA certificates
+	pemCert                // a certificate chain
+	pemKey                 // one unencrypted private key
+)
+
+// maxPEMBytes bounds a TLS file, like maxSchemaBytes.
+const maxPEMBytes = 1 << 20
+
+// checkPEMFile reads a TLS file and checks it holds what kind says. It
+// never quotes the file's content: a key file is a secret.
+func checkPEMFile(kind pemKind, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("file %q not found", path)
+		}
+		return fmt.Errorf("file %q: %v", path, cause(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%q is not a regular file", path)
+	}
+	if fi.Size() > maxPEMBytes {
+		return fmt.Errorf("file %q is larger than %d KiB", path, maxPEMBytes>>10)
+	}
+	b, err := readLimited(path, maxPEMBytes)
+	if err != nil {
+		return fmt.Errorf("file %q cannot be read: %v", path, cause(err))
+	}
+	var certs, keys, other int
+	var encrypted bool
+	for rest := b; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		switch {
+		case blk.Type == "CERTIFICATE":
+			if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+				return fmt.Errorf("file %q holds a certificate that does not parse: %v", path, err)
+			}
+			certs++
+		case blk.Type == "ENCRYPTED PRIVATE KEY" || blk.Headers["Proc-Type"] != "":
+			encrypted = true
+		case strings.HasSuffix(blk.Type, "PRIVATE KEY"):
+			keys++
+		default:
+			other++
+		}
+	}
+	switch kind {
+	case pemCA, pemCert:
+		what := "CA certificates"
+		if kind == pemCert {
+			what = "the client certificate"
+		}
+		if certs == 0 {
+			return fmt.Errorf("file %q holds no PEM certificate (-----BEGIN CERTIFICATE-----); it must hold %s", path, what)
+		}
+		if keys > 0 || encrypted {
+			return fmt.Errorf("file %q holds a private key next to the certificates; give the key as key_file only", path)
+		}
+	case pemKey:
+		switch {
+		case encrypted:
+			return fmt.Errorf("file %q holds an encrypted private key; give it unencrypted (PKCS#8 or PKCS#1 PEM, readable only by the router)", path)
+		case keys == 0:
+			return fmt.Errorf("file %q holds no PEM private key (-----BEGIN PRIVATE KEY-----)", path)
+		case keys > 1:
+			return fmt.Errorf("file %q holds %d private keys; give exactly one", path, keys)
+		}
+	}
+	return nil
 }
 
 func (d *doc) checkExpr(path, src string, asBool bool) {

@@ -97,7 +97,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
 	f.brokers = strings.Join(brokers, ",")
-	top, err := loadTopology(cfgPath, f.overrides())
+	// The embedded broker is plaintext: security settings (of the file or
+	// the environment) do not apply to the demo.
+	top, err := loadTopology(cfgPath, f.overrides(), true)
 	if err != nil {
 		return err
 	}
@@ -290,7 +292,6 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 	log.Debug("read back", "records", len(recs))
 	return routes, dirty, reasons, late, nil
 }
-
 
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what

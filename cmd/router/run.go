@@ -65,8 +65,10 @@ func (f *runFlags) overrides() topology.Overrides {
 	return o.Merge(p)
 }
 
-// loadTopology loads, applies overrides, and compiles.
-func loadTopology(path string, o topology.Overrides) (*topology.Topology, error) {
+// loadTopology loads, applies overrides, and compiles. With plaintext
+// (the demo's embedded broker) the security settings of the file and the
+// environment are dropped.
+func loadTopology(path string, o topology.Overrides, plaintext bool) (*topology.Topology, error) {
 	if path == "" {
 		return nil, exitError{code: 2, msg: "--config is required"}
 	}
@@ -77,6 +79,10 @@ func loadTopology(path string, o topology.Overrides) (*topology.Topology, error)
 			return nil, exitError{code: 1, msg: ce.Error()}
 		}
 		return nil, err
+	}
+	if plaintext {
+		cfg.Security = topology.Security{Protocol: topology.ProtocolPlaintext}
+		o.Security = topology.SecurityOverrides{}
 	}
 	if err := cfg.Apply(o); err != nil {
 		return nil, err
@@ -103,7 +109,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	top, err := loadTopology(f.config, f.overrides())
+	top, err := loadTopology(f.config, f.overrides(), false)
 	if err != nil {
 		return err
 	}
@@ -146,8 +152,15 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 			log.Error("http server", "err", err)
 		}
 	}()
-	log.Info("router started", "api", ln.Addr().String(), "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID())
+	sec := top.Config.Security
+	started := []any{"api", ln.Addr().String(), "brokers", top.Config.Brokers,
+		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID(), "security_protocol", sec.Protocol}
+	if sec.UsesSASL() {
+		// The mechanism and user only: the password is never logged.
+		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
+	}
+	log.Info("router started", started...)
+	securityWarnings(log, sec)
 
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
@@ -169,6 +182,17 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 		log.Info("router stopped")
 	}
 	return runErr
+}
+
+// securityWarnings logs the security settings that work but should not be
+// used in production.
+func securityWarnings(log *slog.Logger, sec topology.Security) {
+	if sec.UsesTLS() && sec.TLS.InsecureSkipVerify {
+		log.Warn("TLS certificate verification is off (security.tls.insecure_skip_verify): any server can pose as the brokers; use only for tests, and set security.tls.ca_file instead")
+	}
+	if sec.UsesSASL() && sec.SASL.Password != "" && os.Getenv(topology.EnvSASLPassword) == "" {
+		log.Warn("the SASL password is written in the topology file; prefer " + topology.EnvSASLPassword + " (from a Kubernetes Secret) and keep the file free of secrets")
+	}
 }
 
 type taskList struct{ p *processor.Processor }

@@ -18,7 +18,13 @@ import (
 // transaction, then reads each partition up to its high watermark, keeping
 // control records only to know where it is.
 func ReadCommitted(ctx context.Context, brokers []string, topics ...string) ([]*kgo.Record, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	return ReadCommittedWith(ctx, brokers, nil, topics...)
+}
+
+// ReadCommittedWith is ReadCommitted with more client options for both of
+// its clients, such as the TLS and SASL options of processor.ClientOpts.
+func ReadCommittedWith(ctx context.Context, brokers []string, opts []kgo.Opt, topics ...string) ([]*kgo.Record, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +50,8 @@ func ReadCommitted(ctx context.Context, brokers []string, topics ...string) ([]*
 	if remaining == 0 {
 		return nil, nil
 	}
-	rc, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	rc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidestream/sidestream/topology"
+)
+
+const secretPW = "pw-8d1c4e-never-printed"
+
+func writeTopology(t *testing.T, extra string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.yaml")
+	src := "application_id: a\nbrokers: [127.0.0.1:9]\ninputs: [{topic: in}]\nrouting: {default: main}\nroutes: [{name: main, topic: out}]\ndirty: {topic: out.dirty}\n" + extra
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunSecurityErrors: incomplete or bad security settings stop `router
+// run` before it dials, with messages that name the field or variable
+// and never the password.
+func TestRunSecurityErrors(t *testing.T) {
+	cfg := writeTopology(t, "security:\n  protocol: sasl_ssl\n")
+	t.Setenv(topology.EnvSASLPassword, secretPW)
+	t.Setenv(topology.EnvSASLMechanism, "GSSAPI")
+	code, _, errs := run(t, "run", "--config", cfg, "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errs, `SIDESTREAM_SASL_MECHANISM must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got "GSSAPI"`) {
+		t.Errorf("bad mechanism: exit %d: %s", code, errs)
+	}
+	t.Setenv(topology.EnvSASLMechanism, "scram-sha-256")
+	code, _, errs = run(t, "run", "--config", cfg, "--listen", "127.0.0.1:0")
+	if code != 1 || !strings.Contains(errs, cfg+`:8:3: security.protocol is "sasl_ssl": security.sasl.username (or SIDESTREAM_SASL_USERNAME) is required`) {
+		t.Errorf("no username: exit %d: %s", code, errs)
+	}
+	if strings.Contains(errs, secretPW) {
+		t.Errorf("the password is printed: %s", errs)
+	}
+}
+
+// TestSecurityWarnings: skip-verify and a password in the file are
+// warned about at start, without the password.
+func TestSecurityWarnings(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	t.Setenv(topology.EnvSASLPassword, "")
+	securityWarnings(log, topology.Security{Protocol: topology.ProtocolSASLSSL, TLS: topology.TLS{InsecureSkipVerify: true},
+		SASL: topology.SASL{Mechanism: topology.SASLPlain, Username: "u", Password: secretPW}})
+	out := buf.String()
+	for _, want := range []string{"level=WARN msg=\"TLS certificate verification is off", "level=WARN msg=\"the SASL password is written in the topology file"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, secretPW) {
+		t.Errorf("the password is logged:\n%s", out)
+	}
+	buf.Reset()
+	securityWarnings(log, topology.Security{Protocol: topology.ProtocolSSL, TLS: topology.TLS{CAFile: "ca.pem"}})
+	if buf.Len() != 0 {
+		t.Errorf("warnings for a sound config: %s", buf.String())
+	}
+}
+
+// TestTopologyHidesPassword: `router topology` in every format, for a
+// file that holds a password.
+func TestTopologyHidesPassword(t *testing.T) {
+	cfg := writeTopology(t, "security:\n  protocol: sasl_plaintext\n  sasl: {mechanism: PLAIN, username: u, password: "+secretPW+"}\n")
+	for _, f := range topology.DescribeFormats {
+		code, out, errs := run(t, "topology", "--config", cfg, "--format", f)
+		if code != 0 || strings.Contains(out+errs, secretPW) {
+			t.Errorf("topology --format %s: exit %d, password shown: %v", f, code, strings.Contains(out+errs, secretPW))
+		}
+	}
+	if code, out, _ := run(t, "validate", "--config", cfg); code != 0 || strings.Contains(out, secretPW) {
+		t.Errorf("validate: exit %d: %s", code, out)
+	}
+}
+
+// TestDemoIgnoresSecurity: the demo's embedded broker is plaintext, so
+// the security variables of a pod (or a file) do not break it.
+func TestDemoIgnoresSecurity(t *testing.T) {
+	t.Setenv(topology.EnvSecurityProtocol, "sasl_ssl")
+	t.Setenv(topology.EnvSASLMechanism, "PLAIN")
+	code, out, errs := run(t, "demo", "--records", "2000", "--quiet", "--listen", "127.0.0.1:0")
+	if code != 0 || !strings.Contains(out, `"conservation":true`) {
+		t.Fatalf("demo with security variables: exit %d\n%s\n%s", code, out, errs)
+	}
+}

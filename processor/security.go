@@ -1,0 +1,141 @@
+package processor
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/sidestream/sidestream/topology"
+)
+
+// ClientOpts turns the security settings into franz-go options: a TLS
+// dialer for ssl and sasl_ssl, a SASL mechanism for sasl_plaintext and
+// sasl_ssl, nothing for plaintext. Every client the router creates (the
+// group's, the admin, the state restores) gets them: New adds them to the
+// processor's options. Files are read here, once; an error names the
+// setting, never the password.
+func ClientOpts(sec topology.Security) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	switch sec.Protocol {
+	case "", topology.ProtocolPlaintext, topology.ProtocolSSL, topology.ProtocolSASLPlaintext, topology.ProtocolSASLSSL:
+	default:
+		return nil, fmt.Errorf("security.protocol %q: use plaintext, ssl, sasl_plaintext or sasl_ssl", sec.Protocol)
+	}
+	if sec.UsesTLS() {
+		tc, err := TLSConfig(sec.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if sec.UsesSASL() {
+		m, err := mechanism(sec.SASL)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+// TLSConfig builds the client TLS configuration: the CA file's
+// certificates as roots (the system's when none), the client certificate
+// when one is given, the server name, and TLS 1.2 at least.
+func TLSConfig(t topology.TLS) (*tls.Config, error) {
+	tc := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         t.ServerName, // "": franz-go uses each broker's host
+		InsecureSkipVerify: t.InsecureSkipVerify,
+	}
+	if t.CAFile != "" {
+		b, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("security.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("security.tls.ca_file %q holds no PEM certificate", t.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	switch {
+	case t.CertFile != "" && t.KeyFile != "":
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("security.tls.cert_file %q and key_file %q: %w", t.CertFile, t.KeyFile, err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	case t.CertFile != "" || t.KeyFile != "":
+		return nil, errors.New("security.tls.cert_file and key_file go together: give both or neither")
+	}
+	return tc, nil
+}
+
+func mechanism(s topology.SASL) (sasl.Mechanism, error) {
+	if s.Username == "" || s.Password == "" {
+		return nil, fmt.Errorf("SASL %s needs a username and a password (security.sasl.username, %s)", s.Mechanism, topology.EnvSASLPassword)
+	}
+	switch s.Mechanism {
+	case topology.SASLPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password.Reveal()}.AsMechanism(), nil
+	case topology.SASLScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password.Reveal()}.AsSha256Mechanism(), nil
+	case topology.SASLScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password.Reveal()}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("security.sasl.mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+}
+
+// ConnHint says what a connection error most likely means for the
+// security settings, or "" when it says nothing about them. It goes into
+// the /readyz reason and the log next to the error itself.
+func ConnHint(err error, sec topology.Security) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, kerr.SaslAuthenticationFailed):
+		return fmt.Sprintf("authentication failed: the brokers refused SASL %s for user %q; check the username and password (%s) and the mechanism", sec.SASL.Mechanism, sec.SASL.Username, topology.EnvSASLPassword)
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		return fmt.Sprintf("authentication failed: the brokers do not enable SASL %s on this listener", sec.SASL.Mechanism)
+	case errors.Is(err, kerr.IllegalSaslState):
+		return "authentication failed: the listener does not expect SASL; check security.protocol and the broker port"
+	case errors.As(err, &unknownCA):
+		return "TLS: the broker's certificate is not signed by a trusted CA; set security.tls.ca_file to the CA that signed it"
+	case errors.As(err, &hostname):
+		return "TLS: the broker's certificate does not name the host dialled; set security.tls.server_name to a name it carries"
+	case errors.As(err, &invalid):
+		return "TLS: the broker's certificate is not valid (expired or not for server use)"
+	case errors.As(err, &record):
+		return "TLS: the broker answered without TLS; security.protocol is " + sec.Protocol + " but this listener is plaintext"
+	case errors.As(err, &alert):
+		return "TLS: the broker refused the handshake (does it require a client certificate? set security.tls.cert_file and key_file)"
+	}
+	if s := err.Error(); !sec.UsesTLS() && (strings.Contains(s, "EOF") || strings.Contains(s, "connection reset")) {
+		return fmt.Sprintf("the broker closed the connection: security.protocol is %s; does this listener expect TLS or SASL?", sec.Protocol)
+	}
+	return ""
+}
+
+// withHint appends ConnHint's text to the error's.
+func withHint(err error, sec topology.Security) string {
+	if h := ConnHint(err, sec); h != "" {
+		return err.Error() + " (" + h + ")"
+	}
+	return err.Error()
+}
