@@ -1,8 +1,10 @@
 package itest
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -361,6 +363,7 @@ func TestBrokerBounceExactlyOnce(t *testing.T) {
 	recovered := time.Since(recoverStart)
 	t.Logf("/readyz back to 200 %s after the broker was up", recovered.Round(time.Millisecond))
 
+	stuckRestarts := s.waitPastStuckOffsets(p, r)
 	s.waitCaughtUp(p, 3*time.Minute, r)
 
 	// Idle: no input, so no transaction carries records and nothing but
@@ -393,9 +396,9 @@ func TestBrokerBounceExactlyOnce(t *testing.T) {
 
 	r.stop(40 * time.Second)
 	tl, aborted := s.verifyExactlyOnce()
-	s.report(tl, fmt.Sprintf("bounce=%s not_ready_polls=%d ready_again_after=%s idle_not_ready_after=%s aborted_invisible=%d",
+	s.report(tl, fmt.Sprintf("bounce=%s not_ready_polls=%d ready_again_after=%s idle_not_ready_after=%s aborted_invisible=%d stuck_offsets_restarts=%d",
 		bounceTook.Round(100*time.Millisecond), notReady, recovered.Round(100*time.Millisecond),
-		idleNotReady.Round(100*time.Millisecond), aborted))
+		idleNotReady.Round(100*time.Millisecond), aborted, stuckRestarts))
 }
 
 // kafka runs scripts/kafka.sh with args and fails the test on error.
@@ -484,4 +487,42 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 	r.stop(30 * time.Second)
 	tl, aborted := s.verifyExactlyOnce()
 	s.report(tl, fmt.Sprintf("stop_took=%s lag_at_stop=%d aborted_invisible=%d", took.Round(time.Millisecond), lag, aborted))
+}
+
+// waitPastStuckOffsets watches for a broker-side stall seen after a bounce
+// under load: the group coordinator keeps answering UNSTABLE_OFFSET_COMMIT
+// for a partition although the router's transaction was aborted
+// (kafka-transactions describe: CompleteAbort; find-hanging: nothing). The
+// router is right to wait (KIP-447), so no progress is possible until the
+// broker forgets the pending offsets; a second broker restart (the
+// operator's remedy) clears it. It is counted in the scenario line and
+// documented in docs/reliability.md, never hidden: the router must still
+// finish exactly once afterwards.
+func (s *scenario) waitPastStuckOffsets(p *producer, r *router) int {
+	s.t.Helper()
+	restarts := 0
+	_, last := s.committed()
+	lastMove := time.Now()
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		_, sum := s.committed()
+		if sum == int64(len(s.events)) {
+			return restarts
+		}
+		if sum != last {
+			last, lastMove = sum, time.Now()
+			continue
+		}
+		if time.Since(lastMove) < 45*time.Second || restarts > 0 {
+			continue
+		}
+		log, _ := os.ReadFile(r.logPath)
+		if !bytes.Contains(log, []byte("UNSTABLE_OFFSET_COMMIT")) {
+			continue
+		}
+		s.t.Logf("no progress for %s and the group coordinator keeps answering UNSTABLE_OFFSET_COMMIT: restarting the broker once more", time.Since(lastMove).Round(time.Second))
+		kafka(s.t, "restart")
+		restarts++
+		lastMove = time.Now()
+	}
+	return restarts
 }
