@@ -28,9 +28,19 @@ var fastGroup = []string{"--session-timeout", "6s", "--transaction-timeout", "5s
 // kill lands during start-up (restore, group join); the others land after
 // the restarted process has committed progress, so a transaction is open.
 func (s *scenario) killLoop(rate float64, kills int, extra ...string) {
-	t := s.t
 	p := s.startProducer(rate)
 	r := s.startRouter("x", append(append([]string{}, fastGroup...), extra...)...)
+	r = s.killRestartLoop(p, r, kills)
+	s.waitCaughtUp(p, 4*time.Minute, r)
+	r.stop(40 * time.Second)
+}
+
+// killRestartLoop kills r with SIGKILL kills times while p produces, and
+// restarts it each time; every third kill lands during
+// start-up (state restore, group join), the others 0–1.5 s after the
+// restarted process committed progress, with a transaction open.
+func (s *scenario) killRestartLoop(p *producer, r *router, kills int) *router {
+	t := s.t
 	for k := range kills {
 		_, before := s.committed()
 		var when string
@@ -50,8 +60,7 @@ func (s *scenario) killLoop(rate float64, kills int, extra ...string) {
 			k+1, r.id, when, time.Since(r.started).Round(time.Millisecond), c, len(s.events), p.acked.Load())
 		r = r.restart()
 	}
-	s.waitCaughtUp(p, 4*time.Minute, r)
-	r.stop(40 * time.Second)
+	return r
 }
 
 // TestKill9ExactlyOnce: 200,000 records, one router instance killed with

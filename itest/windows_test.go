@@ -304,34 +304,6 @@ func simulate(t *testing.T, rep map[int32][]*kgo.Record) (map[string]oracleWin, 
 	return finals, late
 }
 
-// killRestartLoop kills r with SIGKILL kills times while p produces, and
-// restarts it each time; like killLoop, every third kill lands during
-// start-up (state restore, group join), the others 0–1.5 s after the
-// restarted process committed progress, with a transaction open.
-func (s *scenario) killRestartLoop(p *producer, r *router, kills int) *router {
-	t := s.t
-	for k := range kills {
-		_, before := s.committed()
-		var when string
-		if k%3 == 1 {
-			d := s.randDur(300*time.Millisecond, 3*time.Second)
-			time.Sleep(d)
-			when = fmt.Sprintf("%s after start", d.Round(time.Millisecond))
-		} else {
-			s.waitProgress(p, before, 90*time.Second, r)
-			d := s.randDur(0, 1500*time.Millisecond)
-			time.Sleep(d)
-			when = fmt.Sprintf("%s after progress", d.Round(time.Millisecond))
-		}
-		r.kill9()
-		_, c := s.committed()
-		t.Logf("kill -9 #%d of %s, %s (up %s); committed %d of %d, produced %d",
-			k+1, r.id, when, time.Since(r.started).Round(time.Millisecond), c, len(s.events), p.acked.Load())
-		r = r.restart()
-	}
-	return r
-}
-
 var restoredRe = regexp.MustCompile(`window state restored.* records=([0-9]+)`)
 
 // restoresWithState counts the "window state restored" log lines of the
