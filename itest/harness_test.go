@@ -364,37 +364,7 @@ func freeAddr(t *testing.T) string {
 // with extra flags; it does not wait for readiness.
 func (s *scenario) startRouter(id string, extra ...string) *router {
 	s.t.Helper()
-	r := &router{s: s, id: id, addr: freeAddr(s.t), extra: extra,
-		logPath: filepath.Join(s.dir, "router-"+id+".log"), done: make(chan struct{})}
-	args := append([]string{"run",
-		"--config", s.config,
-		"--brokers", strings.Join(s.brokers, ","),
-		"--listen", r.addr,
-		"--instance-id", id,
-	}, extra...)
-	f, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	fmt.Fprintf(f, "=== itest %s: start %s %s\n", time.Now().Format(time.RFC3339Nano), routerBin, strings.Join(args, " "))
-	r.cmd = exec.Command(routerBin, args...)
-	r.cmd.Stdout, r.cmd.Stderr = f, f
-	if err := r.cmd.Start(); err != nil {
-		f.Close()
-		s.t.Fatalf("start router %s: %v", id, err)
-	}
-	r.started = time.Now()
-	go func() {
-		_ = r.cmd.Wait()
-		fmt.Fprintf(f, "=== itest %s: exited: %s\n", time.Now().Format(time.RFC3339Nano), r.cmd.ProcessState)
-		f.Close()
-		close(r.done)
-	}()
-	s.mu.Lock()
-	s.routers = append(s.routers, r)
-	s.mu.Unlock()
-	s.t.Cleanup(r.kill)
-	return r
+	return s.startRouterEnv(id, s.brokers, nil, extra...)
 }
 
 // restart starts a new process with the same instance id and flags.

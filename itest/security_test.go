@@ -378,8 +378,9 @@ func (s *scenario) appendTopology(y string) {
 	}
 }
 
-// startRouterEnv is startRouter on other brokers with security variables
-// in the environment (and none inherited from the test's).
+// startRouterEnv is startRouter on other brokers; a non-nil env replaces
+// the test's security variables (none are inherited then), nil inherits
+// the test's environment as it is.
 func (s *scenario) startRouterEnv(id string, brokers, env []string, extra ...string) *router {
 	s.t.Helper()
 	r := &router{s: s, id: id, addr: freeAddr(s.t), extra: extra,
@@ -397,7 +398,9 @@ func (s *scenario) startRouterEnv(id string, brokers, env []string, extra ...str
 	}
 	fmt.Fprintf(f, "=== itest %s: start %s %s (env %s)\n", time.Now().Format(time.RFC3339Nano), routerBin, strings.Join(args, " "), strings.Join(names, " "))
 	r.cmd = exec.Command(routerBin, args...)
-	r.cmd.Env = append(withoutEnv("SIDESTREAM_SECURITY_", "SIDESTREAM_SASL_", "SIDESTREAM_TLS_"), env...)
+	if env != nil {
+		r.cmd.Env = append(withoutEnv("SIDESTREAM_SECURITY_", "SIDESTREAM_SASL_", "SIDESTREAM_TLS_"), env...)
+	}
 	r.cmd.Stdout, r.cmd.Stderr = f, f
 	if err := r.cmd.Start(); err != nil {
 		f.Close()
