@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 N=${N:-1000000}
 REPS=${REPS:-3}
 MODES=${MODES:-"passthrough-alo passthrough-eos router-alo router-eos"}
-OUT=${OUT:-bench/results-$(date +%Y%m%d-%H%M%S).jsonl}
+OUT=${OUT:-bench/results/run-$(date +%Y%m%d-%H%M%S).jsonl}
 RUN_ARGS=${RUN_ARGS:-}         # extra flags for every run (see bench/README.md)
 LABEL_SUFFIX=${LABEL_SUFFIX:-} # appended to the mode in the results
 MAX_OTHER=${MAX_OTHER:-0.25}   # cores; 0 disables the check
@@ -33,6 +33,7 @@ BIN=$(mktemp -d)/throughput
 WORK=$(mktemp -d)
 
 go build -o "$BIN" ./bench/throughput
+mkdir -p "$(dirname "$OUT")"
 
 broker_pid=""
 cleanup() {

@@ -1,6 +1,6 @@
 package topology
 
-// The expression-language benchmark behind docs/benchmarks-expr.md:
+// The expression-language benchmark behind docs/benchmarks.md ("Expression language"):
 // expr-lang/expr (what the router uses) against CEL (cel.dev/cel-go) on
 // the router's own predicates and key. CEL is imported here only, so it
 // stays a test-only dependency.
