@@ -22,7 +22,6 @@ const (
 	HeaderTimestamp   = "sidestream.source.timestamp"
 	HeaderAppID       = "sidestream.application_id"
 	HeaderTruncated   = "sidestream.truncated.original_bytes"
-	HeaderTooLargeFor = "sidestream.too_large.route"
 )
 
 // DropReasonNoRoute counts records that matched no route when

@@ -191,10 +191,10 @@ func (d *doc) validate() {
 		d.at("dirty", "the dirty route is required: set dirty.topic (records that fail decode, schema, event time or expressions go there)")
 	}
 	useTopic("dirty.topic", "the dirty route", false, c.Dirty.Topic)
-	if c.Dirty.MaxRecordBytes < 1024 {
-		d.at("dirty.max_record_bytes", "dirty.max_record_bytes must be at least 1024, got %d", c.Dirty.MaxRecordBytes)
+	if c.Dirty.MaxRecordBytes < 1025 {
+		d.at("dirty.max_record_bytes", "dirty.max_record_bytes must be more than 1024 (1024 bytes are kept for the reason headers), got %d", c.Dirty.MaxRecordBytes)
 	}
-	if c.Dirty.MaxRecordBytes >= 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
+	if c.Dirty.MaxRecordBytes > 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
 	d.validateSecurity()
