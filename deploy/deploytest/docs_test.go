@@ -74,3 +74,42 @@ func TestDocsListEveryValue(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeListsTopLevelValues keeps the values table in the README's
+// "Deploy on Kubernetes" section complete: every top-level value of the
+// chart is named in some row's first column (alone or as `name.…`).
+func TestReadmeListsTopLevelValues(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Deploy on Kubernetes\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Deploy on Kubernetes" section`)
+	}
+	if i := strings.Index(section, "\n## "); i >= 0 {
+		section = section[:i]
+	}
+	if !strings.Contains(section, "(docs/deploy.md)") {
+		t.Error("the README's Deploy on Kubernetes section no longer links docs/deploy.md")
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, m := range regexp.MustCompile("`([A-Za-z]+)[^`]*`").FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	top := map[string]bool{}
+	for _, p := range valuePaths(t) {
+		top[strings.SplitN(p, ".", 2)[0]] = true
+	}
+	for v := range top {
+		if !documented[v] {
+			t.Errorf("top-level value %s is not in the README's values table", v)
+		}
+	}
+}

@@ -129,7 +129,7 @@ func valueSets(t *testing.T) []valueSet {
 		rel, _ := filepath.Rel(root, f)
 		sets = append(sets, valueSet{name: name, args: []string{"-f", rel}})
 	}
-	for _, want := range []string{"deployment", "keda", "monitoring", "podmonitor"} {
+	for _, want := range []string{"deployment", "keda", "monitoring", "podmonitor", "tls"} {
 		if !slices.ContainsFunc(sets, func(s valueSet) bool { return s.name == want }) {
 			t.Fatalf("missing value set ci/%s-values.yaml", want)
 		}
@@ -161,7 +161,7 @@ func template(t *testing.T, args ...string) string {
 func TestHelmLint(t *testing.T) {
 	requireHelm(t)
 	sets := append(valueSets(t), valueSet{name: "notes warnings", // the NOTES.txt branches
-		args: []string{"--set", "replicaCount=8", "--set", "kafka.existingSecret=kafka-credentials"}})
+		args: []string{"--set", "replicaCount=8", "--set", "kafka.existingSecret=kafka-credentials", "--set", "kafka.tls.existingSecret=kafka-tls"}})
 	for _, s := range sets {
 		t.Run(s.name, func(t *testing.T) {
 			args := append([]string{"lint", "--strict", chartDir}, s.args...)
@@ -258,6 +258,8 @@ func TestHelmTemplateFails(t *testing.T) {
 		{"unknown value", []string{"--set", "replicas=3"}, "replicas"},
 		{"bad transaction timeout", []string{"--set", "router.transactionTimeout=10"}, "transactionTimeout"},
 		{"schema file name", []string{"--set", "schemas.a/b=x"}, `schemas: "a/b" is not a plain file name`},
+		{"client cert without secret", []string{"--set", "kafka.tls.clientCert=true"}, "kafka.tls.clientCert needs kafka.tls.existingSecret"},
+		{"unknown security protocol", []string{"--set", "kafka.securityProtocol=tls"}, "securityProtocol"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

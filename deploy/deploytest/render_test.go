@@ -47,6 +47,14 @@ type podSpec struct {
 			} `yaml:"items"`
 		} `yaml:"configMap"`
 		EmptyDir *struct{} `yaml:"emptyDir"`
+		Secret   *struct {
+			SecretName  string `yaml:"secretName"`
+			DefaultMode *int   `yaml:"defaultMode"`
+			Items       []struct {
+				Key  string `yaml:"key"`
+				Path string `yaml:"path"`
+			} `yaml:"items"`
+		} `yaml:"secret"`
 	} `yaml:"volumes"`
 	TopologySpreadConstraints []struct {
 		TopologyKey   string `yaml:"topologyKey"`
@@ -101,6 +109,7 @@ type container struct {
 	VolumeMounts []struct {
 		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
 	} `yaml:"volumeMounts"`
 }
 
@@ -244,6 +253,16 @@ func TestDefaultRender(t *testing.T) {
 	}
 	if _, _, _, ok := r.env("SIDESTREAM_SASL_PASSWORD"); ok {
 		t.Error("SASL variables set without kafka.existingSecret")
+	}
+	for _, name := range []string{"SIDESTREAM_SECURITY_PROTOCOL", "SIDESTREAM_TLS_CA_FILE", "SIDESTREAM_TLS_SERVER_NAME"} {
+		if _, _, _, ok := r.env(name); ok {
+			t.Errorf("%s set by default", name)
+		}
+	}
+	for _, v := range r.pod.Volumes {
+		if v.Secret != nil {
+			t.Errorf("a Secret volume %s by default", v.Name)
+		}
 	}
 	if r.c.Args[0] != "run" || !slices.Contains(r.c.Args, "--config=/etc/sidestream/topology.yaml") || !slices.Contains(r.c.Args, "--listen=:8080") {
 		t.Errorf("args %q", r.c.Args)
@@ -679,4 +698,86 @@ func ruleExprs(t *testing.T, objs []object) []string {
 		}
 	}
 	return exprs
+}
+
+// TestTLS: the TLS Secret is mounted read-only at /etc/sidestream/tls with
+// only the files asked for, the SIDESTREAM_TLS_* variables point into it,
+// and extraVolumes/extraVolumeMounts are passed through.
+func TestTLS(t *testing.T) {
+	requireHelm(t)
+	r := render(t, valueSetArgs(t, "tls")...)
+	wantEnv := map[string]string{
+		"SIDESTREAM_SECURITY_PROTOCOL": "sasl_ssl",
+		"SIDESTREAM_TLS_CA_FILE":       "/etc/sidestream/tls/ca.crt",
+		"SIDESTREAM_TLS_CERT_FILE":     "/etc/sidestream/tls/tls.crt",
+		"SIDESTREAM_TLS_KEY_FILE":      "/etc/sidestream/tls/tls.key",
+		"SIDESTREAM_TLS_SERVER_NAME":   "kafka.example.internal",
+	}
+	for name, want := range wantEnv {
+		if v, _, _, ok := r.env(name); !ok || v != want {
+			t.Errorf("%s %q (set %v), want %q", name, v, ok, want)
+		}
+	}
+	if _, _, sec, _ := r.env("SIDESTREAM_SASL_PASSWORD"); sec != "kafka-credentials/sasl-password" {
+		t.Errorf("SIDESTREAM_SASL_PASSWORD from secret %q", sec)
+	}
+	mounts := map[string]string{} // name -> path
+	for _, m := range r.c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+		if m.Name == "kafka-tls" && !m.ReadOnly {
+			t.Error("kafka-tls mounted read-write")
+		}
+	}
+	if mounts["kafka-tls"] != "/etc/sidestream/tls" {
+		t.Errorf("kafka-tls mounted at %q, want /etc/sidestream/tls", mounts["kafka-tls"])
+	}
+	if mounts["extra-certs"] != "/etc/extra-certs" {
+		t.Errorf("extraVolumeMounts: extra-certs at %q, want /etc/extra-certs", mounts["extra-certs"])
+	}
+	var files []string
+	var tlsVol, extraVol bool
+	for _, v := range r.pod.Volumes {
+		switch v.Name {
+		case "kafka-tls":
+			tlsVol = true
+			if v.Secret == nil || v.Secret.SecretName != "kafka-tls" {
+				t.Fatalf("kafka-tls volume %+v, want Secret kafka-tls", v.Secret)
+			}
+			if m := v.Secret.DefaultMode; m == nil || *m&0o007 != 0 {
+				t.Errorf("TLS files readable by others (defaultMode %v)", m)
+			}
+			for _, it := range v.Secret.Items {
+				if it.Key != it.Path {
+					t.Errorf("secret key %s mounted as %s", it.Key, it.Path)
+				}
+				files = append(files, it.Path)
+			}
+		case "extra-certs":
+			extraVol = v.ConfigMap != nil && v.ConfigMap.Name == "extra-certs"
+		}
+	}
+	if !tlsVol || !extraVol {
+		t.Errorf("volumes kafka-tls %v, extra-certs (ConfigMap extra-certs) %v", tlsVol, extraVol)
+	}
+	if want := []string{"ca.crt", "tls.crt", "tls.key"}; !slices.Equal(files, want) {
+		t.Errorf("TLS files %v, want %v", files, want)
+	}
+	checkConfigMount(t, r)
+	checkSecurity(t, r)
+
+	// The CA alone: no client certificate files or variables.
+	r = render(t, "--set", "kafka.tls.existingSecret=kafka-ca", "--set", "kafka.securityProtocol=ssl")
+	for _, name := range []string{"SIDESTREAM_TLS_CERT_FILE", "SIDESTREAM_TLS_KEY_FILE", "SIDESTREAM_TLS_SERVER_NAME", "SIDESTREAM_SASL_USERNAME"} {
+		if _, _, _, ok := r.env(name); ok {
+			t.Errorf("%s set without clientCert/serverName/existingSecret", name)
+		}
+	}
+	if v, _, _, _ := r.env("SIDESTREAM_TLS_CA_FILE"); v != "/etc/sidestream/tls/ca.crt" {
+		t.Errorf("SIDESTREAM_TLS_CA_FILE %q", v)
+	}
+	for _, v := range r.pod.Volumes {
+		if v.Name == "kafka-tls" && (v.Secret == nil || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "ca.crt") {
+			t.Errorf("CA-only TLS volume %+v, want ca.crt alone", v.Secret)
+		}
+	}
 }
