@@ -13,15 +13,15 @@ import (
 // Headers the router sets on dirty records. Original headers are kept and
 // these are appended, so a redrive tool can restore the input exactly.
 const (
-	HeaderError       = "sidestream.error"
-	HeaderReason      = "sidestream.reason"
-	HeaderStage       = "sidestream.stage"
-	HeaderTopic       = "sidestream.source.topic"
-	HeaderPartition   = "sidestream.source.partition"
-	HeaderOffset      = "sidestream.source.offset"
-	HeaderTimestamp   = "sidestream.source.timestamp"
-	HeaderAppID       = "sidestream.application_id"
-	HeaderTruncated   = "sidestream.truncated.original_bytes"
+	HeaderError     = "sidestream.error"
+	HeaderReason    = "sidestream.reason"
+	HeaderStage     = "sidestream.stage"
+	HeaderTopic     = "sidestream.source.topic"
+	HeaderPartition = "sidestream.source.partition"
+	HeaderOffset    = "sidestream.source.offset"
+	HeaderTimestamp = "sidestream.source.timestamp"
+	HeaderAppID     = "sidestream.application_id"
+	HeaderTruncated = "sidestream.truncated.original_bytes"
 )
 
 // DropReasonNoRoute counts records that matched no route when
