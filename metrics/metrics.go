@@ -186,31 +186,21 @@ func NewTally() *Tally {
 
 // Add merges o into t.
 func (t *Tally) Add(o *Tally) {
-	for k, v := range o.Consumed {
-		t.Consumed[k] += v
-	}
 	t.Routed += o.Routed
-	for k, v := range o.Routes {
-		t.Routes[k] += v
-	}
-	for k, v := range o.Dirty {
-		t.Dirty[k] += v
-	}
-	for k, v := range o.Dropped {
-		t.Dropped[k] += v
-	}
 	t.Truncated += o.Truncated
-	for k, v := range o.Aggregated {
-		t.Aggregated[k] += v
-	}
-	for k, v := range o.Late {
-		t.Late[k] += v
-	}
-	for k, v := range o.WindowResults {
-		t.WindowResults[k] += v
-	}
-	for k, v := range o.Changelog {
-		t.Changelog[k] += v
+	addCounts(t.Consumed, o.Consumed)
+	addCounts(t.Routes, o.Routes)
+	addCounts(t.Dirty, o.Dirty)
+	addCounts(t.Dropped, o.Dropped)
+	addCounts(t.Aggregated, o.Aggregated)
+	addCounts(t.Late, o.Late)
+	addCounts(t.WindowResults, o.WindowResults)
+	addCounts(t.Changelog, o.Changelog)
+}
+
+func addCounts[K comparable](dst, src map[K]int) {
+	for k, v := range src {
+		dst[k] += v
 	}
 }
 
