@@ -95,22 +95,7 @@ func newScenario(t *testing.T, name string, n int) *scenario {
 	}
 	s.writeTopology(prefix)
 
-	var err error
-	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(s.brokers...)); err != nil {
-		t.Fatal(err)
-	}
-	s.adm = kadm.NewClient(s.cl)
-	t.Cleanup(s.cl.Close)
-	t.Cleanup(s.cleanup)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := s.adm.CreateTopic(ctx, inputPartitions, 1, nil, s.input)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create input topic %s on %s: %v", s.input, brokers, err)
-	}
+	s.connect()
 
 	g := gen.New(seed)
 	s.events = make([]gen.Event, n)
@@ -923,4 +908,27 @@ func (s *scenario) kcatIDs(topic string) map[string]int {
 		s.t.Fatal(err)
 	}
 	return ids
+}
+
+// connect opens the scenario's client and admin (closed at cleanup, with
+// the scenario's topics) and creates its 6-partition input topic.
+func (s *scenario) connect() {
+	t := s.t
+	t.Helper()
+	var err error
+	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(s.brokers...)); err != nil {
+		t.Fatal(err)
+	}
+	s.adm = kadm.NewClient(s.cl)
+	t.Cleanup(s.cl.Close)
+	t.Cleanup(s.cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := s.adm.CreateTopic(ctx, inputPartitions, 1, nil, s.input)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create input topic %s on %s: %v", s.input, strings.Join(s.brokers, ","), err)
+	}
 }

@@ -323,22 +323,9 @@ func newSecureScenario(t *testing.T, b *secureBroker, name string, n int) *scena
 		byID: make(map[string]*gen.Event, n), want: map[string]int{}, started: time.Now(),
 	}
 	s.writeTopology(prefix)
-	var err error
-	if s.cl, err = kgo.NewClient(kgo.SeedBrokers(s.brokers...)); err != nil {
-		t.Fatal(err)
-	}
-	s.adm = kadm.NewClient(s.cl)
-	t.Cleanup(s.cl.Close)
-	t.Cleanup(s.cleanup)
+	s.connect()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := s.adm.CreateTopic(ctx, inputPartitions, 1, nil, s.input)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create input topic %s: %v", s.input, err)
-	}
 	// A broker just started can answer metadata requests from a cache
 	// that does not have the new topic yet: the router would stop at
 	// once on a "missing" input.
