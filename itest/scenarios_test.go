@@ -1,18 +1,18 @@
 package itest
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
 )
 
 // Every router in these tests uses a 6s session timeout (the broker's
@@ -372,8 +372,8 @@ func TestBrokerBounceExactlyOnce(t *testing.T) {
 	recovered := time.Since(recoverStart)
 	t.Logf("/readyz back to 200 %s after the broker was up", recovered.Round(time.Millisecond))
 
-	stuckRestarts := s.waitPastStuckOffsets(p, r)
 	s.waitCaughtUp(p, 3*time.Minute, r)
+	repairs := strandedRepairs(t, r)
 
 	// Idle: no input, so no transaction carries records and nothing but
 	// the group session can notice the broker is gone.
@@ -405,9 +405,9 @@ func TestBrokerBounceExactlyOnce(t *testing.T) {
 
 	r.stop(40 * time.Second)
 	tl, aborted := s.verifyExactlyOnce()
-	s.report(tl, fmt.Sprintf("bounce=%s not_ready_polls=%d ready_again_after=%s idle_not_ready_after=%s aborted_invisible=%d stuck_offsets_restarts=%d",
+	s.report(tl, fmt.Sprintf("bounce=%s not_ready_polls=%d ready_again_after=%s idle_not_ready_after=%s aborted_invisible=%d stranded_offsets_repairs=%d",
 		bounceTook.Round(100*time.Millisecond), notReady, recovered.Round(100*time.Millisecond),
-		idleNotReady.Round(100*time.Millisecond), aborted, stuckRestarts))
+		idleNotReady.Round(100*time.Millisecond), aborted, repairs))
 }
 
 // kafka runs scripts/kafka.sh with args and fails the test on error.
@@ -498,40 +498,26 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 	s.report(tl, fmt.Sprintf("stop_took=%s lag_at_stop=%d aborted_invisible=%d", took.Round(time.Millisecond), lag, aborted))
 }
 
-// waitPastStuckOffsets watches for a broker-side stall seen after a bounce
-// under load: the group coordinator keeps answering UNSTABLE_OFFSET_COMMIT
-// for a partition although the router's transaction was aborted
-// (kafka-transactions describe: CompleteAbort; find-hanging: nothing). The
-// router is right to wait (KIP-447), so no progress is possible until the
-// broker forgets the pending offsets; a second broker restart (the
-// operator's remedy) clears it. It is counted in the scenario line and
-// documented in docs/reliability.md, never hidden: the router must still
-// finish exactly once afterwards.
-func (s *scenario) waitPastStuckOffsets(p *producer, r *router) int {
-	s.t.Helper()
-	restarts := 0
-	_, last := s.committed()
-	lastMove := time.Now()
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		_, sum := s.committed()
-		if sum == int64(len(s.events)) {
-			return restarts
-		}
-		if sum != last {
-			last, lastMove = sum, time.Now()
-			continue
-		}
-		if time.Since(lastMove) < 45*time.Second || restarts > 0 {
-			continue
-		}
-		log, _ := os.ReadFile(r.logPath)
-		if !bytes.Contains(log, []byte("UNSTABLE_OFFSET_COMMIT")) {
-			continue
-		}
-		s.t.Logf("no progress for %s and the group coordinator keeps answering UNSTABLE_OFFSET_COMMIT: restarting the broker once more", time.Since(lastMove).Round(time.Second))
-		kafka(s.t, "restart")
-		restarts++
-		lastMove = time.Now()
+// strandedRepairs reads how often the router re-ended its last transaction
+// to settle offsets a lost transaction marker left pending (a broker
+// restarted mid-commit can complete a transaction without writing its
+// marker to __consumer_offsets; see processor/stranded.go).
+func strandedRepairs(t *testing.T, r *router) int {
+	t.Helper()
+	code, body, err := r.get("/metrics")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", code, err)
 	}
-	return restarts
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, metrics.NameStrandedRepairs+"{") {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += int(v)
+		}
+	}
+	return n
 }

@@ -51,6 +51,7 @@ const (
 	NameRestored        = "sidestream_restored_records_total"
 	NameReady           = "sidestream_ready"
 	NameAssigned        = "sidestream_assigned_partitions"
+	NameStrandedRepairs = "sidestream_stranded_offsets_repairs_total"
 	KafkaClientNamspace = "sidestream_kafka" // franz-go client metrics (kprom)
 )
 
@@ -71,6 +72,9 @@ type Metrics struct {
 	ConsumerLag    *prometheus.GaugeVec   // topic, partition
 	Ready          prometheus.Gauge
 	Assigned       prometheus.Gauge
+	// StrandedRepairs counts re-ended transactions that released offsets
+	// a lost transaction marker left pending, by outcome (commit, abort).
+	StrandedRepairs *prometheus.CounterVec
 
 	Aggregated      *prometheus.CounterVec // route
 	Late            *prometheus.CounterVec // route
@@ -136,6 +140,10 @@ func New() *Metrics {
 			Name: NameAssigned, Help: "Input partitions assigned to this process.",
 		}),
 	}
+	m.StrandedRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: NameStrandedRepairs,
+		Help: "Transactions re-ended to release input offsets left pending by a lost transaction marker, by the outcome re-applied (commit, abort).",
+	}, []string{"outcome"})
 	rp := []string{"route", "partition"}
 	m.Aggregated = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAggregated, Help: "Repartitioned records applied to at least one window, by window route."}, []string{"route"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameLate, Help: "Records whose every window was already purged, sent to the late route, by window route."}, []string{"route"})
@@ -151,7 +159,7 @@ func New() *Metrics {
 	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
 		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
 	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated,
-		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned,
+		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
 	return m

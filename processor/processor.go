@@ -80,6 +80,7 @@ type Processor struct {
 	st      *status
 	ws      *windowStage
 	adm     *kadm.Client // set by Run; used by restores
+	admCl   *kgo.Client  // the client under adm
 	started time.Time
 }
 
@@ -156,7 +157,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		return fmt.Errorf("admin client: %w", err)
 	}
 	defer admCl.Close()
-	p.adm = adm
+	p.adm, p.admCl = adm, admCl
 	if err := p.waitForBrokers(ctx, adm); err != nil {
 		return nilIfDone(ctx, err)
 	}
@@ -174,6 +175,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		if p.top.Config.Guarantee == topology.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
+			p.settleStranded(ctx)
 			err = p.runExactlyOnce(ctx)
 		}
 		if ctx.Err() != nil {

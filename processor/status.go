@@ -23,6 +23,9 @@ type TaskStatus struct {
 	OpenWindows  int    `json:"open_windows,omitempty"`
 	StoreEntries int    `json:"store_entries,omitempty"`
 	StoreBytes   int64  `json:"store_bytes,omitempty"`
+
+	// active is when the task was assigned or last made progress.
+	active time.Time
 }
 
 // status is the shared, lock-protected view of a running processor for
@@ -78,7 +81,7 @@ func (s *status) assign(topic string, parts []int32) {
 	for _, p := range parts {
 		k := tp{topic, p}
 		if s.tasks[k] == nil {
-			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1}
+			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1, active: time.Now()}
 		}
 	}
 }
@@ -99,9 +102,26 @@ func (s *status) progress(topic string, p int32, next, hwm int64) (lag int64) {
 		t = &TaskStatus{Topic: topic, Partition: p, Committed: -1}
 		s.tasks[tp{topic, p}] = t
 	}
-	t.Position, t.HighWatermark = next, hwm
+	t.Position, t.HighWatermark, t.active = next, hwm, time.Now()
 	t.Lag = max(hwm-next, 0)
 	return t.Lag
+}
+
+// quiet lists the input partitions assigned here that have made no
+// progress for at least d (none since their assignment, or none lately).
+func (s *status) quiet(now time.Time, d time.Duration) map[string][]int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var q map[string][]int32
+	for k, t := range s.tasks {
+		if now.Sub(t.active) >= d {
+			if q == nil {
+				q = map[string][]int32{}
+			}
+			q[k.topic] = append(q[k.topic], k.partition)
+		}
+	}
+	return q
 }
 
 func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {

@@ -42,6 +42,10 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 		})
 	}
 	interval := cfg.CommitInterval.D()
+	watch := newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
+		func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
+			return unstablePartitions(ctx, p.admCl, cfg.ApplicationID, parts)
+		})
 	for {
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin transaction: %w", err)
@@ -82,6 +86,11 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 		if ctx.Err() != nil {
 			p.log.Info("stopping: transaction ended, leaving the group")
 			return nil
+		}
+		if now := time.Now(); p.st.isJoined() {
+			if err := watch.check(now, p.st.quiet(now, watch.every)); err != nil {
+				return err
+			}
 		}
 	}
 }
