@@ -52,6 +52,7 @@ const (
 	NameReady           = "sidestream_ready"
 	NameAssigned        = "sidestream_assigned_partitions"
 	NameStrandedRepairs = "sidestream_stranded_offsets_repairs_total"
+	NameClamped         = "sidestream_event_time_clamped_total"
 	KafkaClientNamspace = "sidestream_kafka" // franz-go client metrics (kprom)
 )
 
@@ -65,6 +66,7 @@ type Metrics struct {
 	Dirty          *prometheus.CounterVec // stage, reason
 	Dropped        *prometheus.CounterVec // reason
 	DirtyTruncated prometheus.Counter
+	Clamped        prometheus.Counter
 	BatchDuration  prometheus.Histogram
 	CommitDuration prometheus.Histogram
 	Commits        prometheus.Counter
@@ -124,6 +126,9 @@ func New() *Metrics {
 			Name: NameCommitDuration, Help: "Time to commit (flush, offsets, end transaction), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		Clamped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: NameClamped, Help: "Event times beyond event_time.max_ahead set to the bound (on_ahead: clamp).",
+		}),
 		Commits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: NameCommits, Help: "Successful commits (transactions under exactly-once, offset commits under at-least-once).",
 		}),
@@ -158,7 +163,7 @@ func New() *Metrics {
 	m.RestoredRecords = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRestored, Help: "Changelog records read while restoring state, by window route."}, []string{"route"})
 	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
 		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
-	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated,
+	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped,
 		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
@@ -179,6 +184,7 @@ type Tally struct {
 	Dirty     map[[2]string]int
 	Dropped   map[string]int
 	Truncated int
+	Clamped   int // event times set to event_time.max_ahead's bound
 	// Window stage, by route.
 	Aggregated    map[string]int
 	Late          map[string]int
@@ -196,6 +202,7 @@ func NewTally() *Tally {
 func (t *Tally) Add(o *Tally) {
 	t.Routed += o.Routed
 	t.Truncated += o.Truncated
+	t.Clamped += o.Clamped
 	addCounts(t.Consumed, o.Consumed)
 	addCounts(t.Routes, o.Routes)
 	addCounts(t.Dirty, o.Dirty)
@@ -243,6 +250,7 @@ func (m *Metrics) Observe(t *Tally) {
 		m.Dropped.WithLabelValues(k).Add(float64(v))
 	}
 	m.DirtyTruncated.Add(float64(t.Truncated))
+	m.Clamped.Add(float64(t.Clamped))
 	for k, v := range t.Aggregated {
 		m.Aggregated.WithLabelValues(k).Add(float64(v))
 	}

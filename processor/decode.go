@@ -37,6 +37,7 @@ const (
 	ReasonSchema         = "schema_violation"
 	ReasonMissingTime    = "missing_event_time"
 	ReasonBadTime        = "bad_event_time"
+	ReasonTimeAhead      = "event_time_ahead"
 	ReasonExprError      = "expression_error"
 	ReasonPredicateType  = "predicate_not_bool"
 	ReasonKeyError       = "key_error"
@@ -69,6 +70,9 @@ func recErr(stage, reason string, format string, args ...any) *RecordError {
 type Decoded struct {
 	EventTime int64          // epoch ms
 	Fields    map[string]any // top-level fields any expression references
+	// Clamped: the event time was beyond event_time.max_ahead and
+	// on_ahead is clamp; EventTime is the bound.
+	Clamped bool
 }
 
 // decoder reads only what the topology needs from a JSON value: a fast
@@ -78,6 +82,8 @@ type decoder struct {
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
 	timeFmt   string
+	maxAhead  int64                         // ms; 0: no bound
+	clamp     bool                          // on_ahead: clamp (else dirty)
 	schemas   map[string]*jsonschema.Schema // by input topic
 	topics    map[string]bool
 }
@@ -87,6 +93,8 @@ func newDecoder(t *topology.Topology) *decoder {
 		fields:    map[string]bool{},
 		timeField: t.EventTime.Field,
 		timeFmt:   t.EventTime.Format,
+		maxAhead:  t.EventTime.MaxAhead.D().Milliseconds(),
+		clamp:     t.EventTime.OnAhead == topology.AheadClamp,
 		schemas:   map[string]*jsonschema.Schema{},
 		topics:    map[string]bool{},
 	}
@@ -168,6 +176,14 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 	et, rerr := d.eventTime(timeRes)
 	if rerr != nil {
 		return nil, rerr
+	}
+	if bound := ts.UnixMilli() + d.maxAhead; d.maxAhead > 0 && et > bound {
+		if !d.clamp {
+			return nil, recErr(StageEventTime, ReasonTimeAhead, "event time %s is %s ahead of the record timestamp %s (event_time.max_ahead %s)",
+				time.UnixMilli(et).UTC().Format(time.RFC3339Nano), time.Duration(et-ts.UnixMilli())*time.Millisecond,
+				ts.UTC().Format(time.RFC3339Nano), time.Duration(d.maxAhead)*time.Millisecond)
+		}
+		et, out.Clamped = bound, true
 	}
 	out.EventTime = et
 	return out, nil

@@ -68,6 +68,9 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
+	if d.Clamped {
+		tally.Clamped++
+	}
 	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
 	if len(r.Headers) > 0 {
 		m.Headers = make(map[string]string, len(r.Headers))

@@ -205,7 +205,23 @@ type EventTime struct {
 	Field string `yaml:"field"`
 	// Format is epoch_ms, epoch_s, rfc3339 or kafka.
 	Format string `yaml:"format"`
+	// MaxAhead bounds how far an event time may be ahead of the record's
+	// Kafka timestamp (the producer's or the broker's clock at write
+	// time, so a replay decides the same way). 0 (the default) is no
+	// bound. A clock gone wrong upstream would otherwise drag every
+	// window's watermark forward and make the rest of the stream late.
+	MaxAhead Span `yaml:"max_ahead"`
+	// OnAhead is what happens to an event time beyond MaxAhead: dirty
+	// (the default: reason event_time_ahead) or clamp (the event time
+	// becomes timestamp + max_ahead; counted).
+	OnAhead string `yaml:"on_ahead"`
 }
+
+// What happens to an event time beyond event_time.max_ahead.
+const (
+	AheadDirty = "dirty"
+	AheadClamp = "clamp"
+)
 
 // Routing says how routes are matched.
 type Routing struct {
@@ -349,6 +365,9 @@ func (c *Config) applyDefaults() {
 		} else {
 			c.EventTime.Format = TimeEpochMillis
 		}
+	}
+	if c.EventTime.OnAhead == "" {
+		c.EventTime.OnAhead = AheadDirty
 	}
 	if c.Routing.Match == "" {
 		c.Routing.Match = MatchFirst

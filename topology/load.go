@@ -325,6 +325,10 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.errAt(Pos{n.Line, n.Column}, "%s: invalid duration %q (use a unit: \"100ms\", \"5s\")", path, n.Value)
 			return
 		}
+		if dur < 0 && t == spanType {
+			d.errAt(Pos{n.Line, n.Column}, "%s: duration must not be negative, got %q", path, n.Value)
+			return
+		}
 		if dur < 0 || (dur == 0 && t == durationType) {
 			d.errAt(Pos{n.Line, n.Column}, "%s: duration must be positive, got %q", path, n.Value)
 			return

@@ -119,6 +119,12 @@ func (d *doc) validate() {
 	default:
 		d.at("event_time.format", "event_time.format must be one of epoch_ms, epoch_s, rfc3339, kafka; got %q", c.EventTime.Format)
 	}
+	if c.EventTime.MaxAhead > 0 && c.EventTime.Format == TimeKafka {
+		d.at("event_time.max_ahead", "event_time.max_ahead bounds an event time read from a field; with format %q the event time is the record timestamp itself", TimeKafka)
+	}
+	if c.EventTime.OnAhead != AheadDirty && c.EventTime.OnAhead != AheadClamp {
+		d.at("event_time.on_ahead", "event_time.on_ahead must be %q or %q, got %q", AheadDirty, AheadClamp, c.EventTime.OnAhead)
+	}
 
 	if c.Routing.Match != MatchFirst && c.Routing.Match != MatchAll {
 		d.at("routing.match", "routing.match must be %q or %q, got %q", MatchFirst, MatchAll, c.Routing.Match)
