@@ -378,10 +378,15 @@ func (p *Processor) pollErrors(fetches kgo.Fetches) error {
 
 // isFatalProducer reports errors after which the producer cannot go on
 // and the session must be rebuilt.
+// isFatalProducer: errors after which this client cannot go on. A topic
+// deleted under the client is one: franz-go keeps the deleted topic's ID
+// and never adopts a recreated topic's, so only a new client (the next
+// session, with backoff) can write to it again.
 func isFatalProducer(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
-		errors.Is(err, kgo.ErrClientClosed)
+		errors.Is(err, kgo.ErrClientClosed) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
 }
 
 func committedOffsets(cl *kgo.Client) map[string]map[int32]int64 {

@@ -35,9 +35,9 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	endCtx := context.WithoutCancel(ctx)
 	var perr produceErr
 	produce := func(r *kgo.Record) {
-		sess.Produce(endCtx, r, func(_ *kgo.Record, err error) {
+		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
 			}
 		})
 	}
@@ -99,6 +99,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, pending *metrics.Tally, perr *produceErr) error {
 	start := time.Now()
 	want := kgo.TryCommit
+	// Every promise has run once Flush returns: a record that failed
+	// before reaching a broker (an output topic deleted, its metadata
+	// never loaded) fails only its own promise, not the transaction,
+	// so deciding before the flush would commit the offsets without
+	// the record.
+	if err := sess.Client().Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
 	prodErr := perr.get()
 	if prodErr != nil {
 		want = kgo.TryAbort
@@ -209,9 +217,9 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	// closing must allow the final one (leaving the group) to proceed.
 	defer cl.CloseAllowingRebalance()
 	produce = func(r *kgo.Record) {
-		cl.Produce(flushCtx, r, func(_ *kgo.Record, err error) {
+		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
 			}
 		})
 	}
