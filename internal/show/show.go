@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -57,7 +59,9 @@ func Render(b []byte, max int) Value {
 	if !v.Truncated && json.Valid(b) {
 		var out bytes.Buffer
 		if err := json.Indent(&out, b, "", "  "); err == nil {
-			v.Kind, v.Text = KindJSON, out.String()
+			// Indent keeps trailing whitespace; invisible runes can only
+			// be inside strings, where \u escapes keep the JSON valid.
+			v.Kind, v.Text = KindJSON, escapeJSON(strings.TrimRight(out.String(), " \t\r\n"))
 			return v
 		}
 	}
@@ -116,11 +120,33 @@ func Key(k []byte, max int) string {
 	case KindBinary:
 		s = "0x" + s
 	case KindJSON:
-		s = Escape(string(k[:min(len(k), max)]))
+		n := len(k)
+		if max > 0 && max < n {
+			n = max
+		}
+		s = Escape(string(k[:n]))
 	}
 	s = strings.ReplaceAll(s, "\n", `\n`)
 	if v.Truncated {
 		s += "…"
 	}
 	return s
+}
+
+// escapeJSON writes the runes of a JSON text that would not show as
+// themselves as \u escapes (surrogate pairs beyond the BMP).
+func escapeJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '\n' || r == ' ' || (unicode.IsPrint(r) && r != utf8.RuneError) {
+			b.WriteRune(r)
+			continue
+		}
+		if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	return b.String()
 }
