@@ -35,6 +35,7 @@ type opts struct {
 	stallAfter  time.Duration
 	staticGroup bool
 	kgoOpts     []kgo.Opt
+	sampler     func([]*kgo.Record)
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -81,6 +82,7 @@ type Processor struct {
 	ws      *windowStage
 	adm     *kadm.Client // set by Run; used by restores
 	started time.Time
+	samples *sideSamples // nil without WithSideSampler
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -124,7 +126,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{
+	p := &Processor{
 		ws:   ws,
 		top:  top,
 		opts: op,
@@ -132,7 +134,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		m:    op.metrics,
 		eng:  newEngine(top),
 		st:   newStatus(),
-	}, nil
+	}
+	p.samples = newSideSamples(p)
+	return p, nil
 }
 
 // Metrics returns the processor's metrics.
@@ -275,6 +279,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 // to produce. It returns the tally of the batch.
 func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
+	produce = p.samples.wrap(produce)
 	var parts []kgo.FetchTopicPartition
 	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 		if len(ftp.Records) > 0 {
