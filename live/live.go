@@ -215,6 +215,7 @@ func (s *State) gather() map[string]float64 {
 		out["route/"+r.Name] = 0
 		if r.Window != nil {
 			out["late/"+r.Name] = 0
+			out["results/"+r.Name] = 0
 		}
 	}
 	for _, t := range s.top.InputTopics() {

@@ -48,7 +48,9 @@ const graph = { nodes: [], edges: [], nodeEls: {}, edgeEls: [] };
 // counterOfEdge says which counter's rate an edge shows.
 function counterOfEdge(e, lateOf) {
   if (e.from.startsWith("input:")) return "consumed/" + e.from.slice(6);
-  if (e.to.startsWith("route:")) return "route/" + e.to.slice(6);
+  // The default edge shares its route's counter with the predicate edge:
+  // only the latter shows the rate.
+  if (e.to.startsWith("route:")) return e.label === "no match" ? null : "route/" + e.to.slice(6);
   if (e.from.startsWith("route:") && e.to.startsWith("topic:")) return "route/" + e.from.slice(6);
   if (e.to === "dirty") return "dirty_stage/" + e.label;
   if (e.from === "dirty") return "dirty";
@@ -91,7 +93,7 @@ function buildGraph(desc, routes) {
   }
   const cols = [];
   for (const n of nodes) (cols[layer[n.id]] = cols[layer[n.id]] || []).push(n);
-  const W = 180, GAP = 70, VGAP = 18, LINE = 15;
+  const W = 165, GAP = 62, VGAP = 18, LINE = 15;
   const heights = {};
   for (const n of nodes) heights[n.id] = 14 + Math.min(n.label.split("\n").length, 4) * LINE + LINE;
   let maxH = 0;
@@ -104,8 +106,11 @@ function buildGraph(desc, routes) {
   });
   const svg = $("graph");
   svg.replaceChildren();
-  svg.setAttribute("width", 20 + cols.length * (W + GAP) - GAP);
-  svg.setAttribute("height", maxH + 20);
+  // Scaled to the page's width, never wider than drawn.
+  const width = 20 + cols.length * (W + GAP) - GAP, height = maxH + 20;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("width", "100%");
+  svg.style.maxWidth = width + "px";
   const eg = sv("g"), ng = sv("g");
   svg.append(eg, ng);
   graph.edgeEls = [];
@@ -119,7 +124,11 @@ function buildGraph(desc, routes) {
     if (e.to.startsWith("late:") || e.from.startsWith("late:")) cls += " to-late";
     const g = sv("g", { class: cls, "data-from": e.from, "data-to": e.to });
     g.append(sv("path", { d: `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}` }));
-    const t = sv("text", { x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 4, "text-anchor": "middle" }, e.label);
+    // The label sits at 70% of the curve, near its target, so the
+    // labels of a fan-out do not overlap at its source.
+    // Edges into dirty converge: their labels go nearer the source.
+    const u = e.to === "dirty" ? 0.35 : 0.7, k = (p0, p1, p2, p3) => (1 - u) ** 3 * p0 + 3 * (1 - u) ** 2 * u * p1 + 3 * (1 - u) * u * u * p2 + u ** 3 * p3;
+    const t = sv("text", { x: k(x1, x1 + dx, x2 - dx, x2), y: k(y1, y1, y2, y2) - 4, "text-anchor": "middle" }, e.label);
     g.append(t);
     eg.append(g);
     graph.edgeEls.push({ e, g, t, counter: counterOfEdge(e) });
@@ -145,7 +154,10 @@ function buildGraph(desc, routes) {
 }
 
 function updateGraph(v) {
+  // A window route's topic holds its results, not the records it took.
+  const written = (name) => ("results/" + name) in v.counters ? "results/" + name : "route/" + name;
   for (const x of graph.edgeEls) {
+    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:")) x.counter = written(x.e.from.slice(6));
     if (!x.counter) continue;
     const r = v.rates[x.counter] || 0;
     const label = (x.e.label ? x.e.label + "  " : "") + fmtRate(r) + "/s";
@@ -155,7 +167,7 @@ function updateGraph(v) {
   // Topics show what their route wrote.
   for (const r of v.routes) {
     const n = graph.nodeEls["topic:" + r.topic];
-    if (n) n.counter = r.counter;
+    if (n) n.counter = r.kind === "route" ? written(r.name) : r.counter;
   }
   for (const x of Object.values(graph.nodeEls)) {
     if (!x.counter) continue;
@@ -205,14 +217,17 @@ function updateTasks(v) {
   tb.replaceChildren(...v.tasks.map((t) => {
     const tr = el("tr", { "data-task": t.topic + "/" + t.partition });
     tr.append(el("td", {}, t.topic), el("td", { class: "num" }, String(t.partition)),
-      el("td", { class: "num" }, String(t.position)), el("td", { class: "num" }, String(t.committed)),
-      el("td", { class: "num" }, String(t.lag)), el("td", {}, fmtAge(t.last_commit)),
+      el("td", { class: "num" }, off(t.position)), el("td", { class: "num" }, off(t.committed)),
+      el("td", { class: "num" }, off(t.lag)), el("td", {}, fmtAge(t.last_commit)),
       el("td", {}, t.route || ""), el("td", {}, t.watermark !== undefined ? fmtTime(t.watermark) : ""),
       el("td", { class: "num" }, t.watermark_lag_ms !== undefined ? fmtDur(t.watermark_lag_ms) : ""),
       el("td", { class: "num" }, t.route ? String(t.open_windows || 0) : ""));
     return tr;
   }));
 }
+
+// off shows an offset or lag; -1 means not known yet.
+function off(n) { return n === undefined || n < 0 ? "-" : String(n); }
 
 function sampleCard(s) {
   const d = el("div", { class: "sample " + s.kind, "data-seq": String(s.seq) });
