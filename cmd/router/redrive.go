@@ -88,7 +88,7 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	p := tailPrinter{w: stdout, top: top, f: tailFlags{format: *format, maxValue: 2048}}
+	p := tailPrinter{w: stdout, top: top, f: tailFlags{format: *format, maxValue: 2048}, planned: true}
 	notes := 0
 	rd := sideroute.Redrive{
 		Brokers: top.Config.Brokers, ClientOpts: copts, Topology: top,
@@ -99,12 +99,15 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 				return
 			}
 			if *dryRun && out != nil {
-				fmt.Fprintf(stdout, "would send %s -> %s:\n", sideroute.Origin(r), out.Topic)
+				if *format == "table" {
+					fmt.Fprintf(stdout, "would send %s:\n", sideroute.Origin(r))
+				}
 				_ = p.print(out)
 				return
 			}
-			if outcome == sideroute.OutcomeRedriven || outcome == sideroute.OutcomeFilteredOut {
-				return
+			switch outcome {
+			case sideroute.OutcomeRedriven, sideroute.OutcomeFilteredOut, sideroute.OutcomeAlreadyRedriven:
+				return // counted; refusals by the ledger are summed up below
 			}
 			// Refusals and expression errors: the records stay where they
 			// are, and a person should know which and why.
@@ -123,6 +126,9 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 			return exitError{code: 2, msg: "router redrive: " + err.Error()}
 		}
 		return fmt.Errorf("%w (committed transactions stay; run again to continue: redriven records are skipped)", err)
+	}
+	if c.AlreadyRedriven > 0 {
+		fmt.Fprintf(stderr, "redrive: %d records refused: already redriven (ledger %s)\n", c.AlreadyRedriven, c.Ledger)
 	}
 	if c.ExprErrors > 0 {
 		fmt.Fprintf(stderr, "redrive: %d records were not redriven because an expression failed on them; they stay on %s\n", c.ExprErrors, target.Topic)

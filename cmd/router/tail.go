@@ -106,6 +106,8 @@ type tailPrinter struct {
 	w   io.Writer
 	top *topology.Topology
 	f   tailFlags
+	// planned records are not written yet: no partition or offset.
+	planned bool
 }
 
 func (p tailPrinter) record(r *kgo.Record) tailRecord {
@@ -143,8 +145,12 @@ func (p tailPrinter) print(r *kgo.Record) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s[%d]@%d  key=%s  event_time=%s  timestamp=%s\n",
-		r.Topic, r.Partition, r.Offset, show.Key(r.Key, 128), orDash(t.EventTime), t.Timestamp)
+	where := fmt.Sprintf("%s[%d]@%d", r.Topic, r.Partition, r.Offset)
+	if p.planned {
+		where = "to " + r.Topic
+	}
+	fmt.Fprintf(&b, "%s  key=%s  event_time=%s  timestamp=%s\n",
+		where, show.Key(r.Key, 128), orDash(t.EventTime), t.Timestamp)
 	for _, l := range t.Reasons.Lines() {
 		fmt.Fprintf(&b, "  %s\n", show.Escape(l))
 	}
@@ -164,13 +170,29 @@ func (p tailPrinter) print(r *kgo.Record) error {
 		fmt.Fprintf(&b, "  value (%s)\n", desc)
 	default:
 		fmt.Fprintf(&b, "  value (%s):\n", desc)
-		for _, l := range strings.Split(v.Text, "\n") {
+		text := v.Text
+		if v.Kind == show.KindBinary {
+			text = wrap(text, 64)
+		}
+		for _, l := range strings.Split(text, "\n") {
 			fmt.Fprintf(&b, "    %s\n", l)
 		}
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(p.w, b.String())
 	return err
+}
+
+// wrap cuts s into lines of n bytes (hex: ASCII only).
+func wrap(s string, n int) string {
+	var b strings.Builder
+	for len(s) > n {
+		b.WriteString(s[:n])
+		b.WriteByte('\n')
+		s = s[n:]
+	}
+	b.WriteString(s)
+	return b.String()
 }
 
 func orDash(s string) string {

@@ -122,7 +122,7 @@ func TestTailShowsRecordsSafely(t *testing.T) {
 		t.Fatalf("redrive to a missing topic: %d %q", code, errs)
 	}
 	code, out, errs = run(t, "redrive", "--config", example, "--brokers", brokers, "--from", "dirty", "--to", "logs", "--dry-run", "--filter", `_reason == "schema_violation"`, "--transform", `fromPairs(concat(toPairs(_value), [["level", "DEBUG"]]))`)
-	if code != 0 || !strings.Contains(out, `"redriven":2`) || !strings.Contains(out, `"filtered_out":2`) || !strings.Contains(out, `"level": "DEBUG"`) || !strings.Contains(out, "would send logs.dirty/0/0 -> logs") {
+	if code != 0 || !strings.Contains(out, `"redriven":2`) || !strings.Contains(out, `"filtered_out":2`) || !strings.Contains(out, `"level": "DEBUG"`) || !strings.Contains(out, "would send logs.dirty/0/0:\nto logs  key=e-1") {
 		t.Fatalf("redrive --dry-run: %d\n%s\n%s", code, out, errs)
 	}
 }
