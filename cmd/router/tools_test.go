@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -124,5 +129,71 @@ func TestTailShowsRecordsSafely(t *testing.T) {
 	code, out, errs = run(t, "redrive", "--config", example, "--brokers", brokers, "--from", "dirty", "--to", "logs", "--dry-run", "--filter", `_reason == "schema_violation"`, "--transform", `fromPairs(concat(toPairs(_value), [["level", "DEBUG"]]))`)
 	if code != 0 || !strings.Contains(out, `"redriven":2`) || !strings.Contains(out, `"filtered_out":2`) || !strings.Contains(out, `"level": "DEBUG"`) || !strings.Contains(out, "would send logs.dirty/0/0:\nto logs  key=e-1") {
 		t.Fatalf("redrive --dry-run: %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the demo writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDemoLingerServesUI: the demo prints the web view's address, and
+// with --linger keeps serving it after the verdict with the final counts.
+func TestDemoLingerServesUI(t *testing.T) {
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain([]string{"demo", "--records", "2000", "--quiet", "--listen", "127.0.0.1:0", "--linger", "3s"}, &out, &errb)
+	}()
+	re := regexp.MustCompile(`web view at (http://\S+/ui)\n`)
+	deadline := time.Now().Add(time.Minute)
+	var url string
+	for url == "" {
+		if m := re.FindStringSubmatch(errb.String()); m != nil {
+			url = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no web view address: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for !strings.Contains(errb.String(), "stay up for 3s") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no linger: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Ready    *bool              `json:"ready"`
+		Reason   string             `json:"reason"`
+		Counters map[string]float64 `json:"counters"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Counters["consumed/logs"] != 2000 || v.Ready == nil || *v.Ready || !strings.Contains(v.Reason, "demo finished") {
+		t.Fatalf("state after the demo: %+v", v)
+	}
+	if code := <-done; code != 0 || !strings.Contains(out.String(), `"conservation":true`) {
+		t.Fatalf("demo exit %d: %s", code, out.String())
 	}
 }
