@@ -1,5 +1,5 @@
-// Package show renders record bytes and the router's reason headers for
-// people: `router tail`, `router redrive --dry-run` and the /ui samples.
+// Package show renders record keys and values for people: `router tail`,
+// `router redrive --dry-run` and the /ui samples.
 //
 // Any byte string is safe to hand it: JSON is pretty-printed, other UTF-8
 // text is escaped (control characters and invisible runes quoted), binary
