@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,8 +19,10 @@ const sampleCap = 32
 
 // sideSamples collects the side records of the open commit interval.
 type sideSamples struct {
-	fn     func([]*kgo.Record)
-	topics map[string]bool
+	fn func([]*kgo.Record)
+	// topics are the side topics: a few, so a slice beats a map on the
+	// path of every record written.
+	topics []string
 	mu     sync.Mutex
 	by     map[string][]*kgo.Record
 }
@@ -28,10 +31,10 @@ func newSideSamples(p *Processor) *sideSamples {
 	if p.opts.sampler == nil {
 		return nil
 	}
-	s := &sideSamples{fn: p.opts.sampler, topics: map[string]bool{p.top.Dirty.Topic: true}, by: map[string][]*kgo.Record{}}
+	s := &sideSamples{fn: p.opts.sampler, topics: []string{p.top.Dirty.Topic}, by: map[string][]*kgo.Record{}}
 	for _, r := range p.top.Windows() {
 		if lt := r.Window.Config.LateTopic; lt != "" {
-			s.topics[lt] = true
+			s.topics = append(s.topics, lt)
 		}
 	}
 	return s
@@ -43,7 +46,7 @@ func (s *sideSamples) wrap(produce func(*kgo.Record)) func(*kgo.Record) {
 		return produce
 	}
 	return func(r *kgo.Record) {
-		if s.topics[r.Topic] {
+		if slices.Contains(s.topics, r.Topic) {
 			s.mu.Lock()
 			b := append(s.by[r.Topic], r)
 			if len(b) > sampleCap {

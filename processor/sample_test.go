@@ -86,3 +86,24 @@ func TestSideSamplerSeesCommittedRecordsOnly(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSideSamplesWrap is the cost the web view's sampler adds to
+// every record the router writes: a route record passes by (one map
+// look-up), a dirty record is kept (lock, append, bounded).
+func BenchmarkSideSamplesWrap(b *testing.B) {
+	s := &sideSamples{fn: func([]*kgo.Record) {}, topics: []string{"logs.dirty", "orders.late"}, by: map[string][]*kgo.Record{}}
+	sink := func(*kgo.Record) {}
+	for _, tc := range []struct{ name, topic string }{{"route", "logs.main"}, {"dirty", "logs.dirty"}, {"none", ""}} {
+		b.Run(tc.name, func(b *testing.B) {
+			produce := s.wrap(sink)
+			if tc.topic == "" {
+				produce = (*sideSamples)(nil).wrap(sink)
+			}
+			r := &kgo.Record{Topic: tc.topic}
+			b.ReportAllocs()
+			for b.Loop() {
+				produce(r)
+			}
+		})
+	}
+}
