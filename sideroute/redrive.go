@@ -184,70 +184,26 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 	decide := func(r *kgo.Record) error {
 		c.Read++
 		origin := Origin(r)
-		rs := Decode(r.Headers)
-		note := func(outcome, detail string, out *kgo.Record) {
-			if o.OnRecord != nil {
-				o.OnRecord(r, out, outcome, detail)
-			}
+		out, outcome, detail := o.plan(r, ledger, at)
+		if o.OnRecord != nil {
+			o.OnRecord(r, out, outcome, detail)
 		}
-		if e, ok := ledger[origin]; ok {
+		switch outcome {
+		case OutcomeAlreadyRedriven:
 			c.AlreadyRedriven++
-			note(OutcomeAlreadyRedriven, "already redriven by run "+e.Run+" to "+e.To, nil)
-			return nil
-		}
-		if rs.TruncatedFrom > 0 {
+		case OutcomeTruncated:
 			c.Truncated++
-			note(OutcomeTruncated, fmt.Sprintf("the router kept %d of %d bytes", len(r.Key)+len(r.Value), rs.TruncatedFrom), nil)
-			return nil
-		}
-		count := rs.RedriveCount + 1
-		if o.MaxRedrives > 0 && rs.RedriveCount >= int64(o.MaxRedrives) {
+		case OutcomeTooMany:
 			c.TooMany++
-			note(OutcomeTooMany, fmt.Sprintf("redriven %d times already (--max-redrives %d)", rs.RedriveCount, o.MaxRedrives), nil)
+		case OutcomeExprError:
+			c.ExprErrors++
+		case OutcomeFilteredOut:
+			c.FilteredOut++
+		}
+		if outcome != OutcomeRedriven {
 			return nil
 		}
-		env := o.env(r, rs)
-		var machine vm.VM
-		if o.Filter != nil {
-			v, err := machine.Run(o.Filter.Program, env)
-			if err != nil {
-				c.ExprErrors++
-				note(OutcomeExprError, "--filter: "+firstLine(err.Error()), nil)
-				return nil
-			}
-			if b, _ := v.(bool); !b {
-				c.FilteredOut++
-				note(OutcomeFilteredOut, "", nil)
-				return nil
-			}
-		}
-		value := r.Value
-		if o.Transform != nil {
-			v, err := machine.Run(o.Transform.Program, env)
-			if err == nil {
-				value, err = valueBytes(v)
-			}
-			if err != nil {
-				c.ExprErrors++
-				note(OutcomeExprError, "--transform: "+firstLine(err.Error()), nil)
-				return nil
-			}
-		}
-		ts := r.Timestamp
-		if rs.SourceTimestamp != nil {
-			ts = time.UnixMilli(*rs.SourceTimestamp)
-		}
-		reason := rs.Code()
-		hs := append(UserHeaders(r.Headers),
-			kgo.RecordHeader{Key: processor.HeaderRedriveOrigin, Value: []byte(origin)},
-			kgo.RecordHeader{Key: processor.HeaderRedriveRun, Value: []byte(o.RunID)},
-			kgo.RecordHeader{Key: processor.HeaderRedriveReason, Value: []byte(reason)},
-			kgo.RecordHeader{Key: processor.HeaderRedriveCount, Value: []byte(strconv.FormatInt(count, 10))},
-			kgo.RecordHeader{Key: processor.HeaderRedriveAt, Value: []byte(strconv.FormatInt(at, 10))},
-		)
-		out := &kgo.Record{Topic: o.To, Key: r.Key, Value: value, Headers: hs, Timestamp: ts}
 		c.Redriven++
-		note(OutcomeRedriven, reason, out)
 		entry := ledgerEntry{Run: o.RunID, To: o.To, At: at}
 		ledger[origin] = entry
 		if !o.DryRun {
@@ -289,6 +245,57 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 		}
 	}
 	return c, nil
+}
+
+// plan decides what becomes of one side record: the record to write and
+// OutcomeRedriven, or no record and why not. It is pure (no I/O): the
+// same record, ledger and time always give the same answer.
+func (o Redrive) plan(r *kgo.Record, ledger map[string]ledgerEntry, at int64) (*kgo.Record, string, string) {
+	origin := Origin(r)
+	rs := Decode(r.Headers)
+	if e, ok := ledger[origin]; ok {
+		return nil, OutcomeAlreadyRedriven, "already redriven by run " + e.Run + " to " + e.To
+	}
+	if rs.TruncatedFrom > 0 {
+		return nil, OutcomeTruncated, fmt.Sprintf("the router kept %d of %d bytes", len(r.Key)+len(r.Value), rs.TruncatedFrom)
+	}
+	if o.MaxRedrives > 0 && rs.RedriveCount >= int64(o.MaxRedrives) {
+		return nil, OutcomeTooMany, fmt.Sprintf("redriven %d times already (--max-redrives %d)", rs.RedriveCount, o.MaxRedrives)
+	}
+	env := o.env(r, rs)
+	var machine vm.VM
+	if o.Filter != nil {
+		v, err := machine.Run(o.Filter.Program, env)
+		if err != nil {
+			return nil, OutcomeExprError, "--filter: " + firstLine(err.Error())
+		}
+		if b, _ := v.(bool); !b {
+			return nil, OutcomeFilteredOut, ""
+		}
+	}
+	value := r.Value
+	if o.Transform != nil {
+		v, err := machine.Run(o.Transform.Program, env)
+		if err == nil {
+			value, err = valueBytes(v)
+		}
+		if err != nil {
+			return nil, OutcomeExprError, "--transform: " + firstLine(err.Error())
+		}
+	}
+	ts := r.Timestamp
+	if rs.SourceTimestamp != nil {
+		ts = time.UnixMilli(*rs.SourceTimestamp)
+	}
+	reason := rs.Code()
+	hs := append(UserHeaders(r.Headers),
+		kgo.RecordHeader{Key: processor.HeaderRedriveOrigin, Value: []byte(origin)},
+		kgo.RecordHeader{Key: processor.HeaderRedriveRun, Value: []byte(o.RunID)},
+		kgo.RecordHeader{Key: processor.HeaderRedriveReason, Value: []byte(reason)},
+		kgo.RecordHeader{Key: processor.HeaderRedriveCount, Value: []byte(strconv.FormatInt(rs.RedriveCount+1, 10))},
+		kgo.RecordHeader{Key: processor.HeaderRedriveAt, Value: []byte(strconv.FormatInt(at, 10))},
+	)
+	return &kgo.Record{Topic: o.To, Key: r.Key, Value: value, Headers: hs, Timestamp: ts}, OutcomeRedriven, reason
 }
 
 type ledgerEntry struct {
