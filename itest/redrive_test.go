@@ -54,6 +54,18 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// router tail on the real broker: the last 2 records of each of the
+	// 3 partitions, reasons decoded.
+	tail, err := exec.Command(routerBin, "tail", "--config", s.config, "--brokers", strings.Join(s.brokers, ","),
+		"--route", "dirty", "--lines", "2", "--format", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("router tail: %v\n%s", err, tail)
+	}
+	lines := strings.Split(strings.TrimSpace(string(tail)), "\n")
+	if len(lines) != 6 || strings.Count(string(tail), `"reason":"schema_violation","reasons"`) != 6 || strings.Count(string(tail), `"stage":"schema"`) != 6 {
+		t.Fatalf("router tail --lines 2 printed %d records:\n%s", len(lines), tail)
+	}
+
 	runRedrive := func(i int) (*exec.Cmd, *bytes.Buffer) {
 		cmd := exec.Command(routerBin, "redrive", "--config", s.config, "--brokers", strings.Join(s.brokers, ","),
 			"--from", "dirty", "--to", s.input, "--txn-records", "200", "--quiet", "--run-id", "run-"+strconv.Itoa(i))
