@@ -129,3 +129,53 @@ func TestReadFollow(t *testing.T) {
 		t.Fatalf("Read after cancel: %v", err)
 	}
 }
+
+// TestPlanLateRecord: a late record goes back as the input it was: its
+// key, value and timestamp, the input's own headers, no window or late
+// headers, reason "late".
+func TestPlanLateRecord(t *testing.T) {
+	top, err := topology.Open("../examples/late-orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := Resolve(top, "late")
+	if err != nil || from.Topic != "orders.late" || from.Window != "revenue" {
+		t.Fatalf("late route: %+v %v", from, err)
+	}
+	ts := time.UnixMilli(1790000000123)
+	r := &kgo.Record{Topic: "orders.late", Partition: 4, Offset: 10, Key: []byte("o-1"), Value: []byte(`{"order_id":"o-1","ts":1789999260000}`), Timestamp: ts,
+		Headers: []kgo.RecordHeader{
+			{Key: "traceparent", Value: []byte("00-abc")},
+			{Key: processor.HeaderEventTime, Value: []byte("1789999260000")},
+			{Key: processor.HeaderSourceKey, Value: []byte("o-1")},
+			{Key: processor.HeaderTopic, Value: []byte("orders")},
+			{Key: processor.HeaderLateRoute, Value: []byte("revenue")},
+			{Key: processor.HeaderLateBy, Value: []byte("61000")},
+		}}
+	rd := Redrive{Topology: top, From: from, To: "orders", RunID: "r"}
+	out, outcome, reason := rd.plan(r, map[string]ledgerEntry{}, 5)
+	if outcome != OutcomeRedriven || reason != "late" {
+		t.Fatalf("outcome %s %q", outcome, reason)
+	}
+	if string(out.Key) != "o-1" || string(out.Value) != string(r.Value) || !out.Timestamp.Equal(ts) || out.Topic != "orders" {
+		t.Fatalf("record %+v", out)
+	}
+	got := map[string]string{}
+	for _, h := range out.Headers {
+		got[h.Key] = string(h.Value)
+	}
+	want := map[string]string{"traceparent": "00-abc", processor.HeaderRedriveOrigin: "orders.late/4/10", processor.HeaderRedriveRun: "r",
+		processor.HeaderRedriveReason: "late", processor.HeaderRedriveCount: "1", processor.HeaderRedriveAt: "5"}
+	if len(got) != len(want) {
+		t.Fatalf("headers %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("header %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	// The event time of a late record comes from its header.
+	if et, ok := EventTime(top, r); !ok || et != 1789999260000 {
+		t.Fatalf("event time %d %v", et, ok)
+	}
+}
