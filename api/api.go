@@ -6,8 +6,10 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -40,6 +42,8 @@ type Config struct {
 	Describer Describer
 	Tasks     TaskLister
 	Metrics   http.Handler
+	// UI is the web view's state; nil leaves /ui out.
+	UI UIState
 }
 
 // Handler builds the router.
@@ -76,6 +80,9 @@ func Handler(c Config) http.Handler {
 	r.Get("/tasks", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, c.Tasks.TaskList())
 	})
+	if c.UI != nil {
+		mountUI(r, c.UI)
+	}
 	return r
 }
 
@@ -95,5 +102,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // Server returns an http.Server with sane timeouts for addr.
 func Server(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	// Requests end when the server shuts down, so a long-lived stream
+	// (/ui/events) never holds Shutdown up.
+	ctx, cancel := context.WithCancel(context.Background())
+	srv.RegisterOnShutdown(cancel)
+	srv.BaseContext = func(net.Listener) context.Context { return ctx }
+	return srv
 }

@@ -56,6 +56,11 @@ const (
 	KafkaClientNamspace = "sidestream_kafka" // franz-go client metrics (kprom)
 )
 
+// Metric names of the redrive marks (router redrive).
+const (
+	NameRedriven = "sidestream_records_redriven_total"
+)
+
 // Metrics holds the collectors of one router process.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -92,6 +97,9 @@ type Metrics struct {
 
 	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.
 	Kafka *kprom.Metrics
+
+	// Redriven counts consumed input records that carry a redrive mark.
+	Redriven *prometheus.CounterVec // topic
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -166,6 +174,8 @@ func New() *Metrics {
 	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped,
 		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
+	r.MustRegister(m.Redriven)
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
 	return m
 }
@@ -190,12 +200,14 @@ type Tally struct {
 	Late          map[string]int
 	WindowResults map[[2]string]int // route, kind
 	Changelog     map[string]int
+	// Redriven counts input records with a redrive mark, by topic.
+	Redriven map[string]int
 }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
 	return &Tally{Consumed: map[string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{},
-		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}}
+		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}, Redriven: map[string]int{}}
 }
 
 // Add merges o into t.
@@ -211,6 +223,7 @@ func (t *Tally) Add(o *Tally) {
 	addCounts(t.Late, o.Late)
 	addCounts(t.WindowResults, o.WindowResults)
 	addCounts(t.Changelog, o.Changelog)
+	addCounts(t.Redriven, o.Redriven)
 }
 
 func addCounts[K comparable](dst, src map[K]int) {
@@ -262,6 +275,9 @@ func (m *Metrics) Observe(t *Tally) {
 	}
 	for k, v := range t.Changelog {
 		m.Changelog.WithLabelValues(k).Add(float64(v))
+	}
+	for k, v := range t.Redriven {
+		m.Redriven.WithLabelValues(k).Add(float64(v))
 	}
 }
 

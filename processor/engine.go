@@ -56,6 +56,9 @@ func newEngine(t *topology.Topology) *engine {
 // sends the record to dirty with stage "internal".
 func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record) {
 	tally.Consumed[r.Topic]++
+	if isRedriven(r) {
+		tally.Redriven[r.Topic]++
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}

@@ -35,6 +35,7 @@ type opts struct {
 	stallAfter  time.Duration
 	staticGroup bool
 	kgoOpts     []kgo.Opt
+	sampler     func([]*kgo.Record)
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -82,6 +83,7 @@ type Processor struct {
 	adm     *kadm.Client // set by Run; used by restores
 	admCl   *kgo.Client  // the client under adm
 	started time.Time
+	samples *sideSamples // nil without WithSideSampler
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -125,7 +127,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Processor{
+	p := &Processor{
 		ws:   ws,
 		top:  top,
 		opts: op,
@@ -133,7 +135,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		m:    op.metrics,
 		eng:  newEngine(top),
 		st:   newStatus(),
-	}, nil
+	}
+	p.samples = newSideSamples(p)
+	return p, nil
 }
 
 // Metrics returns the processor's metrics.
@@ -277,6 +281,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 // to produce. It returns the tally of the batch.
 func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
+	produce = p.samples.wrap(produce)
 	var parts []kgo.FetchTopicPartition
 	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 		if len(ftp.Records) > 0 {

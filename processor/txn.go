@@ -115,9 +115,11 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	p.m.CommitDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case err != nil:
+		p.samples.discard()
 		p.m.Aborts.WithLabelValues("commit_error").Inc()
 		return fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
+		p.samples.discard()
 		p.ws.drop(nil)
 		p.m.Aborts.WithLabelValues("produce_error").Inc()
 		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
@@ -130,6 +132,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		time.Sleep(time.Second)
 		return nil
 	case !committed:
+		p.samples.discard()
 		// The state in memory holds this transaction's changes: drop it,
 		// the next records restore what the changelog committed.
 		p.ws.drop(nil)
@@ -139,6 +142,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		}
 		return nil
 	}
+	p.samples.committed()
 	if !pending.Empty() { // an empty transaction sends nothing: not a commit
 		p.m.Observe(pending)
 		p.m.Commits.Inc()
@@ -175,8 +179,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return fmt.Errorf("produce: %w", err)
 		}
 		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
+			p.samples.discard()
 			return fmt.Errorf("commit offsets: %w", err)
 		}
+		p.samples.committed()
 		if pending.Empty() {
 			return nil
 		}

@@ -4,6 +4,7 @@
 #   2. go vet + unit and component tests (embedded kfake broker),
 #   3. a short fuzz run of each fuzz target,
 #   4. the demo end to end (router demo must exit 0 with conservation true),
+#      and the web view (/ui) of a short demo in headless chromium,
 #   5. integration tests on a real Apache Kafka 4.x: started here from
 #      Maven Central unless SIDESTREAM_IT_BROKERS names a broker, and
 #      stopped again at the end.
@@ -58,6 +59,9 @@ step "demo end to end"
 go build -o "${TMPDIR:-/tmp}/sidestream-router" ./cmd/router
 "${TMPDIR:-/tmp}/sidestream-router" demo --records 50000 --quiet --listen 127.0.0.1:0 | tee /tmp/sidestream-demo.json
 grep -q '"conservation":true' /tmp/sidestream-demo.json
+
+step "web view in a real browser (Debian chromium + playwright-core)"
+scripts/ui-test.sh
 
 if [[ "${SIDESTREAM_SKIP_IT:-}" == 1 ]]; then
   echo "integration tier skipped (SIDESTREAM_SKIP_IT=1)"

@@ -9,19 +9,25 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/examples"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/live"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -55,6 +61,8 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "generator seed")
 	quiet := fs.Bool("quiet", false, "no live summary")
 	generator := fs.String("generator", "auto", "logs, orders, or auto (orders when the first input topic names orders)")
+	linger := fs.Duration("linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
+	kafkaPort := fs.Int("kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
 	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
 	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
@@ -90,7 +98,14 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 
 	// The embedded broker: franz-go's kfake, in this process.
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...))
+	if *linger < 0 || *kafkaPort < 0 || *kafkaPort > 65535 {
+		return exitError{code: 2, msg: "--linger must not be negative and --kafka-port must be 0 to 65535"}
+	}
+	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...)}
+	if *kafkaPort > 0 {
+		kopts = append(kopts, kfake.Ports(*kafkaPort))
+	}
+	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
 		return fmt.Errorf("start the embedded Kafka: %w", err)
 	}
@@ -106,14 +121,21 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if f.instanceID == "" {
 		f.instanceID = "demo"
 	}
-	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API at http://%s (/metrics /topology /tasks /readyz)\n",
+	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
 		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
 
 	m := metrics.New()
+	ui := live.New(top, m, live.Options{})
+	uiAddr := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- serve(ctx, top, f, log, m) }()
+	go func() {
+		served <- serveWith(ctx, top, f, log, m, serveHooks{ui: ui, listening: func(addr string) {
+			fmt.Fprintf(stderr, "demo: web view at http://%s/ui\n", addr)
+			uiAddr <- addr
+		}})
+	}()
 
 	start := time.Now()
 	kind := *generator
@@ -186,6 +208,16 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(b))
+	if *linger > 0 {
+		addr := ""
+		select {
+		case addr = <-uiAddr:
+		default:
+		}
+		if err := lingerDemo(top, m, ui, addr, f.brokers, *linger, stderr); err != nil {
+			return err
+		}
+	}
 	if !res.Conservation {
 		return exitError{code: 1, msg: "demo: conservation does not hold: " + strings.Join(res.Problems, "; ")}
 	}
@@ -362,3 +394,46 @@ func done(top *topology.Topology, m *metrics.Metrics, produced int64) bool {
 }
 
 var _ fs.FS = examples.FS
+
+// lingerDemo keeps the embedded Kafka (still open: the caller closes it)
+// and the web view up after the demo, with the router stopped, for d or
+// until SIGINT or SIGTERM.
+func lingerDemo(top *topology.Topology, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
+	finished := func() (bool, string) {
+		return false, "demo finished: the router stopped; the embedded Kafka stays up"
+	}
+	ui.SetTasks(nil, finished)
+	var srv *http.Server
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("serve the web view after the demo: %w", err)
+		}
+		srv = api.Server(addr, api.Handler(api.Config{
+			Probe: lingerProbe{finished}, Describer: top, Tasks: noTasks{}, Metrics: m.Handler(), UI: uiView{ui},
+		}))
+		go func() { _ = srv.Serve(ln) }()
+	}
+	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}
+
+type lingerProbe struct{ ready func() (bool, string) }
+
+func (lingerProbe) Healthy() (bool, string) { return true, "ok" }
+func (p lingerProbe) Ready() (bool, string) { return p.ready() }
+
+type noTasks struct{}
+
+func (noTasks) TaskList() any { return []any{} }

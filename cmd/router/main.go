@@ -23,6 +23,8 @@ Usage:
   router validate --config FILE                                     check a topology offline
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
   router version                                                    print the version
+  router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
+  router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
 
 Run 'router COMMAND --help' for a command's flags.
 `
@@ -41,6 +43,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"demo":     cmdDemo,
 		"validate": cmdValidate,
 		"topology": cmdTopology,
+		"tail":     cmdTail,
+		"redrive":  cmdRedrive,
 		"version": func(_ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "router", version)
 			return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/api"
+	"github.com/sidestream/sidestream/live"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
@@ -121,7 +122,28 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 // serve runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
 func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
+	return serveWith(ctx, top, f, log, m, serveHooks{})
+}
+
+// serveHooks let the demo share the web view's state and learn the API's
+// address.
+type serveHooks struct {
+	ui        *live.State       // nil: a fresh one
+	listening func(addr string) // called once the API listens
+}
+
+// uiView adapts live.State to api.UIState.
+type uiView struct{ s *live.State }
+
+func (u uiView) UIView() any { return u.s.View() }
+
+func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
+	ui := hooks.ui
+	if ui == nil {
+		ui = live.New(top, m, live.Options{})
+	}
 	opts := []processor.Opt{
+		processor.WithSideSampler(ui.Sample),
 		processor.WithLogger(log), processor.WithMetrics(m),
 		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
 		processor.WithTransactionTimeout(f.txnTimeout),
@@ -137,6 +159,7 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	ui.SetTasks(proc.Tasks, proc.Ready)
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen for the HTTP API: %w", err)
@@ -146,7 +169,11 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 		Describer: top,
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
+		UI:        uiView{ui},
 	}))
+	if hooks.listening != nil {
+		hooks.listening(ln.Addr().String())
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)

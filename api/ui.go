@@ -1,0 +1,79 @@
+package api
+
+import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// uiFiles are the web view's page, script and style: plain HTML, JS and
+// SVG, served from the binary; the page loads nothing from elsewhere.
+//
+//go:embed ui
+var uiFiles embed.FS
+
+// UIState gives the web view its state as a JSON-encodable value.
+type UIState interface {
+	UIView() any
+}
+
+// uiInterval is how often /ui/events sends the state.
+const uiInterval = time.Second
+
+// mountUI serves the web view: /ui (the page), /ui/state (the state as
+// JSON, for polling) and /ui/events (the state every second as
+// server-sent events).
+func mountUI(r chi.Router, st UIState) {
+	sub, err := fs.Sub(uiFiles, "ui")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	static := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
+	r.Get("/ui", func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, "/ui/", http.StatusFound)
+	})
+	r.Get("/ui/state", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, st.UIView())
+	})
+	r.Get("/ui/events", func(w http.ResponseWriter, req *http.Request) {
+		fl, ok := w.(http.Flusher)
+		if !ok {
+			http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		t := time.NewTicker(uiInterval)
+		defer t.Stop()
+		for {
+			b, err := json.Marshal(st.UIView())
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "event: state\ndata: %s\n\n", b); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-req.Context().Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	r.Get("/ui/*", func(w http.ResponseWriter, req *http.Request) {
+		h := w.Header()
+		// The page is self-contained: forbid anything from elsewhere.
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		static.ServeHTTP(w, req)
+	})
+}

@@ -1,0 +1,323 @@
+// The sidestream web view: the compiled topology (GET /topology) drawn as
+// SVG, and the live state (GET /ui/events, server-sent events; polling of
+// /ui/state when streaming fails) written into it. Every value from the
+// server goes into the page as text (textContent), never as markup.
+"use strict";
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function sv(tag, attrs, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function fmtInt(n) { return Math.round(n || 0).toString(); }
+function fmtRate(n) {
+  n = n || 0;
+  if (n === 0) return "0";
+  return n >= 100 ? Math.round(n).toString() : n.toFixed(1);
+}
+function fmtTime(ms) { return ms ? new Date(ms).toISOString().replace(".000Z", "Z") : "-"; }
+function fmtAge(iso) {
+  if (!iso) return "-";
+  const s = (Date.now() - Date.parse(iso)) / 1000;
+  return s < 0 ? "now" : s < 60 ? s.toFixed(1) + " s ago" : Math.round(s / 60) + " min ago";
+}
+function fmtDur(ms) {
+  if (ms === undefined || ms === null) return "-";
+  const s = ms / 1000;
+  if (Math.abs(s) < 120) return s.toFixed(1) + " s";
+  if (Math.abs(s) < 7200) return (s / 60).toFixed(1) + " min";
+  return (s / 3600).toFixed(1) + " h";
+}
+
+// ---- graph ------------------------------------------------------------
+
+const graph = { nodes: [], edges: [], nodeEls: {}, edgeEls: [] };
+
+// counterOfEdge says which counter's rate an edge shows.
+function counterOfEdge(e, lateOf) {
+  if (e.from.startsWith("input:")) return "consumed/" + e.from.slice(6);
+  // The default edge shares its route's counter with the predicate edge:
+  // only the latter shows the rate.
+  if (e.to.startsWith("route:")) return e.label === "no match" ? null : "route/" + e.to.slice(6);
+  if (e.from.startsWith("route:") && e.to.startsWith("topic:")) return "route/" + e.from.slice(6);
+  if (e.to === "dirty") return "dirty_stage/" + e.label;
+  if (e.from === "dirty") return "dirty";
+  if (e.to === "drop") return "dropped";
+  if (e.to.startsWith("late:")) return "late/" + e.to.slice(5);
+  if (e.from.startsWith("late:")) return "late/" + e.from.slice(5);
+  return null;
+}
+
+function counterOfNode(n) {
+  if (n.id.startsWith("input:")) return "consumed/" + n.id.slice(6);
+  if (n.id.startsWith("route:")) return "route/" + n.id.slice(6);
+  if (n.id === "dirty") return "dirty";
+  if (n.id === "drop") return "dropped";
+  if (n.id.startsWith("late:")) return "late/" + n.id.slice(5);
+  return null;
+}
+
+function buildGraph(desc, routes) {
+  const nodes = desc.nodes.map((n) => ({ ...n }));
+  const edges = desc.edges.map((e) => ({ ...e }));
+  // Late routes are not in /topology's graph yet: draw them from the
+  // window route to the late topic.
+  for (const r of routes) {
+    if (r.kind !== "late") continue;
+    nodes.push({ id: "late:" + r.window, kind: "late", label: "late\n" + r.window });
+    nodes.push({ id: "topic:" + r.topic, kind: "topic", label: r.topic });
+    edges.push({ from: "route:" + r.window, to: "late:" + r.window, label: "too late" });
+    edges.push({ from: "late:" + r.window, to: "topic:" + r.topic, label: "" });
+  }
+  // Layers: the longest path from an input.
+  const layer = {};
+  for (const n of nodes) layer[n.id] = 0;
+  for (let i = 0; i < nodes.length; i++) {
+    let changed = false;
+    for (const e of edges) {
+      if (layer[e.to] < layer[e.from] + 1) { layer[e.to] = layer[e.from] + 1; changed = true; }
+    }
+    if (!changed) break;
+  }
+  const cols = [];
+  for (const n of nodes) (cols[layer[n.id]] = cols[layer[n.id]] || []).push(n);
+  const W = 165, GAP = 62, VGAP = 18, LINE = 15;
+  const heights = {};
+  for (const n of nodes) heights[n.id] = 14 + Math.min(n.label.split("\n").length, 4) * LINE + LINE;
+  let maxH = 0;
+  const colH = cols.map((c) => c.reduce((a, n) => a + heights[n.id] + VGAP, 0));
+  for (const h of colH) maxH = Math.max(maxH, h);
+  const pos = {};
+  cols.forEach((c, i) => {
+    let y = 10 + (maxH - colH[i]) / 2;
+    for (const n of c) { pos[n.id] = { x: 10 + i * (W + GAP), y, w: W, h: heights[n.id] }; y += heights[n.id] + VGAP; }
+  });
+  const svg = $("graph");
+  svg.replaceChildren();
+  // Scaled to the page's width, never wider than drawn.
+  const width = 20 + cols.length * (W + GAP) - GAP, height = maxH + 20;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("width", "100%");
+  svg.style.maxWidth = width + "px";
+  const eg = sv("g"), ng = sv("g");
+  svg.append(eg, ng);
+  graph.edgeEls = [];
+  for (const e of edges) {
+    const a = pos[e.from], b = pos[e.to];
+    if (!a || !b) continue;
+    const x1 = a.x + a.w, y1 = a.y + a.h / 2, x2 = b.x, y2 = b.y + b.h / 2;
+    const dx = Math.max((x2 - x1) / 2, 30);
+    let cls = "edge";
+    if (e.to === "dirty" || e.from === "dirty") cls += " to-dirty";
+    if (e.to.startsWith("late:") || e.from.startsWith("late:")) cls += " to-late";
+    const g = sv("g", { class: cls, "data-from": e.from, "data-to": e.to });
+    g.append(sv("path", { d: `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}` }));
+    // The label sits at 70% of the curve, near its target, so the
+    // labels of a fan-out do not overlap at its source.
+    // Edges into dirty converge: their labels go nearer the source.
+    const u = e.to === "dirty" ? 0.35 : 0.7, k = (p0, p1, p2, p3) => (1 - u) ** 3 * p0 + 3 * (1 - u) ** 2 * u * p1 + 3 * (1 - u) * u * u * p2 + u ** 3 * p3;
+    const t = sv("text", { x: k(x1, x1 + dx, x2 - dx, x2), y: k(y1, y1, y2, y2) - 4, "text-anchor": "middle" }, e.label);
+    g.append(t);
+    eg.append(g);
+    graph.edgeEls.push({ e, g, t, counter: counterOfEdge(e) });
+  }
+  graph.nodeEls = {};
+  for (const n of nodes) {
+    const p = pos[n.id];
+    const g = sv("g", { class: "node " + n.kind, "data-id": n.id, transform: `translate(${p.x},${p.y})` });
+    g.append(sv("rect", { width: p.w, height: p.h }));
+    const lines = n.label.split("\n").slice(0, 4);
+    lines.forEach((l, i) => {
+      const s = l.length > 28 ? l.slice(0, 27) + "…" : l;
+      const t = sv("text", { x: 8, y: 17 + i * LINE, "font-weight": i === 0 ? "600" : "400" }, s);
+      if (l !== s) t.append(sv("title", {}, l));
+      g.append(t);
+    });
+    const count = sv("text", { x: 8, y: 17 + lines.length * LINE, class: "count" }, "");
+    g.append(count);
+    ng.append(g);
+    graph.nodeEls[n.id] = { n, count, counter: counterOfNode(n) };
+  }
+  graph.nodes = nodes;
+}
+
+function updateGraph(v) {
+  // A window route's topic holds its results, not the records it took.
+  const written = (name) => ("results/" + name) in v.counters ? "results/" + name : "route/" + name;
+  for (const x of graph.edgeEls) {
+    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:")) x.counter = written(x.e.from.slice(6));
+    if (!x.counter) continue;
+    const r = v.rates[x.counter] || 0;
+    const label = (x.e.label ? x.e.label + "  " : "") + fmtRate(r) + "/s";
+    x.t.textContent = label;
+    x.g.classList.toggle("active", r > 0);
+  }
+  // Topics show what their route wrote.
+  for (const r of v.routes) {
+    const n = graph.nodeEls["topic:" + r.topic];
+    if (n) n.counter = r.kind === "route" ? written(r.name) : r.counter;
+  }
+  for (const x of Object.values(graph.nodeEls)) {
+    if (!x.counter) continue;
+    x.count.textContent = fmtInt(v.counters[x.counter]) + " records";
+  }
+}
+
+// ---- tables -----------------------------------------------------------
+
+function updateRoutes(v) {
+  const tb = $("routes").tBodies[0];
+  const rows = [];
+  for (const r of v.routes) {
+    const tr = el("tr", { "data-route": r.name, class: "kind-" + r.kind });
+    tr.append(el("td", {}, r.name), el("td", {}, r.kind), el("td", {}, r.topic),
+      el("td", { class: "num total", "data-value": fmtInt(v.counters[r.counter]) }, fmtInt(v.counters[r.counter])),
+      el("td", { class: "num rate" }, fmtRate(v.rates[r.counter])));
+    rows.push(tr);
+  }
+  tb.replaceChildren(...rows);
+
+  const tt = $("totals").tBodies[0];
+  const keys = Object.keys(v.counters).filter((k) => k.startsWith("consumed/") || k.startsWith("redriven/") || k.startsWith("results/") || ["dropped", "commits", "aborts"].includes(k)).sort();
+  tt.replaceChildren(...keys.map((k) => {
+    const tr = el("tr", { "data-counter": k });
+    tr.append(el("td", {}, k), el("td", { class: "num" }, fmtInt(v.counters[k])), el("td", { class: "num" }, fmtRate(v.rates[k]) + "/s"));
+    return tr;
+  }));
+
+  const rb = $("reasons").tBodies[0];
+  const rk = Object.keys(v.counters).filter((k) => k.startsWith("dirty_reason/")).sort((a, b) => v.counters[b] - v.counters[a]);
+  rb.replaceChildren(...rk.map((k) => {
+    const tr = el("tr", { "data-reason": k.slice(13) });
+    tr.append(el("td", {}, k.slice(13)), el("td", { class: "num" }, fmtInt(v.counters[k])), el("td", { class: "num" }, fmtRate(v.rates[k])));
+    return tr;
+  }));
+}
+
+function updateTasks(v) {
+  const tb = $("tasks").tBodies[0];
+  if (!v.tasks.length) {
+    const tr = el("tr");
+    tr.append(el("td", { colspan: "10", class: "empty" }, "no assigned partitions"));
+    tb.replaceChildren(tr);
+    return;
+  }
+  tb.replaceChildren(...v.tasks.map((t) => {
+    const tr = el("tr", { "data-task": t.topic + "/" + t.partition });
+    tr.append(el("td", {}, t.topic), el("td", { class: "num" }, String(t.partition)),
+      el("td", { class: "num" }, off(t.position)), el("td", { class: "num" }, off(t.committed)),
+      el("td", { class: "num" }, off(t.lag)), el("td", {}, fmtAge(t.last_commit)),
+      el("td", {}, t.route || ""), el("td", {}, t.watermark !== undefined ? fmtTime(t.watermark) : ""),
+      el("td", { class: "num" }, t.watermark_lag_ms !== undefined ? fmtDur(t.watermark_lag_ms) : ""),
+      el("td", { class: "num" }, t.route ? String(t.open_windows || 0) : ""));
+    return tr;
+  }));
+}
+
+// off shows an offset or lag; -1 means not known yet.
+function off(n) { return n === undefined || n < 0 ? "-" : String(n); }
+
+function sampleCard(s) {
+  const d = el("div", { class: "sample " + s.kind, "data-seq": String(s.seq) });
+  const head = el("div", { class: "head" });
+  head.append(el("span", { class: "reason" }, s.reason || s.kind), document.createTextNode(
+    `  ${s.topic}[${s.partition}]@${s.offset}  key=${s.key}  ${fmtTime(s.committed)}`));
+  d.append(head);
+  const ul = el("ul");
+  for (const l of s.lines || []) ul.append(el("li", {}, l));
+  d.append(ul);
+  const v = s.value || {};
+  let note = `${v.kind}, ${v.bytes} bytes` + (v.truncated ? ", truncated" : "");
+  d.append(el("div", { class: "head" }, "value (" + note + ")"));
+  if (v.kind !== "empty") d.append(el("pre", {}, v.text));
+  return d;
+}
+
+const shown = { dirty: -1, late: -1 };
+function updateSamples(v) {
+  for (const kind of ["dirty", "late"]) {
+    const list = v.samples[kind] || [];
+    const last = list.length ? list[list.length - 1].seq : -1;
+    if (last === shown[kind]) continue;
+    shown[kind] = last;
+    const box = $("samples-" + kind);
+    if (!list.length) { box.replaceChildren(el("p", { class: "empty" }, "none yet")); continue; }
+    box.replaceChildren(...list.slice().reverse().map(sampleCard));
+  }
+}
+
+// ---- state ------------------------------------------------------------
+
+let drawn = false;
+async function apply(v) {
+  if (!drawn) {
+    const desc = await (await fetch("/topology", { cache: "no-store" })).json();
+    buildGraph(desc, v.routes);
+    drawn = true;
+  }
+  $("app").textContent = v.application_id;
+  $("guarantee").textContent = v.guarantee;
+  const ready = $("ready");
+  if (v.ready === undefined || v.ready === null) {
+    ready.textContent = v.reason || "";
+    ready.className = "pill";
+  } else {
+    ready.textContent = v.ready ? "ready" : "not ready: " + v.reason;
+    ready.className = "pill " + (v.ready ? "ok" : "bad");
+  }
+  $("updated").textContent = "updated " + fmtTime(v.now);
+  updateGraph(v);
+  updateRoutes(v);
+  updateTasks(v);
+  updateSamples(v);
+}
+
+function setConn(text, ok) {
+  const c = $("conn");
+  c.textContent = text;
+  c.className = "pill " + (ok ? "ok" : "bad");
+}
+
+function poll() {
+  setConn("polling", true);
+  const tick = async () => {
+    try {
+      const r = await fetch("/ui/state", { cache: "no-store" });
+      await apply(await r.json());
+      setConn("polling", true);
+    } catch (e) {
+      setConn("disconnected", false);
+    }
+    setTimeout(tick, 1000);
+  };
+  tick();
+}
+
+function stream() {
+  if (!window.EventSource) return poll();
+  const es = new EventSource("/ui/events");
+  let opened = false;
+  es.addEventListener("state", (m) => {
+    opened = true;
+    setConn("live", true);
+    apply(JSON.parse(m.data)).catch((e) => setConn("error: " + e.message, false));
+  });
+  es.onerror = () => {
+    if (!opened) { es.close(); poll(); return; }
+    setConn("reconnecting…", false);
+  };
+}
+
+stream();

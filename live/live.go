@@ -1,0 +1,258 @@
+package live
+
+import (
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/show"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/sideroute"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Defaults of New.
+const (
+	DefaultSamples  = 20   // records kept per side route kind
+	DefaultValueMax = 1024 // bytes of a sampled value shown
+)
+
+// State is the live view of one router process. Safe for concurrent use.
+type State struct {
+	top    *topology.Topology
+	m      *metrics.Metrics
+	tasks  func() []processor.TaskStatus
+	status func() (bool, string)
+	n      int
+	kinds  map[string]string // side topic -> "dirty" or "late"
+
+	mu      sync.Mutex
+	samples map[string][]Sample // by kind, newest last
+	seq     int64
+	tickAt  time.Time
+	tick    map[string]float64
+	rates   map[string]float64
+}
+
+// Options of New; zero values take the defaults.
+type Options struct {
+	// Tasks lists the processor's tasks (nil: none).
+	Tasks func() []processor.TaskStatus
+	// Status is the readiness to show (nil: not shown).
+	Status func() (bool, string)
+	// Samples is how many records of each side route kind are kept.
+	Samples int
+}
+
+// New returns the live state of top, reading m.
+func New(top *topology.Topology, m *metrics.Metrics, o Options) *State {
+	if o.Samples <= 0 {
+		o.Samples = DefaultSamples
+	}
+	s := &State{top: top, m: m, tasks: o.Tasks, status: o.Status, n: o.Samples,
+		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{}}
+	for _, r := range top.Windows() {
+		if lt := r.Window.Config.LateTopic; lt != "" {
+			s.kinds[lt] = sideroute.KindLate
+		}
+	}
+	return s
+}
+
+// SetTasks changes where tasks come from (nil: none, e.g. once the
+// processor stopped).
+func (s *State) SetTasks(fn func() []processor.TaskStatus, status func() (bool, string)) {
+	s.mu.Lock()
+	s.tasks, s.status = fn, status
+	s.mu.Unlock()
+}
+
+// Sample is one side record as the view shows it.
+type Sample struct {
+	Seq       int64             `json:"seq"`
+	Kind      string            `json:"kind"` // dirty or late
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Key       string            `json:"key"`
+	Timestamp int64             `json:"timestamp"` // epoch ms
+	Reason    string            `json:"reason"`
+	Lines     []string          `json:"lines"`
+	Reasons   sideroute.Reasons `json:"reasons"`
+	Value     show.Value        `json:"value"`
+	Committed int64             `json:"committed"` // epoch ms
+}
+
+// Sample keeps the side records among recs (processor.WithSideSampler).
+func (s *State) Sample(recs []*kgo.Record) {
+	now := time.Now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		kind, ok := s.kinds[r.Topic]
+		if !ok {
+			continue
+		}
+		s.seq++
+		rs := sideroute.Decode(r.Headers)
+		lines := rs.Lines()
+		for i := range lines {
+			lines[i] = show.Escape(lines[i])
+		}
+		smp := Sample{
+			Seq: s.seq, Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Key: show.Key(r.Key, 128), Timestamp: r.Timestamp.UnixMilli(), Reason: show.Escape(rs.Code()),
+			Lines: lines, Reasons: rs, Value: show.Render(r.Value, DefaultValueMax), Committed: now,
+		}
+		smp.Reasons.Error = show.Escape(smp.Reasons.Error)
+		b := append(s.samples[kind], smp)
+		if len(b) > s.n {
+			b = append([]Sample(nil), b[len(b)-s.n:]...)
+		}
+		s.samples[kind] = b
+	}
+}
+
+// View is the whole state as /ui/state serves it.
+type View struct {
+	ApplicationID string `json:"application_id"`
+	Guarantee     string `json:"guarantee"`
+	Now           int64  `json:"now"` // epoch ms
+	Ready         *bool  `json:"ready,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	// Counters are totals of committed work: "consumed/TOPIC",
+	// "route/NAME", "dirty", "dirty_stage/STAGE", "dirty_reason/REASON",
+	// "late/ROUTE", "dropped", "redriven/TOPIC", "results/ROUTE",
+	// "commits", "aborts". Rates are the same keys per second, over the
+	// last second or more.
+	Counters map[string]float64  `json:"counters"`
+	Rates    map[string]float64  `json:"rates"`
+	Routes   []RouteView         `json:"routes"`
+	Tasks    []TaskView          `json:"tasks"`
+	Samples  map[string][]Sample `json:"samples"`
+}
+
+// RouteView is one addressable route (sideroute.Targets) and its counter.
+type RouteView struct {
+	sideroute.Target
+	Counter string `json:"counter"` // its key in Counters
+}
+
+// TaskView is a task with its watermark lag.
+type TaskView struct {
+	processor.TaskStatus
+	WatermarkLagMs *int64 `json:"watermark_lag_ms,omitempty"`
+}
+
+// View returns the current state.
+func (s *State) View() View {
+	now := time.Now()
+	cur := s.gather()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tick == nil || now.Sub(s.tickAt) >= time.Second {
+		if s.tick != nil {
+			secs := now.Sub(s.tickAt).Seconds()
+			s.rates = map[string]float64{}
+			for k, v := range cur {
+				s.rates[k] = max(v-s.tick[k], 0) / secs
+			}
+		}
+		s.tick, s.tickAt = cur, now
+	}
+	v := View{
+		ApplicationID: s.top.Config.ApplicationID, Guarantee: string(s.top.Config.Guarantee), Now: now.UnixMilli(),
+		Counters: cur, Rates: map[string]float64{}, Routes: []RouteView{}, Tasks: []TaskView{}, Samples: map[string][]Sample{},
+	}
+	for k, r := range s.rates {
+		v.Rates[k] = r
+	}
+	for _, t := range sideroute.Targets(s.top) {
+		c := "route/" + t.Name
+		switch t.Kind {
+		case sideroute.KindDirty:
+			c = "dirty"
+		case sideroute.KindLate:
+			c = "late/" + t.Window
+		}
+		v.Routes = append(v.Routes, RouteView{Target: t, Counter: c})
+	}
+	if s.tasks != nil {
+		for _, t := range s.tasks() {
+			tv := TaskView{TaskStatus: t}
+			if t.Watermark != nil {
+				lag := now.UnixMilli() - *t.Watermark
+				tv.WatermarkLagMs = &lag
+			}
+			v.Tasks = append(v.Tasks, tv)
+		}
+	}
+	if s.status != nil {
+		ok, reason := s.status()
+		v.Ready, v.Reason = &ok, reason
+	}
+	for _, k := range []string{sideroute.KindDirty, sideroute.KindLate} {
+		v.Samples[k] = append([]Sample{}, s.samples[k]...)
+	}
+	return v
+}
+
+// gather reads the record counters from the registry, keyed as View's
+// Counters.
+func (s *State) gather() map[string]float64 {
+	out := map[string]float64{"dirty": 0, "dropped": 0, "commits": 0, "aborts": 0}
+	for _, r := range s.top.Routes {
+		out["route/"+r.Name] = 0
+		if r.Window != nil {
+			out["late/"+r.Name] = 0
+			out["results/"+r.Name] = 0
+		}
+	}
+	for _, t := range s.top.InputTopics() {
+		out["consumed/"+t] = 0
+	}
+	mfs, err := s.m.Registry.Gather()
+	if err != nil {
+		return out
+	}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			v := mt.GetCounter().GetValue()
+			l := labels(mt)
+			switch mf.GetName() {
+			case metrics.NameConsumed:
+				out["consumed/"+l["topic"]] += v
+			case metrics.NameRouteWritten:
+				out["route/"+l["route"]] += v
+			case metrics.NameDirty:
+				out["dirty"] += v
+				out["dirty_stage/"+l["stage"]] += v
+				out["dirty_reason/"+l["reason"]] += v
+			case metrics.NameDropped:
+				out["dropped"] += v
+			case metrics.NameLate:
+				out["late/"+l["route"]] += v
+			case metrics.NameWindowResults:
+				out["results/"+l["route"]] += v
+			case metrics.NameRedriven:
+				out["redriven/"+l["topic"]] += v
+			case metrics.NameCommits:
+				out["commits"] += v
+			case metrics.NameAborts:
+				out["aborts"] += v
+			}
+		}
+	}
+	return out
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package live
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+func load(t *testing.T, path string) *topology.Topology {
+	t.Helper()
+	top, err := topology.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+func TestSamplesBoundedAndSafe(t *testing.T) {
+	top := load(t, "../examples/late-orders.yaml")
+	s := New(top, metrics.New(), Options{Samples: 5})
+	var recs []*kgo.Record
+	for i := range 12 {
+		recs = append(recs, &kgo.Record{Topic: "orders.dirty", Offset: int64(i), Key: []byte("k\x1b" + strconv.Itoa(i)),
+			Value: []byte{0xff, byte(i)},
+			Headers: []kgo.RecordHeader{
+				{Key: processor.HeaderReason, Value: []byte("invalid_utf8")},
+				{Key: processor.HeaderStage, Value: []byte("decode")},
+				{Key: processor.HeaderError, Value: []byte("bad \x07 byte <script>")},
+			}})
+	}
+	recs = append(recs,
+		&kgo.Record{Topic: "orders.late", Value: []byte(`{"ts":1}`), Headers: []kgo.RecordHeader{
+			{Key: processor.HeaderLateRoute, Value: []byte("revenue")},
+			{Key: processor.HeaderLateBy, Value: []byte("61000")},
+			{Key: processor.HeaderLateWins, Value: []byte("[0,60000)")},
+		}},
+		&kgo.Record{Topic: "orders.clean", Value: []byte("{}")}, // not a side route: ignored
+	)
+	s.Sample(recs)
+	v := s.View()
+	d := v.Samples["dirty"]
+	if len(d) != 5 || d[4].Offset != 11 || d[0].Offset != 7 {
+		t.Fatalf("dirty ring: %d samples, last %+v", len(d), d[len(d)-1])
+	}
+	if d[4].Key != `k\x1b11` || d[4].Value.Kind != "binary" || d[4].Value.Text != "ff0b" || d[4].Reason != "invalid_utf8" {
+		t.Fatalf("sample not rendered safely: %+v", d[4])
+	}
+	b, _ := json.Marshal(v)
+	if strings.Contains(string(b), "\\u001b") || strings.Contains(string(b), "\\u0007") {
+		t.Fatalf("a control character reached the view: %s", b)
+	}
+	l := v.Samples["late"]
+	if len(l) != 1 || l[0].Reason != "late" || !strings.Contains(strings.Join(l[0].Lines, ";"), "late: window route revenue, 1m1s behind the watermark") {
+		t.Fatalf("late sample: %+v", l)
+	}
+	var names []string
+	for _, r := range v.Routes {
+		names = append(names, r.Name+"="+r.Counter)
+	}
+	if got := strings.Join(names, " "); got != "orders=route/orders revenue=route/revenue dirty=dirty revenue.late=late/revenue" {
+		t.Fatalf("routes: %s", got)
+	}
+}
+
+func TestCountersAndRates(t *testing.T) {
+	top := load(t, "../examples/logs-by-level.yaml")
+	m := metrics.New()
+	s := New(top, m, Options{Tasks: func() []processor.TaskStatus {
+		wm := time.Now().Add(-3 * time.Second).UnixMilli()
+		return []processor.TaskStatus{{Topic: "logs", Partition: 2, Watermark: &wm}}
+	}})
+	tl := metrics.NewTally()
+	tl.Consumed["logs"] = 10
+	tl.Routes["main"] = 7
+	tl.Dirty[[2]string{"schema", "schema_violation"}] = 3
+	tl.Redriven["logs"] = 2
+	m.Observe(tl)
+	v := s.View()
+	for k, want := range map[string]float64{"consumed/logs": 10, "route/main": 7, "route/error": 0, "dirty": 3, "dirty_stage/schema": 3, "dirty_reason/schema_violation": 3, "redriven/logs": 2} {
+		if v.Counters[k] != want {
+			t.Errorf("counter %s = %v, want %v", k, v.Counters[k], want)
+		}
+	}
+	if len(v.Tasks) != 1 || v.Tasks[0].WatermarkLagMs == nil || *v.Tasks[0].WatermarkLagMs < 2900 {
+		t.Fatalf("tasks: %+v", v.Tasks)
+	}
+	m.Observe(tl)
+	s.mu.Lock()
+	s.tickAt = s.tickAt.Add(-2 * time.Second) // as if two seconds passed
+	s.mu.Unlock()
+	v = s.View()
+	if r := v.Rates["route/main"]; r < 3 || r > 3.6 {
+		t.Fatalf("rate of main = %v, want about 7 per 2 s", r)
+	}
+}

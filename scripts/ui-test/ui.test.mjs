@@ -1,0 +1,84 @@
+// The web view in a real browser: Debian's headless chromium driven by
+// playwright-core, against a running `router demo`. Checks that the page
+// loads, shows every route of the topology (table and graph), that its
+// counters increase while the demo runs, that a dirty sample shows its
+// reason, and that the page asks nothing of another host. Prints one JSON
+// line; exits 1 on the first failed check.
+//
+//   UI_URL=http://127.0.0.1:PORT/ui/ UI_ROUTES=error,warn,main,dirty \
+//   UI_SCREENSHOT=/tmp/ui.png CHROMIUM=/usr/bin/chromium node ui.test.mjs
+import { chromium } from "playwright-core";
+
+const url = process.env.UI_URL;
+const routes = (process.env.UI_ROUTES || "").split(",").filter(Boolean);
+const shot = process.env.UI_SCREENSHOT;
+if (!url || routes.length === 0) {
+  console.error("ui.test.mjs: set UI_URL and UI_ROUTES");
+  process.exit(2);
+}
+const origin = new URL(url).origin;
+const result = { url, routes, checks: [] };
+const fail = (msg) => {
+  result.error = msg;
+  console.log(JSON.stringify(result));
+  process.exit(1);
+};
+const pass = (name, detail) => result.checks.push(detail === undefined ? name : `${name}: ${detail}`);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
+  const problems = [];
+  page.on("pageerror", (e) => problems.push("page error: " + e.message));
+  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
+  page.on("request", (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith("data:")) problems.push("external request: " + r.url()); });
+
+  const resp = await page.goto(url, { waitUntil: "load" });
+  if (!resp || resp.status() !== 200) fail(`GET ${url}: ${resp && resp.status()}`);
+  pass("page loads");
+  await page.waitForSelector("#conn.ok", { timeout: 20000 }).catch(() => fail("the state stream never connected"));
+  pass("live state", await page.textContent("#conn"));
+
+  for (const r of routes) {
+    await page.waitForSelector(`#routes tr[data-route="${r}"]`, { timeout: 10000 }).catch(() => fail(`route ${r} missing from the routes table`));
+    const node = r === "dirty" ? `#graph [data-id="dirty"]` : `#graph [data-id="route:${r}"]`;
+    if (!(await page.$(node))) fail(`route ${r} missing from the graph`);
+  }
+  pass("every route shown", routes.join(" "));
+
+  const totals = () => page.$$eval("#routes tr[data-route] .total", (tds) => tds.reduce((a, td) => a + Number(td.dataset.value || 0), 0));
+  const first = await totals();
+  let later = first;
+  for (let i = 0; i < 40 && later <= first; i++) {
+    await page.waitForTimeout(250);
+    later = await totals();
+  }
+  if (later <= first) fail(`route counters did not increase (${first} -> ${later})`);
+  pass("counters increase", `${first} -> ${later}`);
+  const rate = await page.$$eval("#graph .edge.active", (es) => es.length);
+  if (rate === 0) fail("no edge shows a live rate");
+  pass("edges with a live rate", String(rate));
+
+  await page.waitForSelector("#samples-dirty .sample .reason", { timeout: 20000 }).catch(() => fail("no dirty sample"));
+  const sample = await page.$eval("#samples-dirty .sample", (d) => ({
+    reason: d.querySelector(".reason").textContent,
+    lines: [...d.querySelectorAll("li")].map((l) => l.textContent),
+  }));
+  if (!sample.reason || !sample.lines.some((l) => l.startsWith("reason: " + sample.reason))) fail("the dirty sample does not show its reason: " + JSON.stringify(sample));
+  pass("dirty sample with its reason", sample.lines[0]);
+
+  if (shot) {
+    await page.waitForTimeout(1200); // one more state: rates on every edge
+    await page.screenshot({ path: shot, fullPage: true });
+    pass("screenshot", shot);
+  }
+  if (problems.length) fail(problems.join("; "));
+  pass("no page errors, nothing from elsewhere");
+} finally {
+  await browser.close();
+}
+result.ok = true;
+console.log(JSON.stringify(result));

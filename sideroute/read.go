@@ -1,0 +1,239 @@
+package sideroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// ErrNoTopic is returned (wrapped) when a topic does not exist.
+var ErrNoTopic = errors.New("topic does not exist")
+
+// ReadOptions say what Read reads.
+type ReadOptions struct {
+	Brokers []string
+	// ClientOpts are added to every client (TLS, SASL).
+	ClientOpts []kgo.Opt
+	Topic      string
+	// FromBeginning reads each partition from its first record. Otherwise
+	// Last records of each partition are read (the last committed ones).
+	FromBeginning bool
+	Last          int
+	// Follow keeps reading new records until ctx ends; without it Read
+	// stops at the committed end each partition had when it started.
+	Follow bool
+}
+
+// Read calls fn for every committed record of the topic (read_committed:
+// records of open or aborted transactions are never seen), in offset order
+// within a partition. With Last, the last records of each partition come
+// partition by partition once every partition is read to its end, then
+// (Follow) new records as they come. fn's error stops Read and is
+// returned.
+func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error {
+	starts, ends, err := bounds(ctx, o.Brokers, o.ClientOpts, o.Topic)
+	if err != nil {
+		return err
+	}
+	offsets := map[int32]kgo.Offset{}
+	pending := 0
+	done := map[int32]bool{}
+	for p, end := range ends {
+		from := starts[p]
+		if !o.FromBeginning {
+			// Transaction markers take offsets too: look further back
+			// than Last and keep the last Last data records.
+			from = max(from, end-int64(o.Last)*3-8)
+		}
+		if from >= end {
+			done[p] = true
+			if !o.Follow {
+				continue
+			}
+		} else {
+			pending++
+		}
+		offsets[p] = kgo.NewOffset().At(from)
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	}, o.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+
+	ring := !o.FromBeginning
+	backlog := map[int32][]*kgo.Record{} // until every partition reaches its end
+	var later []*kgo.Record              // records past the end, read meanwhile
+	flush := func() error {
+		ps := make([]int32, 0, len(backlog))
+		for p := range backlog {
+			ps = append(ps, p)
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+		for _, p := range ps {
+			for _, r := range backlog[p] {
+				if err := fn(r); err != nil {
+					return err
+				}
+			}
+		}
+		for _, r := range later {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		backlog, later = nil, nil
+		return nil
+	}
+	if pending == 0 {
+		if err := flush(); err != nil {
+			return err
+		}
+	}
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			if o.Follow {
+				return nil
+			}
+			return fmt.Errorf("read %s: %w", o.Topic, ctx.Err())
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("read %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		var ferr error
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr != nil {
+				return
+			}
+			end := ends[r.Partition]
+			switch {
+			case pending == 0:
+				if !r.Attrs.IsControl() {
+					ferr = fn(r)
+				}
+				return
+			case r.Offset >= end:
+				if !r.Attrs.IsControl() {
+					later = append(later, r)
+				}
+				return
+			case !r.Attrs.IsControl() && !ring:
+				ferr = fn(r) // every record: no need to hold them back
+			case !r.Attrs.IsControl():
+				b := append(backlog[r.Partition], r)
+				if ring && len(b) > o.Last {
+					b = b[len(b)-o.Last:]
+				}
+				backlog[r.Partition] = b
+			}
+			if r.Offset+1 >= end && !done[r.Partition] {
+				done[r.Partition] = true
+				pending--
+				if pending == 0 {
+					ferr = flush()
+				}
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if pending == 0 && !o.Follow {
+			return nil
+		}
+	}
+}
+
+// bounds returns each partition's first offset and its committed end
+// (the last stable offset: what a read_committed reader can read now).
+func bounds(ctx context.Context, brokers []string, opts []kgo.Opt, topic string) (starts, ends map[int32]int64, err error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	list := func(fn func(context.Context, ...string) (kadm.ListedOffsets, error)) (map[int32]int64, error) {
+		lo, err := fn(ctx, topic)
+		if err != nil {
+			return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+		}
+		out := map[int32]int64{}
+		var perr error
+		lo.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil && perr == nil {
+				perr = o.Err
+			}
+			out[o.Partition] = o.Offset
+		})
+		if errors.Is(perr, kerr.UnknownTopicOrPartition) || (perr == nil && len(out) == 0) {
+			return nil, fmt.Errorf("%s: %w", topic, ErrNoTopic)
+		}
+		if perr != nil {
+			return nil, fmt.Errorf("list offsets of %s: %w", topic, perr)
+		}
+		return out, nil
+	}
+	if starts, err = list(adm.ListStartOffsets); err != nil {
+		return nil, nil, err
+	}
+	if ends, err = list(adm.ListCommittedOffsets); err != nil {
+		return nil, nil, err
+	}
+	return starts, ends, nil
+}
+
+// EventTime is the record's event time, epoch ms: the router's event-time
+// header when it carries one (window routes, late records), else what the
+// topology's event_time reads from the value, else false.
+func EventTime(top *topology.Topology, r *kgo.Record) (int64, bool) {
+	for _, h := range r.Headers {
+		if h.Key == processor.HeaderEventTime {
+			if n, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
+				return n, true
+			}
+		}
+	}
+	et := top.EventTime
+	if et.Format == topology.TimeKafka || et.Field == "" {
+		return r.Timestamp.UnixMilli(), !r.Timestamp.IsZero()
+	}
+	if !gjson.ValidBytes(r.Value) {
+		return 0, false
+	}
+	v := gjson.GetBytes(r.Value, et.Field)
+	switch et.Format {
+	case topology.TimeEpochMillis:
+		if v.Type == gjson.Number {
+			return int64(v.Num), true
+		}
+	case topology.TimeEpochSecs:
+		if v.Type == gjson.Number {
+			return int64(v.Num * 1000), true
+		}
+	case topology.TimeRFC3339:
+		if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil && v.Type == gjson.String {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,198 @@
+package sideroute
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor"
+)
+
+// Reasons are the router's headers on one record, decoded: why it is on
+// a side route, where it came from, and its redrive marks.
+type Reasons struct {
+	// Dirty route: error, reason code and stage.
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Stage  string `json:"stage,omitempty"`
+	// Source is where the input record was: topic, partition, offset.
+	SourceTopic     string `json:"source_topic,omitempty"`
+	SourcePartition *int64 `json:"source_partition,omitempty"`
+	SourceOffset    *int64 `json:"source_offset,omitempty"`
+	SourceTimestamp *int64 `json:"source_timestamp,omitempty"` // epoch ms
+	ApplicationID   string `json:"application_id,omitempty"`
+	// TruncatedFrom is the size of key and value before the router cut
+	// them to fit (0: not cut).
+	TruncatedFrom int64 `json:"truncated_from,omitempty"`
+
+	// Late route: the window route, the watermark the record met, the
+	// windows it missed and how late it was.
+	LateRoute     string `json:"late_route,omitempty"`
+	LateWatermark *int64 `json:"late_watermark,omitempty"` // epoch ms
+	LateWindows   string `json:"late_windows,omitempty"`
+	LateByMs      *int64 `json:"late_by_ms,omitempty"`
+	// EventTime is the event time the router extracted, when it carries
+	// it (window routes), epoch ms.
+	EventTime *int64 `json:"event_time,omitempty"`
+
+	// Redrive marks of a record re-injected by router redrive.
+	RedriveOrigin string `json:"redrive_origin,omitempty"`
+	RedriveRun    string `json:"redrive_run,omitempty"`
+	RedriveReason string `json:"redrive_reason,omitempty"`
+	RedriveCount  int64  `json:"redrive_count,omitempty"`
+}
+
+// Decode reads the router's headers of hs; other headers are ignored.
+func Decode(hs []kgo.RecordHeader) Reasons {
+	var r Reasons
+	num := func(v []byte) *int64 {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return nil
+		}
+		return &n
+	}
+	for _, h := range hs {
+		v := string(h.Value)
+		switch h.Key {
+		case processor.HeaderError:
+			r.Error = v
+		case processor.HeaderReason:
+			r.Reason = v
+		case processor.HeaderStage:
+			r.Stage = v
+		case processor.HeaderTopic:
+			r.SourceTopic = v
+		case processor.HeaderPartition:
+			r.SourcePartition = num(h.Value)
+		case processor.HeaderOffset:
+			r.SourceOffset = num(h.Value)
+		case processor.HeaderTimestamp:
+			r.SourceTimestamp = num(h.Value)
+		case processor.HeaderAppID:
+			r.ApplicationID = v
+		case processor.HeaderTruncated:
+			if n := num(h.Value); n != nil {
+				r.TruncatedFrom = *n
+			}
+		case processor.HeaderLateRoute:
+			r.LateRoute = v
+		case processor.HeaderLateWM:
+			r.LateWatermark = num(h.Value)
+		case processor.HeaderLateWins:
+			r.LateWindows = v
+		case processor.HeaderLateBy:
+			r.LateByMs = num(h.Value)
+		case processor.HeaderEventTime:
+			r.EventTime = num(h.Value)
+		case processor.HeaderRedriveOrigin:
+			r.RedriveOrigin = v
+		case processor.HeaderRedriveRun:
+			r.RedriveRun = v
+		case processor.HeaderRedriveReason:
+			r.RedriveReason = v
+		case processor.HeaderRedriveCount:
+			if n := num(h.Value); n != nil {
+				r.RedriveCount = *n
+			}
+		}
+	}
+	return r
+}
+
+// IsLate reports whether the record is on a late route.
+func (r Reasons) IsLate() bool { return r.LateRoute != "" }
+
+// Code is the short reason: the dirty reason code, "late", or "".
+func (r Reasons) Code() string {
+	switch {
+	case r.Reason != "":
+		return r.Reason
+	case r.IsLate():
+		return "late"
+	}
+	return ""
+}
+
+// Source is "topic[partition]@offset" of the input record, or "".
+func (r Reasons) Source() string {
+	if r.SourceTopic == "" {
+		return ""
+	}
+	s := r.SourceTopic
+	if r.SourcePartition != nil {
+		s += fmt.Sprintf("[%d]", *r.SourcePartition)
+	}
+	if r.SourceOffset != nil {
+		s += fmt.Sprintf("@%d", *r.SourceOffset)
+	}
+	return s
+}
+
+// Lines are the reasons as a person reads them, one fact per line, in
+// the order: why, where from, redrive history.
+func (r Reasons) Lines() []string {
+	var out []string
+	if r.Reason != "" {
+		l := "reason: " + r.Reason
+		if r.Stage != "" {
+			l += " (stage " + r.Stage + ")"
+		}
+		if r.Error != "" {
+			l += ": " + r.Error
+		}
+		out = append(out, l)
+	}
+	if r.IsLate() {
+		l := "late: window route " + r.LateRoute
+		if r.LateByMs != nil {
+			l += ", " + (time.Duration(*r.LateByMs) * time.Millisecond).String() + " behind the watermark"
+		}
+		if r.LateWatermark != nil {
+			l += " " + FormatMillis(*r.LateWatermark)
+		}
+		if r.LateWindows != "" {
+			l += "; missed window " + r.LateWindows
+		}
+		out = append(out, l)
+	}
+	if s := r.Source(); s != "" {
+		out = append(out, "source: "+s)
+	}
+	if r.TruncatedFrom > 0 {
+		out = append(out, fmt.Sprintf("truncated: key and value were %d bytes; this record holds a prefix", r.TruncatedFrom))
+	}
+	if r.RedriveOrigin != "" {
+		l := fmt.Sprintf("redriven: %d time(s), last from %s", r.RedriveCount, r.RedriveOrigin)
+		if r.RedriveReason != "" {
+			l += " (was " + r.RedriveReason + ")"
+		}
+		if r.RedriveRun != "" {
+			l += " by run " + r.RedriveRun
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// FormatMillis prints epoch ms as RFC 3339 UTC with milliseconds.
+func FormatMillis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// UserHeaders are the headers that are not the router's (sidestream.*).
+func UserHeaders(hs []kgo.RecordHeader) []kgo.RecordHeader {
+	var out []kgo.RecordHeader
+	for _, h := range hs {
+		if !strings.HasPrefix(h.Key, HeaderPrefix) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// HeaderPrefix starts every header the router and redrive set.
+const HeaderPrefix = "sidestream."

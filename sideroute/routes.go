@@ -1,0 +1,69 @@
+package sideroute
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Kinds of Target.
+const (
+	KindRoute = "route" // an ordinary route (window routes: their results)
+	KindDirty = "dirty" // the dirty route
+	KindLate  = "late"  // the late route of a window route
+)
+
+// LateSuffix names a window route's late route: "revenue.late". Route
+// names cannot hold a dot, so it never clashes with a route.
+const LateSuffix = ".late"
+
+// Target is a route's topic as tail and redrive address it.
+type Target struct {
+	Name  string `json:"name"`
+	Topic string `json:"topic"`
+	Kind  string `json:"kind"`
+	// Window is the window route a late route belongs to.
+	Window string `json:"window,omitempty"`
+}
+
+// Targets lists every addressable route of top in config order, then the
+// dirty route, then the late routes.
+func Targets(top *topology.Topology) []Target {
+	var out, late []Target
+	for _, r := range top.Routes {
+		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
+		if r.Window != nil && r.Window.Config.LateTopic != "" {
+			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Config.LateTopic, Kind: KindLate, Window: r.Name})
+		}
+	}
+	out = append(out, Target{Name: "dirty", Topic: top.Dirty.Topic, Kind: KindDirty})
+	return append(out, late...)
+}
+
+// Resolve finds a target by name. "late" alone names the late route when
+// the topology has exactly one and no route is called "late". An unknown
+// name is an error that lists the known ones.
+func Resolve(top *topology.Topology, name string) (Target, error) {
+	ts := Targets(top)
+	var lates []Target
+	for _, t := range ts {
+		if t.Name == name {
+			return t, nil
+		}
+		if t.Kind == KindLate {
+			lates = append(lates, t)
+		}
+	}
+	if name == "late" && len(lates) == 1 {
+		return lates[0], nil
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name + " (" + t.Topic + ")"
+	}
+	if name == "" {
+		return Target{}, fmt.Errorf("a route is required; this topology has: %s", strings.Join(names, ", "))
+	}
+	return Target{}, fmt.Errorf("unknown route %q; this topology has: %s", name, strings.Join(names, ", "))
+}
