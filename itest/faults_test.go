@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,4 +184,59 @@ func (r *router) metric(t *testing.T, name, match string) float64 {
 		sum += v
 	}
 	return sum
+}
+
+// TestBrokerDownAtStartExactlyOnce starts the router while the broker is
+// stopped: it must wait without spinning, say why on /readyz, and proceed
+// by itself when the broker comes, then finish exactly once.
+func TestBrokerDownAtStartExactlyOnce(t *testing.T) {
+	s := newScenario(t, "broker_down_at_start_exactly_once", 20_000)
+	out, err := exec.Command("../scripts/kafka.sh", "brokers").Output()
+	if err != nil || strings.TrimSpace(string(out)) != strings.Join(s.brokers, ",") {
+		t.Skipf("%s=%s is not the broker scripts/kafka.sh manages (%q, %v): cannot stop it",
+			envBrokers, strings.Join(s.brokers, ","), strings.TrimSpace(string(out)), err)
+	}
+	t.Cleanup(func() {
+		if err := kafkaErr("start"); err != nil {
+			t.Error(err)
+		}
+	})
+	p := s.startProducer(0)
+	p.wait(t, time.Minute)
+	kafka(t, "stop")
+
+	r := s.startRouter("x", fastGroup...)
+	var reason string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if r.exited() {
+			t.Fatalf("router exited with the broker down: %s\n%s", r.cmd.ProcessState, tail(r.logPath, 20))
+		}
+		if code, body := r.readyz(); code == http.StatusServiceUnavailable {
+			reason = body
+		}
+	}
+	cpuBefore := r.cpu(t)
+	time.Sleep(10 * time.Second)
+	cpu := r.cpu(t) - cpuBefore
+	if code, body := r.readyz(); code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz %d %s with the broker down", code, body)
+	} else {
+		reason = body
+	}
+	t.Logf("broker down: /readyz 503 %s; CPU %s in 10 s", reason, cpu)
+	if !strings.Contains(reason, "waiting for brokers") {
+		t.Errorf("/readyz does not say it waits for the brokers: %s", reason)
+	}
+	if cpu > 2*time.Second {
+		t.Errorf("router used %s of CPU in 10 s waiting for the broker: it spins", cpu)
+	}
+	up := time.Now()
+	kafka(t, "start")
+	r.waitReady(2 * time.Minute)
+	readyAfter := time.Since(up)
+	s.waitCaughtUp(p, 2*time.Minute, r)
+	r.stop(40 * time.Second)
+	tl, aborted := s.verifyExactlyOnce()
+	s.report(tl, fmt.Sprintf("ready_after_broker_start=%s cpu_while_waiting=%s aborted_invisible=%d",
+		readyAfter.Round(100*time.Millisecond), cpu.Round(10*time.Millisecond), aborted))
 }
