@@ -38,7 +38,7 @@ const (
 // aggregates, in payload order: key, window_start, window_end,
 // <aggregates...>, revision, final.
 var windowConnectFixed = []ConnectField{
-	{Name: "key", Type: ConnectString},
+	{Name: "group_key", Type: ConnectString},
 	{Name: "window_start", Type: ConnectInt64},
 	{Name: "window_end", Type: ConnectInt64},
 }
@@ -65,6 +65,12 @@ type ConnectSchema struct {
 	FromInput bool
 	// Schema is the JSON of the envelope's "schema" member.
 	Schema []byte
+}
+
+// NewConnectSchema returns the schema of a connect-json payload with
+// these fields, in order.
+func NewConnectSchema(fields []ConnectField) *ConnectSchema {
+	return &ConnectSchema{Fields: fields, Schema: connectSchemaJSON(fields)}
 }
 
 // connectSchemaJSON renders the Connect struct schema of fields.
@@ -119,7 +125,7 @@ func connectSchema(p string, r Route, exprs []*Expr, aggs []*Expr, inputs []inpu
 		for i, a := range r.Window.Aggregates {
 			ap := fmt.Sprintf("%s.window.aggregates[%d]", p, i)
 			if reserved[a.Name] {
-				probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the connect-json window payload (key, window_start, window_end, revision, final); rename it", ap, a.Name)})
+				probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the connect-json window payload (group_key, window_start, window_end, revision, final); rename it", ap, a.Name)})
 				continue
 			}
 			var t string
@@ -250,7 +256,7 @@ func jsonSchemaConnectType(s *jsonschema.Schema) (string, bool) {
 		s = s.Ref
 	}
 	if s.Types == nil {
-		return "", false
+		return enumConnectType(s)
 	}
 	var ts []string
 	for _, t := range s.Types.ToStrings() {
@@ -266,6 +272,33 @@ func jsonSchemaConnectType(s *jsonschema.Schema) (string, bool) {
 	case "number", "number,integer", "integer,number":
 		return ConnectFloat64, true
 	case "boolean":
+		return ConnectBoolean, true
+	}
+	return "", false
+}
+
+// enumConnectType types an untyped enum by its values: all strings (nulls
+// aside) make a string, all booleans a boolean.
+func enumConnectType(s *jsonschema.Schema) (string, bool) {
+	if s.Enum == nil || len(s.Enum.Values) == 0 {
+		return "", false
+	}
+	var strs, bools int
+	for _, v := range s.Enum.Values {
+		switch v.(type) {
+		case nil:
+		case string:
+			strs++
+		case bool:
+			bools++
+		default:
+			return "", false
+		}
+	}
+	switch {
+	case strs > 0 && bools == 0:
+		return ConnectString, true
+	case bools > 0 && strs == 0:
 		return ConnectBoolean, true
 	}
 	return "", false
