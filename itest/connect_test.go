@@ -186,11 +186,11 @@ dirty:
 	// The sink, from the shipped file: only ${env:...} references are
 	// filled in (hosts, ports, topics, user), nothing else changes.
 	connector := submitConnector(t, connectURL, "../deploy/connect/mysql-sink.properties", map[string]string{
-		"SIDESTREAM_CONNECT_MYSQL_TOPICS":        results,
-		"SIDESTREAM_CONNECT_MYSQL_URL":           "jdbc:mariadb://" + mysqlAddr + "/sidestream",
-		"SIDESTREAM_CONNECT_MYSQL_USER":          "sidestream",
-		"SIDESTREAM_CONNECT_MYSQL_PASSWORD":      "sidestream",
-		"SIDESTREAM_CONNECT_MYSQL_DLQ":           prefix + "_dlq",
+		"SIDESTREAM_CONNECT_MYSQL_TOPICS":       results,
+		"SIDESTREAM_CONNECT_MYSQL_URL":          "jdbc:mariadb://" + mysqlAddr + "/sidestream",
+		"SIDESTREAM_CONNECT_MYSQL_USER":         "sidestream",
+		"SIDESTREAM_CONNECT_MYSQL_PASSWORD":     "sidestream",
+		"SIDESTREAM_CONNECT_MYSQL_DLQ":          prefix + "_dlq",
 		"SIDESTREAM_CONNECT_REPLICATION_FACTOR": "1",
 	})
 	t.Cleanup(func() { deleteConnector(t, connectURL, connector) })

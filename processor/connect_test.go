@@ -334,7 +334,7 @@ func TestConnectJSONWindowResults(t *testing.T) {
 	for _, f := range rt.Connect.Fields {
 		got = append(got, f.Name+":"+f.Type)
 	}
-	if len(got) != len(want) || !strings.HasPrefix(got[3], "n:int64") || got[4] != "total:float64" || got[5] != "last_id:string" {
+	if len(got) != len(want) || !strings.HasPrefix(got[3], "n:int64") || got[4] != "total:double" || got[5] != "last_id:string" {
 		t.Fatalf("window connect fields %v", got)
 	}
 	res := []window.Result{

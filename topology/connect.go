@@ -30,7 +30,7 @@ const (
 const (
 	ConnectString  = "string"
 	ConnectInt64   = "int64"
-	ConnectFloat64 = "float64"
+	ConnectFloat64 = "double" // JsonConverter's name of FLOAT64
 	ConnectBoolean = "boolean"
 )
 
