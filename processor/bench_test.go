@@ -231,3 +231,32 @@ func BenchmarkExtract(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkFormat compares one projected route written as json and as
+// connect-json (the same five fields, with the Connect envelope): the
+// price of a schema-carrying value per record.
+func BenchmarkFormat(b *testing.B) {
+	for _, format := range []string{topology.OutputJSON, topology.OutputConnectJSON} {
+		b.Run(format, func(b *testing.B) {
+			top := topo(b, "routes:\n  - name: out\n    topic: out\n    format: "+format+`
+    project:
+      id: string(id)
+      level: string(level)
+      service: string(service)
+      latency: float(latency_ms ?? 0)
+      slow: (latency_ms ?? 0) > 100
+`, "routing: {default: out}\n", "inputs: [{topic: logs}]\n")
+			eng := newEngine(top)
+			evs := benchEvents(b, true)
+			recs := make([]*kgo.Record, len(evs))
+			for i, v := range evs {
+				recs[i] = &kgo.Record{Topic: "logs", Offset: int64(i), Value: v, Timestamp: time.UnixMilli(1_790_000_000_000)}
+			}
+			tally := metrics.NewTally()
+			loop(b, func(i int) { eng.process(recs[i%len(recs)], tally) })
+			if tally.Routed != b.N {
+				b.Fatalf("routed %d of %d records (dirty %v)", tally.Routed, b.N, tally.Dirty)
+			}
+		})
+	}
+}

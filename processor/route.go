@@ -88,7 +88,7 @@ func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordErro
 				continue
 			}
 		}
-		o, rerr := r.output(&machine, rt, m, value, e)
+		o, rerr := r.output(&machine, rt, m, value, e, d)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -100,14 +100,14 @@ func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordErro
 	if len(outs) > 0 || r.def == nil {
 		return outs, nil
 	}
-	o, rerr := r.output(&machine, r.def, m, value, e)
+	o, rerr := r.output(&machine, r.def, m, value, e, d)
 	if rerr != nil {
 		return nil, rerr
 	}
 	return []Output{o}, nil
 }
 
-func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any) (Output, *RecordError) {
+func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any, d *Decoded) (Output, *RecordError) {
 	o := Output{Route: rt, Key: m.Key, Value: value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
@@ -136,7 +136,26 @@ func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value [
 		}
 		o.Key = []byte(k)
 	}
-	if rt.Value == topology.ValueProjection {
+	switch {
+	case rt.Connect != nil:
+		var vals []any
+		if rt.Connect.FromInput {
+			vals = make([]any, len(rt.Connect.Fields))
+			for i, f := range rt.Connect.Fields {
+				vals[i] = d.Fields[f.Name]
+			}
+		} else {
+			var rerr *RecordError
+			if vals, rerr = projectValues(machine, rt, e); rerr != nil {
+				return o, rerr
+			}
+		}
+		v, err := connectEnvelope(rt.Connect, vals)
+		if err != nil {
+			return o, recErr(StageRoute, ReasonConnectType, "route %q: connect-json: %v", rt.Name, err)
+		}
+		o.Value = v
+	case rt.Value == topology.ValueProjection:
 		v, rerr := project(machine, rt, e)
 		if rerr != nil {
 			return o, rerr
@@ -144,6 +163,19 @@ func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value [
 		o.Value = v
 	}
 	return o, nil
+}
+
+// projectValues evaluates the route's projection, fields in order.
+func projectValues(machine *vm.VM, rt *topology.RouteNode, e map[string]any) ([]any, *RecordError) {
+	vals := make([]any, len(rt.Project))
+	for i, f := range rt.Project {
+		res, err := machine.Run(f.Expr.Program, e)
+		if err != nil {
+			return nil, recErr(StageRoute, ReasonProjectError, "route %q: project %q: %s", rt.Name, f.Name, firstLine(err))
+		}
+		vals[i] = res
+	}
+	return vals, nil
 }
 
 // project builds the route's JSON object, fields in the configured order.

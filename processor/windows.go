@@ -308,9 +308,26 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		case res.Revision == 1:
 			kind = "first"
 		}
+		value := res.Value
+		if rt.Connect != nil && value != nil {
+			// A retraction stays a tombstone: the sink deletes the row.
+			v, err := connectWindowValue(rt.Connect, value)
+			if err != nil {
+				// The operator's own output does not fit the schema the
+				// topology derived (a first/last value of another type):
+				// the result goes to dirty with the reason, never away. It
+				// is counted as a window result of kind "dirty", not as a
+				// dirty input: the input it came from was aggregated.
+				src := &kgo.Record{Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts}
+				recs = append(recs, e.dirty(src, recErr(StageWindow, ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
+				tally.WindowResults[[2]string{rt.Name, "dirty"}]++
+				continue
+			}
+			value = v
+		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
 		recs = append(recs, &kgo.Record{
-			Topic: rt.Topic, Key: []byte(res.Key), Value: res.Value, Timestamp: ts,
+			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
 			Headers: []kgo.RecordHeader{
 				{Key: HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
 				{Key: HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},

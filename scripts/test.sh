@@ -77,6 +77,14 @@ if [[ -z "${SIDESTREAM_IT_BROKERS:-}" ]]; then
 fi
 cleanup() { [[ -n "$started" ]] && scripts/kafka.sh down || true; }
 trap cleanup EXIT
+# The Connect tier for TestConnectMySQL: Kafka Connect + Debezium's JDBC
+# sink (Maven Central) and a test-owned MariaDB (Debian), on loopback.
+if [[ -z "${SIDESTREAM_IT_CONNECT:-}" ]]; then
+  connect_env="$(scripts/connect.sh up)"
+  export SIDESTREAM_IT_CONNECT="$(sed -n 's/^SIDESTREAM_IT_CONNECT=//p' <<<"$connect_env")"
+  export SIDESTREAM_IT_MYSQL="$(sed -n 's/^SIDESTREAM_IT_MYSQL=//p' <<<"$connect_env")"
+  trap 'scripts/connect.sh down || true; cleanup' EXIT
+fi
 go test -count=1 -timeout 25m -v ./itest 2>&1 | tee /tmp/sidestream-itest.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|scenario=)|panic' || true
 if grep -qE '^(--- FAIL|FAIL)' /tmp/sidestream-itest.log || ! grep -qE '^ok ' /tmp/sidestream-itest.log; then
   echo "integration tests failed; full log: /tmp/sidestream-itest.log"

@@ -46,6 +46,10 @@ type RouteNode struct {
 	Project []ProjectedField
 	// Window is set on window routes.
 	Window *WindowNode
+	// Format is raw, json or connect-json.
+	Format string
+	// Connect is the schema of a connect-json route, nil otherwise.
+	Connect *ConnectSchema
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -95,7 +99,7 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		t.Inputs = append(t.Inputs, n)
 	}
 	for _, r := range cfg.Routes {
-		rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value}
+		rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format}
 		var err error
 		if r.When != "" {
 			if rn.When, err = CompileExpr(r.When, true); err != nil {
@@ -140,6 +144,29 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 				wn.Aggregates = append(wn.Aggregates, ca)
 			}
 			rn.Window = wn
+		}
+		if r.Format == OutputConnectJSON {
+			var exprs, aggs []*Expr
+			for _, f := range rn.Project {
+				exprs = append(exprs, f.Expr)
+			}
+			if rn.Window != nil {
+				for _, a := range rn.Window.Aggregates {
+					aggs = append(aggs, a.Of)
+				}
+			}
+			var ins []inputSchema
+			for _, in := range t.Inputs {
+				ins = append(ins, inputSchema{topic: in.Topic, schema: in.Schema})
+			}
+			cs, probs := connectSchema("route "+r.Name, r, exprs, aggs, ins)
+			if len(probs) > 0 {
+				return nil, fmt.Errorf("route %q: %s", r.Name, probs[0].msg)
+			}
+			rn.Connect = cs
+			for _, f := range cs.inputFields() {
+				fields[f] = true
+			}
 		}
 		t.Routes = append(t.Routes, rn)
 		if r.Name == cfg.Routing.Default {

@@ -246,6 +246,11 @@ type Route struct {
 	// per group key and event-time window, and the route's topic receives
 	// the window results instead of the records.
 	Window *Window `yaml:"window"`
+	// Format is how the value is written: raw (the input bytes; the
+	// default without a projection), json (the projection or the window
+	// results; the default with either) or connect-json (the same fields
+	// in Kafka Connect's schema+payload envelope).
+	Format string `yaml:"format"`
 }
 
 // Window kinds and emission modes.
@@ -381,6 +386,14 @@ func (c *Config) applyDefaults() {
 				c.Routes[i].Value = ValueProjection
 			} else {
 				c.Routes[i].Value = ValueOriginal
+			}
+		}
+	}
+	for i := range c.Routes {
+		if r := &c.Routes[i]; r.Format == "" {
+			r.Format = OutputRaw
+			if r.Window != nil || r.Value == ValueProjection {
+				r.Format = OutputJSON
 			}
 		}
 	}

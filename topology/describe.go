@@ -81,6 +81,8 @@ type DescribedRoute struct {
 	When  string `json:"when"` // "" matches every record
 	Key   string `json:"key"`  // "" keeps the input key
 	Value string `json:"value"`
+	// Format is how the value is written: raw, json or connect-json.
+	Format string `json:"format"`
 	// Project is the projection in output order; empty unless value is
 	// projection.
 	Project []DescribedField `json:"project"`
@@ -214,7 +216,7 @@ func (t *Topology) Description() *Description {
 	all := map[string]bool{}
 	hasExpr := false
 	for i, r := range t.Routes {
-		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Project: []DescribedField{}, Default: r == t.Default}
+		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == t.Default}
 		fields := map[string]bool{}
 		addFields := func(e *Expr) {
 			for _, f := range e.Fields {

@@ -91,6 +91,7 @@ func (d *doc) validate() {
 	if len(c.Inputs) == 0 {
 		d.at("inputs", "at least one input topic is required")
 	}
+	var inSchemas []inputSchema // for connect-json routes
 	for i, in := range c.Inputs {
 		p := fmt.Sprintf("inputs[%d]", i)
 		if in.Topic == "" {
@@ -100,11 +101,15 @@ func (d *doc) validate() {
 		if in.Format != "json" {
 			d.at(p+".format", "input format %q is not supported (supported: json)", in.Format)
 		}
+		is := inputSchema{topic: in.Topic}
 		if in.Schema != "" {
-			if _, err := loadSchema(d.dir, in.Schema); err != nil {
+			s, err := loadSchema(d.dir, in.Schema)
+			if err != nil {
 				d.at(p+".schema", "%v", err)
 			}
+			is.schema = s
 		}
+		inSchemas = append(inSchemas, is)
 	}
 
 	switch c.EventTime.Format {
@@ -161,6 +166,7 @@ func (d *doc) validate() {
 		if r.Key != "" {
 			d.checkExpr(p+".key", r.Key, false)
 		}
+		d.validateFormat(p, r, inSchemas)
 		if r.Window != nil {
 			d.validateWindow(p, r, useTopic)
 			continue
