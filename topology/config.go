@@ -230,6 +230,10 @@ type Route struct {
 	// per group key and event-time window, and the route's topic receives
 	// the window results instead of the records.
 	Window *Window `yaml:"window"`
+	// Assemble makes this an assembly route: parts from other routes or
+	// input topics are joined by ID, and the route's topic receives the
+	// assembled records.
+	Assemble *Assemble `yaml:"assemble"`
 }
 
 // Window kinds and emission modes.
@@ -356,6 +360,9 @@ func (c *Config) applyDefaults() {
 	for i := range c.Routes {
 		if w := c.Routes[i].Window; w != nil && w.Emit == "" {
 			w.Emit = EmitUpdate
+		}
+		if a := c.Routes[i].Assemble; a != nil {
+			a.applyDefaults()
 		}
 		if c.Routes[i].Value == "" {
 			if len(c.Routes[i].Project) > 0 {
