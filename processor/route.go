@@ -72,6 +72,9 @@ func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordErro
 	var outs []Output
 	var machine vm.VM
 	for _, rt := range r.routes {
+		if rt.Assembly != nil {
+			continue // its parts are taken after routing (engine.parts)
+		}
 		if rt.When != nil {
 			res, err := machine.Run(rt.When.Program, e)
 			if typ, ok := notBool(err); ok {
