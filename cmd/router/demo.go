@@ -57,7 +57,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "records per second the generator writes (0: as fast as possible)")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	quiet := fs.Bool("quiet", false, "no live summary")
-	generator := fs.String("generator", "auto", "logs, orders, or auto (orders when the first input topic names orders)")
+	generator := fs.String("generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
 	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
 	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
@@ -126,12 +126,15 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 			kind = "orders"
 		}
 	}
-	if kind != "logs" && kind != "orders" {
-		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders or auto", kind)}
+	if len(top.Assemblies()) > 0 && *generator == "auto" {
+		kind = "parts"
+	}
+	if kind != "logs" && kind != "orders" && kind != "parts" {
+		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
 	}
 	var produced int64
 	var expect gen.AssemblyExpect
-	if len(top.Assemblies()) > 0 {
+	if kind == "parts" {
 		// The parts generator; --records counts orders.
 		produced, expect, err = generateParts(ctx, brokers, top, *records, *seed)
 	} else {

@@ -89,9 +89,9 @@ func (s Spec) Validate() error {
 
 // Part is one part held by an assembly.
 type Part struct {
-	Name  string
-	Time  int64
-	Value []byte
+	Name  string          `json:"name"`
+	Time  int64           `json:"time_ms"`
+	Value json.RawMessage `json:"value"`
 }
 
 // Assembly is one emitted assembly: complete, or incomplete at its TTL.
