@@ -86,4 +86,3 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 		b.ReportMetric(float64(t.op.Open()), "open")
 	})
 }
-
