@@ -141,9 +141,8 @@ func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, er
 // whose source is one of the record's route outputs (or its input topic)
 // and whose predicate holds, keyed by its ID for the repartition topic.
 // Any failure makes the whole record dirty.
-func (e *engine) parts(r *kgo.Record, m *Meta, d *Decoded, outs []Output) ([]*kgo.Record, *RecordError) {
+func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Output) ([]*kgo.Record, *RecordError) {
 	var recs []*kgo.Record
-	var ev map[string]any
 	var machine vm.VM
 	for _, rt := range e.assemblies {
 		for _, pn := range rt.Assembly.Parts {
@@ -162,9 +161,6 @@ func (e *engine) parts(r *kgo.Record, m *Meta, d *Decoded, outs []Output) ([]*kg
 				value = outs[i].Value
 			} else if pn.SourceTopic != r.Topic {
 				continue
-			}
-			if ev == nil {
-				ev = env(m, d)
 			}
 			if pn.When != nil {
 				res, err := machine.Run(pn.When.Program, ev)

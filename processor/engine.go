@@ -90,15 +90,18 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 			m.Headers[h.Key] = string(h.Value)
 		}
 	}
-	outs, rerr := e.rt.route(m, r.Value, d)
+	var outs []Output
+	var parts []*kgo.Record
+	if len(e.assemblies) == 0 {
+		outs, rerr = e.rt.route(m, r.Value, d)
+	} else {
+		ev := env(m, d) // shared by the routes and the parts
+		if outs, rerr = e.rt.routeEnv(ev, m, r.Value, d); rerr == nil {
+			parts, rerr = e.parts(r, ev, d, outs)
+		}
+	}
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
-	}
-	var parts []*kgo.Record
-	if len(e.assemblies) > 0 {
-		if parts, rerr = e.parts(r, m, d, outs); rerr != nil {
-			return []*kgo.Record{e.dirty(r, rerr, tally)}
-		}
 	}
 	if len(outs) == 0 && len(parts) == 0 {
 		tally.Dropped[DropReasonNoRoute]++
