@@ -20,7 +20,12 @@ func TestDemoAssembly(t *testing.T) {
 			if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil {
 				t.Fatalf("demo output: %v\n%s", err, out)
 			}
-			if !res.Conservation || res.Assembly["assembled"] == 0 || res.Assembly["incomplete"] == 0 || res.Assembly["duplicate"] == 0 {
+			// The event-time example's duplicates are fixed by the input; the
+			// processing-time one's shipments land inside the assembly or on
+			// the duplicate route depending on arrival (the verdict checks
+			// their sum).
+			wantDup := c == "assemble-orders"
+			if !res.Conservation || res.Assembly["assembled"] == 0 || res.Assembly["incomplete"] == 0 || (wantDup && res.Assembly["duplicate"] == 0) {
 				t.Fatalf("%s demo: %+v", c, res)
 			}
 		})
