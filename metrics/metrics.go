@@ -75,6 +75,7 @@ const (
 	PartCompleted   = "completed"
 	ResultCompleted = "completed"
 	ResultExpired   = "expired"
+	ResultTooLarge  = "too_large"
 )
 
 // AssemblyObs is one emitted assembly, for the histograms.
@@ -99,7 +100,7 @@ func newAssemblyMetrics(r *prometheus.Registry) assemblyMetrics {
 		AssemblyParts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAssemblyParts,
 			Help: "Repartitioned parts handled by assembly routes, by outcome (new, duplicate: already held, completed: sent to the duplicate route)."}, []string{"route", "outcome"}),
 		Assemblies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAssemblies,
-			Help: "Assemblies emitted, by result (completed, expired: written to the incomplete route)."}, []string{"route", "result"}),
+			Help: "Assemblies emitted, by result (completed, expired: written to the incomplete route, too_large: over max_record_bytes, written to the dirty route cut to fit)."}, []string{"route", "result"}),
 		AssembliesOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameAssembliesOpen,
 			Help: "Open assemblies (waiting for parts) per task."}, []string{"route", "partition"}),
 		AssemblyPartsPer: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: NameAssemblyPartsPer,

@@ -238,7 +238,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 		hs = append(hs, r.Headers...)
 		hs = append(hs, kgo.RecordHeader{Key: HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: HeaderDuplicateOf, Value: r.Key})
-		recs = append(recs, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp})
+		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
 	case out.DuplicatePart:
 		tally.AssemblyParts[[2]string{name, metrics.PartDuplicate}]++
 	default:
@@ -268,12 +268,27 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 	tally.Assemblies[[2]string{name, result}]++
 	tally.AssemblyObs = append(tally.AssemblyObs, metrics.AssemblyObs{Route: name, Parts: len(a.Parts), Complete: a.Complete,
 		Seconds: float64(a.Done-a.First) / 1000})
-	return &kgo.Record{Topic: topic, Key: []byte(a.ID), Value: a.Value, Timestamp: ts, Headers: []kgo.RecordHeader{
+	return e.fit(ar, &kgo.Record{Topic: topic, Key: []byte(a.ID), Value: a.Value, Timestamp: ts, Headers: []kgo.RecordHeader{
 		{Key: HeaderAssemblyRoute, Value: []byte(name)},
 		{Key: HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
 		{Key: HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
 		{Key: HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
-	}}
+	}}, tally)
+}
+
+// fit returns rec, or, when it is over max_record_bytes (many large
+// parts), a dirty record in its place: its key, headers and value cut to
+// fit, with the reason, so the record never poisons the transaction. It
+// is counted as an assembly result, not as a dirty input record (no input
+// record failed).
+func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
+	if recordSize(rec) <= e.maxRec {
+		return rec
+	}
+	d := e.dirty(rec, recErr(StageAssemble, ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
+		ar.rt.Name, rec.Topic, rec.Key, recordSize(rec), e.maxRec), metrics.NewTally())
+	tally.Assemblies[[2]string{ar.rt.Name, metrics.ResultTooLarge}]++
+	return d
 }
 
 // assemblyTick advances the clock of every processing-time assembly task
