@@ -61,6 +61,79 @@ const (
 	NameRedriven = "sidestream_records_redriven_total"
 )
 
+// Assembly metric names. Every repartitioned part counts once in
+// NameAssemblyParts, by outcome: new (the first copy of a part), duplicate
+// (a part the open assembly already held; last_wins/first_wins decide
+// which copy stays), completed (the ID completed within the retention: the
+// part went to the duplicate route). The conservation invariant adds
+// their sum.
+const (
+	NameAssemblyParts      = "sidestream_assembly_parts_total"
+	NameAssemblies         = "sidestream_assemblies_total"
+	NameAssembliesOpen     = "sidestream_assemblies_open"
+	NameAssemblyPartsPer   = "sidestream_assembly_parts_per_assembly"
+	NameAssemblyTimeToDone = "sidestream_assembly_time_to_complete_seconds"
+)
+
+// Assembly part outcomes and assembly results (label values).
+const (
+	PartNew         = "new"
+	PartDuplicate   = "duplicate"
+	PartCompleted   = "completed"
+	ResultCompleted = "completed"
+	ResultExpired   = "expired"
+	ResultTooLarge  = "too_large"
+)
+
+// AssemblyObs is one emitted assembly, for the histograms.
+type AssemblyObs struct {
+	Route    string
+	Parts    int
+	Complete bool
+	Seconds  float64 // first part to completion, on the TTL's clock
+}
+
+// assemblyMetrics are the collectors of the assembly stage.
+type assemblyMetrics struct {
+	AssemblyParts    *prometheus.CounterVec   // route, outcome
+	Assemblies       *prometheus.CounterVec   // route, result
+	AssembliesOpen   *prometheus.GaugeVec     // route, partition
+	AssemblyPartsPer *prometheus.HistogramVec // route
+	TimeToComplete   *prometheus.HistogramVec // route
+}
+
+func newAssemblyMetrics(r *prometheus.Registry) assemblyMetrics {
+	a := assemblyMetrics{
+		AssemblyParts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAssemblyParts,
+			Help: "Repartitioned parts handled by assembly routes, by outcome (new, duplicate: already held, completed: sent to the duplicate route)."}, []string{"route", "outcome"}),
+		Assemblies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAssemblies,
+			Help: "Assemblies emitted, by result (completed, expired: written to the incomplete route, too_large: over max_record_bytes, written to the dirty route cut to fit)."}, []string{"route", "result"}),
+		AssembliesOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameAssembliesOpen,
+			Help: "Open assemblies (waiting for parts) per task."}, []string{"route", "partition"}),
+		AssemblyPartsPer: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: NameAssemblyPartsPer,
+			Help: "Parts held by each emitted assembly (complete or expired).", Buckets: prometheus.LinearBuckets(1, 1, 10)}, []string{"route"}),
+		TimeToComplete: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: NameAssemblyTimeToDone,
+			Help: "Time from an assembly's first part to its completion, on the TTL's clock, in seconds.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 12)}, []string{"route"}),
+	}
+	r.MustRegister(a.AssemblyParts, a.Assemblies, a.AssembliesOpen, a.AssemblyPartsPer, a.TimeToComplete)
+	return a
+}
+
+func (m *Metrics) observeAssemblies(t *Tally) {
+	for k, v := range t.AssemblyParts {
+		m.AssemblyParts.WithLabelValues(k[0], k[1]).Add(float64(v))
+	}
+	for k, v := range t.Assemblies {
+		m.Assemblies.WithLabelValues(k[0], k[1]).Add(float64(v))
+	}
+	for _, o := range t.AssemblyObs {
+		m.AssemblyPartsPer.WithLabelValues(o.Route).Observe(float64(o.Parts))
+		if o.Complete {
+			m.TimeToComplete.WithLabelValues(o.Route).Observe(o.Seconds)
+		}
+	}
+}
+
 // Metrics holds the collectors of one router process.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -100,6 +173,7 @@ type Metrics struct {
 
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
+	assemblyMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -177,6 +251,7 @@ func New() *Metrics {
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
 	r.MustRegister(m.Redriven)
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
+	m.assemblyMetrics = newAssemblyMetrics(r)
 	return m
 }
 
@@ -202,12 +277,17 @@ type Tally struct {
 	Changelog     map[string]int
 	// Redriven counts input records with a redrive mark, by topic.
 	Redriven map[string]int
+	// Assembly stage.
+	AssemblyParts map[[2]string]int // route, outcome
+	Assemblies    map[[2]string]int // route, result
+	AssemblyObs   []AssemblyObs
 }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
 	return &Tally{Consumed: map[string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{},
-		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}, Redriven: map[string]int{}}
+		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}, Redriven: map[string]int{},
+		AssemblyParts: map[[2]string]int{}, Assemblies: map[[2]string]int{}}
 }
 
 // Add merges o into t.
@@ -224,6 +304,9 @@ func (t *Tally) Add(o *Tally) {
 	addCounts(t.WindowResults, o.WindowResults)
 	addCounts(t.Changelog, o.Changelog)
 	addCounts(t.Redriven, o.Redriven)
+	addCounts(t.AssemblyParts, o.AssemblyParts)
+	addCounts(t.Assemblies, o.Assemblies)
+	t.AssemblyObs = append(t.AssemblyObs, o.AssemblyObs...)
 }
 
 func addCounts[K comparable](dst, src map[K]int) {
@@ -235,7 +318,7 @@ func addCounts[K comparable](dst, src map[K]int) {
 // Empty reports whether the tally counts nothing at all (no records, no
 // window results, no state changes).
 func (t *Tally) Empty() bool {
-	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0
+	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0 && len(t.Assemblies) == 0
 }
 
 // Records is the number of input records the tally covers.
@@ -279,6 +362,7 @@ func (m *Metrics) Observe(t *Tally) {
 	for k, v := range t.Redriven {
 		m.Redriven.WithLabelValues(k).Add(float64(v))
 	}
+	m.observeAssemblies(t)
 }
 
 // Snapshot is the current value of the record counters, summed over
@@ -297,11 +381,14 @@ type Snapshot struct {
 	Aggregated float64            `json:"aggregated"`
 	Late       float64            `json:"late"`
 	Results    map[string]float64 `json:"window_results"` // by kind
+	// Assembly stage: parts by outcome, assemblies by result.
+	AssemblyParts map[string]float64 `json:"assembly_parts"`
+	Assemblies    map[string]float64 `json:"assemblies"`
 }
 
 // Snapshot gathers the registry and sums the record counters.
 func (m *Metrics) Snapshot() Snapshot {
-	s := Snapshot{Routes: map[string]float64{}, Results: map[string]float64{}}
+	s := Snapshot{Routes: map[string]float64{}, Results: map[string]float64{}, AssemblyParts: map[string]float64{}, Assemblies: map[string]float64{}}
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		return s
@@ -340,6 +427,15 @@ func (m *Metrics) Snapshot() Snapshot {
 						s.Results[l.GetValue()] += v
 					}
 				}
+			case NameAssemblyParts, NameAssemblies:
+				for _, l := range mt.GetLabel() {
+					switch l.GetName() {
+					case "outcome":
+						s.AssemblyParts[l.GetValue()] += v
+					case "result":
+						s.Assemblies[l.GetValue()] += v
+					}
+				}
 			}
 		}
 	}
@@ -347,10 +443,15 @@ func (m *Metrics) Snapshot() Snapshot {
 }
 
 // Conserved reports whether every consumed record is accounted for:
-// consumed = routed + dirty + dropped + aggregated + late. Consumed counts
-// input and repartition records: a record routed to a window route counts
-// as routed at stage one, and its repartitioned copy as aggregated, late
-// or dirty at stage two.
+// consumed = routed + dirty + dropped + aggregated + late + assembly
+// parts. Consumed counts input and repartition records: a record routed
+// to a window route or taken as a part counts as routed at stage one, and
+// its repartitioned copy as aggregated, late, an assembly part (any
+// outcome) or dirty at stage two.
 func (s Snapshot) Conserved() bool {
-	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late
+	parts := 0.0
+	for _, v := range s.AssemblyParts {
+		parts += v
+	}
+	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts
 }

@@ -3,6 +3,7 @@ package processor
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -38,6 +39,9 @@ type engine struct {
 	appID  string
 	maxRec int
 	trunc  int
+	// assemblies are the assembly routes, whose parts stage one writes.
+	assemblies []*topology.RouteNode
+	partRoute  map[string]string // repartition topic -> assembly route
 }
 
 func newEngine(t *topology.Topology) *engine {
@@ -48,7 +52,18 @@ func newEngine(t *topology.Topology) *engine {
 		appID:  t.Config.ApplicationID,
 		maxRec: t.Dirty.MaxRecordBytes,
 		trunc:  t.Dirty.TruncateTo,
+
+		assemblies: t.Assemblies(),
+		partRoute:  partRoutes(t),
 	}
+}
+
+func partRoutes(t *topology.Topology) map[string]string {
+	m := map[string]string{}
+	for _, r := range t.Assemblies() {
+		m[r.Assembly.RepartitionTopic] = r.Name
+	}
+	return m
 }
 
 // process returns the records to write for r and counts it in tally.
@@ -81,15 +96,24 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 			m.Headers[h.Key] = string(h.Value)
 		}
 	}
-	outs, rerr := e.rt.route(m, r.Value, d)
+	var outs []Output
+	var parts []*kgo.Record
+	if len(e.assemblies) == 0 {
+		outs, rerr = e.rt.route(m, r.Value, d)
+	} else {
+		ev := env(m, d) // shared by the routes and the parts
+		if outs, rerr = e.rt.routeEnv(ev, m, r.Value, d); rerr == nil {
+			parts, rerr = e.parts(r, ev, d, outs)
+		}
+	}
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
-	if len(outs) == 0 {
+	if len(outs) == 0 && len(parts) == 0 {
 		tally.Dropped[DropReasonNoRoute]++
 		return nil
 	}
-	recs := make([]*kgo.Record, 0, len(outs))
+	recs := make([]*kgo.Record, 0, len(outs)+len(parts))
 	for _, o := range outs {
 		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 		if o.Route.Window != nil {
@@ -104,9 +128,19 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 		}
 		recs = append(recs, rec)
 	}
+	for _, rec := range parts {
+		if recordSize(rec) > e.maxRec {
+			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
+				"part for assembly %q is %d bytes, over max_record_bytes %d", headerStr(rec.Headers, HeaderPart), recordSize(rec), e.maxRec), tally)}
+		}
+	}
+	recs = append(recs, parts...)
 	tally.Routed++
 	for _, o := range outs {
 		tally.Routes[o.Route.Name]++
+	}
+	for _, rec := range parts {
+		tally.Routes[e.partRoute[rec.Topic]]++
 	}
 	return recs
 }
@@ -186,4 +220,16 @@ func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metri
 		}
 	}()
 	return e.processWindow(r, t, tally)
+}
+
+// processAssemblyRecord is stage two of an assembly route for one record
+// of its repartition topic, with the same never-panic contract as process.
+func (e *engine) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) (out []*kgo.Record) {
+	tally.Consumed[r.Topic]++
+	defer func() {
+		if p := recover(); p != nil {
+			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
+		}
+	}()
+	return e.processAssembly(r, t, now, tally)
 }

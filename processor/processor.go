@@ -80,6 +80,7 @@ type Processor struct {
 	eng     *engine
 	st      *status
 	ws      *windowStage
+	as      *assemblyStage
 	adm     *kadm.Client // set by Run; used by restores
 	admCl   *kgo.Client  // the client under adm
 	started time.Time
@@ -127,7 +128,12 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	if err != nil {
 		return nil, err
 	}
+	as, err := newAssemblyStage(top)
+	if err != nil {
+		return nil, err
+	}
 	p := &Processor{
+		as:   as,
 		ws:   ws,
 		top:  top,
 		opts: op,
@@ -175,7 +181,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	for {
 		var err error
 		sessionStart := time.Now()
-		p.ws.drop(nil) // a new session restores state from the changelogs
+		p.dropState(nil) // a new session restores state from the changelogs
 		if p.top.Config.Guarantee == topology.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
@@ -238,7 +244,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 
 func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
-		p.ws.drop(r)
+		p.dropState(r)
 		if kind == "lost" {
 			// The session is gone (broker unreachable, session expired).
 			// Empty transactions still "commit" without the broker, so
@@ -308,6 +314,20 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			}
 			t.lastRecord = time.Now()
 			p.observeTask(t)
+		} else if p.as.isRepartition(ftp.Topic) {
+			t, err := p.assemblyTask(ftp.Topic, ftp.Partition)
+			if err != nil {
+				taskErrOnce.Do(func() { taskErr = err })
+				return
+			}
+			t.mu.Lock()
+			for _, r := range ftp.Records {
+				for _, out := range p.eng.processAssemblyRecord(r, t, time.Now(), tally) {
+					produce(out)
+				}
+			}
+			t.mu.Unlock()
+			p.observeAssemblyTask(t)
 		} else {
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.process(r, tally) {

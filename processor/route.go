@@ -68,10 +68,18 @@ func env(m *Meta, d *Decoded) map[string]any {
 // means the record is dropped (routing.default: drop). An expression that
 // fails makes the whole record dirty: partial fan-out is never written.
 func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordError) {
-	e := env(m, d)
+	return r.routeEnv(env(m, d), m, value, d)
+}
+
+// routeEnv is route with the record's expression variables already built
+// (the assembly parts reuse them).
+func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) ([]Output, *RecordError) {
 	var outs []Output
 	var machine vm.VM
 	for _, rt := range r.routes {
+		if rt.Assembly != nil {
+			continue // its parts are taken after routing (engine.parts)
+		}
 		if rt.When != nil {
 			res, err := machine.Run(rt.When.Program, e)
 			if typ, ok := notBool(err); ok {

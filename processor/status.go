@@ -26,6 +26,9 @@ type TaskStatus struct {
 
 	// active is when the task was assigned or last made progress.
 	active time.Time
+	// Assembly tasks only: open assemblies and the TTL's clock (epoch ms).
+	OpenAssemblies int    `json:"open_assemblies,omitempty"`
+	AssemblyClock  *int64 `json:"assembly_clock,omitempty"`
 }
 
 // status is the shared, lock-protected view of a running processor for
@@ -191,4 +194,14 @@ func (s *status) window(topic string, p int32, route string, wm *int64, open, en
 		return
 	}
 	t.Route, t.Watermark, t.OpenWindows, t.StoreEntries, t.StoreBytes = route, wm, open, entries, bytes
+}
+
+func (s *status) assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tasks[tp{topic, p}]
+	if t == nil {
+		return
+	}
+	t.Route, t.AssemblyClock, t.OpenAssemblies, t.StoreEntries, t.StoreBytes = route, clock, open, entries, bytes
 }

@@ -73,11 +73,15 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				_, _ = sess.End(endCtx, kgo.TryAbort)
 				return err
 			}
+			if err := p.assemblyTick(time.Now(), produce, pending); err != nil {
+				_, _ = sess.End(endCtx, kgo.TryAbort)
+				return err
+			}
 			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 				break
 			}
 		}
-		for _, r := range p.ws.changelogRecords(pending) {
+		for _, r := range p.changelogRecords(pending) {
 			produce(r)
 		}
 		if err := p.endTxn(endCtx, sess, pending, &perr); err != nil {
@@ -120,7 +124,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		return fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
 		p.samples.discard()
-		p.ws.drop(nil)
+		p.dropState(nil)
 		p.m.Aborts.WithLabelValues("produce_error").Inc()
 		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
 		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
@@ -135,7 +139,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		p.samples.discard()
 		// The state in memory holds this transaction's changes: drop it,
 		// the next records restore what the changelog committed.
-		p.ws.drop(nil)
+		p.dropState(nil)
 		if pending.Records() > 0 {
 			p.m.Aborts.WithLabelValues("rebalance").Inc()
 			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
@@ -169,7 +173,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	// and from the revoke callback, never both at once.
 	commit := func() error {
 		start := time.Now()
-		for _, r := range p.ws.changelogRecords(pending) {
+		for _, r := range p.changelogRecords(pending) {
 			produce(r)
 		}
 		if err := cl.Flush(flushCtx); err != nil {
@@ -247,6 +251,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		}
 		pending.Add(tally)
 		if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
+			mu.Unlock()
+			return err
+		}
+		if err := p.assemblyTick(time.Now(), produce, pending); err != nil {
 			mu.Unlock()
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -55,18 +54,19 @@ type windowTask struct {
 	lastRecord, lastAdvance time.Time
 }
 
-// windowStage owns the window tasks of this process. Tasks are built (and
-// their state restored from the changelog) on the first records of their
-// partition, and dropped on revoke and on any abort: memory is only ever a
-// cache of what the committed changelog holds.
+// windowStage owns the window tasks of this process.
 type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
-	mu     sync.Mutex
-	tasks  map[tp]*windowTask
+	taskSet[*windowTask]
 }
 
+func (t *windowTask) store() *changelog.Memory { return t.st }
+func (t *windowTask) changelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
+func (t *windowTask) partition() int32         { return t.part }
+func (t *windowTask) routeName() string        { return t.route.rt.Name }
+
 func newWindowStage(t *topology.Topology) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{}}
+	ws := &windowStage{routes: map[string]*windowRoute{}, taskSet: newTaskSet[*windowTask]()}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -106,53 +106,14 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 
 func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[topic]; return ok }
 
-// drop forgets tasks: all of them (nil) or those of the given partitions.
-func (ws *windowStage) drop(parts map[string][]int32) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if parts == nil {
-		ws.tasks = map[tp]*windowTask{}
-		return
-	}
-	for t, ps := range parts {
-		for _, p := range ps {
-			delete(ws.tasks, tp{t, p})
-		}
-	}
-}
-
-func (ws *windowStage) get(topic string, part int32) *windowTask {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.tasks[tp{topic, part}]
-}
-
-func (ws *windowStage) put(topic string, part int32, t *windowTask) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	ws.tasks[tp{topic, part}] = t
-}
-
-func (ws *windowStage) all() []*windowTask {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	out := make([]*windowTask, 0, len(ws.tasks))
-	for _, t := range ws.tasks {
-		out = append(out, t)
-	}
-	return out
-}
-
 // task returns the task of a repartition partition, restoring its state
 // from the changelog first when this process does not hold it yet.
 func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
-	if t := p.ws.get(topic, part); t != nil {
+	if t, ok := p.ws.get(topic, part); ok {
 		return t, nil
 	}
 	wr := p.ws.routes[topic]
-	start := time.Now()
-	st := changelog.NewMemory()
-	n, err := p.restore(wr.rt.Window.ChangelogTopic, part, st)
+	st, start, n, err := p.restoreTask(wr.rt.Name, wr.rt.Window.ChangelogTopic, part)
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +125,6 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	t := &windowTask{route: wr, part: part, st: st, op: op}
 	p.ws.put(topic, part, t)
 	d := time.Since(start)
-	p.m.RestoreDuration.Observe(d.Seconds())
-	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
 	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "records", n,
 		"open_windows", op.OpenWindows(), "duration", d)
 	return t, nil
@@ -372,21 +331,6 @@ func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([
 		vals[i] = v
 	}
 	return vals, nil
-}
-
-// changelogRecords turns every task's state changes since the last commit
-// into changelog records (tombstones for purged windows), one partition
-// per task, and clears the change sets.
-func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
-	var out []*kgo.Record
-	for _, t := range ws.all() {
-		for _, c := range t.st.Changes() {
-			out = append(out, &kgo.Record{Topic: t.route.rt.Window.ChangelogTopic, Partition: t.part, Key: c.Key, Value: c.Value})
-			tally.Changelog[t.route.rt.Name]++
-		}
-		t.st.ResetChanges()
-	}
-	return out
 }
 
 // partitioner writes changelog records to the partition of their task and

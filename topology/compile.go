@@ -50,6 +50,8 @@ type RouteNode struct {
 	Format string
 	// Connect is the schema of a connect-json route, nil otherwise.
 	Connect *ConnectSchema
+	// Assembly is set on assembly routes.
+	Assembly *AssemblyNode
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -173,6 +175,13 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 			t.Default = rn
 		}
 	}
+	for i, r := range cfg.Routes {
+		if r.Assemble != nil {
+			if err := t.compileAssembly(t.Routes[i], r.Assemble, add); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for f := range fields {
 		t.Fields = append(t.Fields, f)
 	}
@@ -198,6 +207,12 @@ func (t *Topology) OutputTopics() []string {
 		if r.Window != nil {
 			out = append(out, r.Window.Config.LateTopic)
 		}
+		if a := r.Assembly; a != nil {
+			out = append(out, a.Config.IncompleteTopic)
+			if a.Config.DuplicateTopic != "" {
+				out = append(out, a.Config.DuplicateTopic)
+			}
+		}
 	}
 	return append(out, t.Dirty.Topic)
 }
@@ -219,6 +234,10 @@ func (t *Topology) InternalTopics() (repartition, changelog []string) {
 	for _, r := range t.Windows() {
 		repartition = append(repartition, r.Window.RepartitionTopic)
 		changelog = append(changelog, r.Window.ChangelogTopic)
+	}
+	for _, r := range t.Assemblies() {
+		repartition = append(repartition, r.Assembly.RepartitionTopic)
+		changelog = append(changelog, r.Assembly.ChangelogTopic)
 	}
 	return repartition, changelog
 }

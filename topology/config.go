@@ -251,6 +251,10 @@ type Route struct {
 	// results; the default with either) or connect-json (the same fields
 	// in Kafka Connect's schema+payload envelope).
 	Format string `yaml:"format"`
+	// Assemble makes this an assembly route: parts from other routes or
+	// input topics are joined by ID, and the route's topic receives the
+	// assembled records.
+	Assemble *Assemble `yaml:"assemble"`
 }
 
 // Window kinds and emission modes.
@@ -380,6 +384,9 @@ func (c *Config) applyDefaults() {
 	for i := range c.Routes {
 		if w := c.Routes[i].Window; w != nil && w.Emit == "" {
 			w.Emit = EmitUpdate
+		}
+		if a := c.Routes[i].Assemble; a != nil {
+			a.applyDefaults()
 		}
 		if c.Routes[i].Value == "" {
 			if len(c.Routes[i].Project) > 0 {

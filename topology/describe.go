@@ -35,6 +35,7 @@ const (
 	NodeDirty     = "dirty"      // the dirty route
 	NodeDrop      = "drop"       // unmatched records dropped (routing.default: drop)
 	NodeTopic     = "topic"      // an output topic
+	NodeAssemble  = "assemble"   // an assembly: parts joined by ID
 )
 
 // Description is a topology as data: what `router topology` prints and
@@ -89,6 +90,32 @@ type DescribedRoute struct {
 	// Fields are the record fields this route's expressions read, sorted.
 	Fields  []string `json:"fields"`
 	Default bool     `json:"default"`
+	// Assemble is set on assembly routes.
+	Assemble *DescribedAssembly `json:"assemble,omitempty"`
+}
+
+// DescribedAssembly is an assembly route's operator.
+type DescribedAssembly struct {
+	ID               string          `json:"id"`
+	Parts            []DescribedPart `json:"parts"`
+	CompleteWhen     []string        `json:"complete_when"` // empty: all parts
+	TTL              string          `json:"ttl"`
+	Time             string          `json:"time"`
+	Duplicates       string          `json:"duplicates"`
+	Retention        string          `json:"retention"`
+	IncompleteTopic  string          `json:"incomplete_topic"`
+	DuplicateTopic   string          `json:"duplicate_topic"`
+	RepartitionTopic string          `json:"repartition_topic"`
+	ChangelogTopic   string          `json:"changelog_topic"`
+}
+
+// DescribedPart is one part of an assembly.
+type DescribedPart struct {
+	Name    string           `json:"name"`
+	Source  string           `json:"source"` // a route name or an input topic
+	When    string           `json:"when"`
+	ID      string           `json:"id"`
+	Project []DescribedField `json:"project"`
 }
 
 // DescribedField is one projected output field.
@@ -215,6 +242,7 @@ func (t *Topology) Description() *Description {
 
 	all := map[string]bool{}
 	hasExpr := false
+	var assemblies []*RouteNode
 	for i, r := range t.Routes {
 		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == t.Default}
 		fields := map[string]bool{}
@@ -240,6 +268,12 @@ func (t *Topology) Description() *Description {
 			hasExpr = true
 		}
 		dr.Fields = sortedKeys(fields)
+		if r.Assembly != nil {
+			dr.Assemble = describeAssembly(r.Assembly)
+			d.Routes = append(d.Routes, dr)
+			assemblies = append(assemblies, r)
+			continue
+		}
 		d.Routes = append(d.Routes, dr)
 
 		id := "route:" + r.Name
@@ -251,6 +285,28 @@ func (t *Topology) Description() *Description {
 		edge(router, id, order)
 		edge(id, "topic:"+r.Topic, "")
 		node("topic:"+r.Topic, NodeTopic, r.Topic)
+	}
+	for _, r := range assemblies {
+		a := r.Assembly
+		id := "assemble:" + r.Name
+		node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Config.TTL.D(), a.Config.Time))
+		for _, p := range a.Parts {
+			if p.SourceRoute != nil {
+				edge("route:"+p.SourceRoute.Name, id, "part "+p.Name)
+			} else {
+				// Decoded like every input record, then taken as a part.
+				edge(router, id, "part "+p.Name+" from "+p.SourceTopic)
+			}
+		}
+		edge(id, "topic:"+r.Topic, "complete")
+		node("topic:"+r.Topic, NodeTopic, r.Topic)
+		edge(id, "topic:"+a.Config.IncompleteTopic, "ttl: incomplete")
+		node("topic:"+a.Config.IncompleteTopic, NodeTopic, a.Config.IncompleteTopic)
+		if t := a.Config.DuplicateTopic; t != "" {
+			edge(id, "topic:"+t, "duplicate")
+			node("topic:"+t, NodeTopic, t)
+		}
+		laterErrs = append(laterErrs, GraphEdge{From: id, To: "dirty", Label: "assemble"})
 	}
 	if len(d.Fields) == 0 && len(all) > 0 {
 		d.Fields = sortedKeys(all)
@@ -277,6 +333,24 @@ func (t *Topology) Description() *Description {
 	edge("dirty", "topic:"+t.Dirty.Topic, "")
 	node("topic:"+t.Dirty.Topic, NodeTopic, t.Dirty.Topic)
 	return d
+}
+
+func describeAssembly(a *AssemblyNode) *DescribedAssembly {
+	c := a.Config
+	da := &DescribedAssembly{
+		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
+		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
+		DuplicateTopic: c.DuplicateTopic, RepartitionTopic: a.RepartitionTopic, ChangelogTopic: a.ChangelogTopic,
+		Parts: []DescribedPart{},
+	}
+	for _, p := range c.Parts {
+		dp := DescribedPart{Name: p.Name, Source: p.Source, When: p.When, ID: p.ID, Project: []DescribedField{}}
+		for _, f := range p.Project {
+			dp.Project = append(dp.Project, DescribedField{Name: f.Name, Expr: f.Expr})
+		}
+		da.Parts = append(da.Parts, dp)
+	}
+	return da
 }
 
 func routeLabel(r DescribedRoute) string {

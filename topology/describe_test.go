@@ -16,6 +16,8 @@ func TestDescribeGolden(t *testing.T) {
 	for _, path := range []string{
 		"../examples/logs-by-level.yaml",
 		"testdata/good/full.yaml", // match all, drop, projection, two inputs
+		"../examples/assemble-orders.yaml",
+		"../examples/order-payment-shipment.yaml",
 	} {
 		top, err := Open(path)
 		if err != nil {

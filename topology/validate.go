@@ -171,6 +171,13 @@ func (d *doc) validate() {
 			d.validateWindow(p, r, useTopic)
 			continue
 		}
+		if r.Assemble != nil {
+			d.validateAssembly(p, r, c.Routes, useTopic)
+			if c.Routing.Default == r.Name {
+				d.at("routing.default", "routing.default names %q, an assembly route; unmatched records cannot be parts", r.Name)
+			}
+			continue
+		}
 		switch r.Value {
 		case ValueOriginal:
 			if len(r.Project) > 0 {

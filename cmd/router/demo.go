@@ -49,6 +49,9 @@ type demoResult struct {
 	Seconds      float64          `json:"seconds"`
 	RecordsPerS  float64          `json:"records_per_second"`
 	Problems     []string         `json:"problems,omitempty"`
+	// Assembly holds the assembly outputs read back (assembled,
+	// incomplete, duplicate) when the topology has an assembly route.
+	Assembly map[string]int64 `json:"assembly,omitempty"`
 }
 
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
@@ -60,7 +63,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "records per second the generator writes (0: as fast as possible)")
 	seed := fs.Uint64("seed", 1, "generator seed")
 	quiet := fs.Bool("quiet", false, "no live summary")
-	generator := fs.String("generator", "auto", "logs, orders, or auto (orders when the first input topic names orders)")
+	generator := fs.String("generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
 	linger := fs.Duration("linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
 	kafkaPort := fs.Int("kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
 	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
@@ -145,10 +148,20 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 			kind = "orders"
 		}
 	}
-	if kind != "logs" && kind != "orders" {
-		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders or auto", kind)}
+	if len(top.Assemblies()) > 0 && *generator == "auto" {
+		kind = "parts"
 	}
-	produced, err := generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
+	if kind != "logs" && kind != "orders" && kind != "parts" {
+		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
+	}
+	var produced int64
+	var expect gen.AssemblyExpect
+	if kind == "parts" {
+		// The parts generator; --records counts orders.
+		produced, expect, err = generateParts(ctx, brokers, top, *records, *seed)
+	} else {
+		produced, err = generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
+	}
 	if err != nil {
 		return err
 	}
@@ -188,6 +201,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err := <-served; err != nil {
 		return fmt.Errorf("router: %w", err)
 	}
+	// The last transaction (the one that fired the last TTLs) is
+	// committed now: count it.
+	s = m.Snapshot()
 
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
@@ -206,6 +222,12 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	res.Consumed = int64(inputConsumed(top, m))
 	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
+	if len(top.Assemblies()) > 0 {
+		var problems []string
+		res.Assembly, problems = checkAssemblies(brokers, top, s, expect)
+		res.Problems = append(res.Problems, problems...)
+		res.Conservation = res.Conservation && len(problems) == 0
+	}
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(b))
 	if *linger > 0 {
@@ -298,6 +320,10 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 		if r.Window != nil {
 			byTopic[r.Window.Config.LateTopic] = "late"
 		}
+		if a := r.Assembly; a != nil {
+			byTopic[a.Config.IncompleteTopic] = "assembly"
+			byTopic[a.Config.DuplicateTopic] = "assembly"
+		}
 	}
 	routes := map[string]int64{}
 	for _, r := range top.Routes {
@@ -319,6 +345,9 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 			late++
 			continue
 		}
+		if byTopic[r.Topic] == "assembly" {
+			continue // checked by checkAssemblies
+		}
 		routes[byTopic[r.Topic]]++
 	}
 	log.Debug("read back", "records", len(recs))
@@ -336,6 +365,15 @@ func conservation(res demoResult, s metrics.Snapshot, top *topology.Topology, in
 	var windowRecords float64
 	for _, r := range top.Routes {
 		n := res.Routes[r.Name]
+		if r.Assembly != nil {
+			// Its topic holds assembled records; the router's route count
+			// is the parts it repartitioned.
+			windowRecords += s.Routes[r.Name]
+			if float64(n) != s.Assemblies[metrics.ResultCompleted] {
+				problems = append(problems, fmt.Sprintf("assembly route %s: read back %d, router assembled %.0f", r.Name, n, s.Assemblies[metrics.ResultCompleted]))
+			}
+			continue
+		}
 		if r.Window != nil {
 			// Its topic holds window results, checked against the
 			// router's count of results.
@@ -390,7 +428,7 @@ func done(top *topology.Topology, m *metrics.Metrics, produced int64) bool {
 			return false
 		}
 	}
-	return true
+	return assembliesDone(top, m)
 }
 
 var _ fs.FS = examples.FS

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// generateParts writes the parts of an assembly example: the three-topic
+// order/payment/shipment stream when the topology reads payments, else
+// the seed-002 stream of X and Y parts. n is the number of orders.
+func generateParts(ctx context.Context, brokers []string, top *topology.Topology, n int, seed uint64) (int64, gen.AssemblyExpect, error) {
+	var parts []gen.Part
+	var exp gen.AssemblyExpect
+	if slices.Contains(top.InputTopics(), "payments") {
+		parts, exp = gen.OrderPaymentShipment(seed, n)
+	} else {
+		parts, exp = gen.OrderParts(seed, n, int(top.Config.Topics.Partitions))
+		for i := range parts {
+			parts[i].Topic = top.InputTopics()[0]
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return 0, exp, err
+	}
+	defer cl.Close()
+	var failed error
+	for _, p := range parts {
+		r := &kgo.Record{Topic: p.Topic, Key: p.Key, Value: p.Value}
+		if p.TS > 0 {
+			r.Timestamp = time.UnixMilli(p.TS)
+		}
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil && failed == nil {
+				failed = err
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, exp, err
+	}
+	if failed != nil {
+		return 0, exp, fmt.Errorf("generator: %w", failed)
+	}
+	return int64(len(parts)), exp, nil
+}
+
+// assembliesDone reports whether every part went through stage two and
+// no assembly is still open (processing-time TTLs have fired).
+func assembliesDone(top *topology.Topology, m *metrics.Metrics) bool {
+	for _, r := range top.Assemblies() {
+		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Assembly.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
+			return false
+		}
+	}
+	mfs, _ := m.Registry.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == metrics.NameAssembliesOpen {
+			for _, mt := range mf.GetMetric() {
+				if mt.GetGauge().GetValue() != 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// checkAssemblies reads the assembly outputs back read_committed and
+// checks them against the generator's expectations and the router's
+// counts. It returns the counts read and the problems found.
+func checkAssemblies(brokers []string, top *topology.Topology, s metrics.Snapshot, exp gen.AssemblyExpect) (map[string]int64, []string) {
+	out := map[string]int64{}
+	var problems []string
+	ar := top.Assemblies()[0]
+	c := ar.Assembly.Config
+	topics := []string{ar.Topic, c.IncompleteTopic}
+	if c.DuplicateTopic != "" {
+		topics = append(topics, c.DuplicateTopic)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	recs, err := readback.ReadCommitted(ctx, brokers, topics...)
+	if err != nil {
+		return out, []string{"read back assemblies: " + err.Error()}
+	}
+	seen := map[string]bool{}
+	optional := 0
+	for _, r := range recs {
+		if r.Topic == c.DuplicateTopic {
+			out["duplicate"]++
+			continue
+		}
+		var a struct {
+			ID      string                     `json:"id"`
+			Parts   map[string]json.RawMessage `json:"parts"`
+			Missing []string                   `json:"missing"`
+		}
+		if err := json.Unmarshal(r.Value, &a); err != nil {
+			problems = append(problems, fmt.Sprintf("assembly output %q is not JSON", r.Value))
+			continue
+		}
+		if seen[r.Topic+"/"+a.ID] {
+			problems = append(problems, fmt.Sprintf("id %s emitted twice on %s", a.ID, r.Topic))
+		}
+		seen[r.Topic+"/"+a.ID] = true
+		if r.Topic == ar.Topic {
+			out["assembled"]++
+			want, ok := exp.Complete[a.ID]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("id %s assembled but not expected to complete", a.ID))
+			}
+			optional += max(len(a.Parts)-len(want), 0)
+			continue
+		}
+		out["incomplete"]++
+		want, ok := exp.Incomplete[a.ID]
+		var hdr string
+		for _, h := range r.Headers {
+			if h.Key == processor.HeaderMissing {
+				hdr = string(h.Value)
+			}
+		}
+		if !ok || !slices.Equal(a.Missing, want) || hdr != strings.Join(want, ",") {
+			problems = append(problems, fmt.Sprintf("id %s incomplete missing %v (header %q), expected %v", a.ID, a.Missing, hdr, want))
+		}
+	}
+	if out["assembled"] != int64(len(exp.Complete)) || out["incomplete"] != int64(len(exp.Incomplete)) {
+		problems = append(problems, fmt.Sprintf("assembled %d of %d expected, incomplete %d of %d expected",
+			out["assembled"], len(exp.Complete), out["incomplete"], len(exp.Incomplete)))
+	}
+	if exp.Optional == 0 && out["duplicate"] != int64(exp.DuplicateRoute) {
+		problems = append(problems, fmt.Sprintf("duplicate route %d, expected %d", out["duplicate"], exp.DuplicateRoute))
+	}
+	if exp.Optional > 0 && int64(optional)+out["duplicate"] != int64(exp.Optional) {
+		problems = append(problems, fmt.Sprintf("optional parts: %d assembled + %d duplicate, expected %d", optional, out["duplicate"], exp.Optional))
+	}
+	if float64(out["assembled"]) != s.Assemblies[metrics.ResultCompleted] || float64(out["incomplete"]) != s.Assemblies[metrics.ResultExpired] ||
+		float64(out["duplicate"]) != s.AssemblyParts[metrics.PartCompleted] {
+		problems = append(problems, fmt.Sprintf("read back %v, router counted %v and %v", out, s.Assemblies, s.AssemblyParts))
+	}
+	return out, problems
+}

@@ -1,0 +1,328 @@
+package processor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Headers of the assembly stage. Stage one writes each part to the
+// route's repartition topic keyed by its ID, naming the part; stage two
+// writes assembled, incomplete and duplicate records with these.
+const (
+	HeaderPart           = "sidestream.assembly.part"
+	HeaderAssemblyRoute  = "sidestream.assembly.route"
+	HeaderAssemblyParts  = "sidestream.assembly.parts"   // the parts held, comma-separated
+	HeaderMissing        = "sidestream.assembly.missing" // the required parts missing, comma-separated
+	HeaderComplete       = "sidestream.assembly.complete"
+	HeaderDuplicateOf    = "sidestream.assembly.completed_id"
+	StageAssemble        = "assemble"
+	ReasonBadAssemblyID  = assembly.ReasonBadID
+	ReasonUnknownPart    = assembly.ReasonUnknownPart
+	ReasonBadPartValue   = assembly.ReasonBadValue
+	ReasonPartPredicate  = "part_predicate_error"
+	ReasonPartProjection = "part_projection_error"
+)
+
+// assemblyRoute is one compiled assembly route and its operator spec.
+type assemblyRoute struct {
+	rt    *topology.RouteNode
+	spec  assembly.Spec
+	event bool // the TTL runs on event time
+}
+
+// assemblyTask is the operator of one partition of an assembly's
+// repartition topic. mu serialises the operator between the processing
+// loop and state queries.
+type assemblyTask struct {
+	route *assemblyRoute
+	part  int32
+	mu    sync.Mutex
+	st    *changelog.Memory
+	op    *assembly.Operator
+}
+
+func (t *assemblyTask) store() *changelog.Memory { return t.st }
+func (t *assemblyTask) changelogTopic() string   { return t.route.rt.Assembly.ChangelogTopic }
+func (t *assemblyTask) partition() int32         { return t.part }
+func (t *assemblyTask) routeName() string        { return t.route.rt.Name }
+
+// assemblyStage owns the assembly tasks of this process.
+type assemblyStage struct {
+	routes map[string]*assemblyRoute // by repartition topic
+	taskSet[*assemblyTask]
+}
+
+func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
+	as := &assemblyStage{routes: map[string]*assemblyRoute{}, taskSet: newTaskSet[*assemblyTask]()}
+	for _, r := range t.Assemblies() {
+		c := r.Assembly.Config
+		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
+		for _, p := range r.Assembly.Parts {
+			s.Parts = append(s.Parts, p.Name)
+		}
+		if c.Duplicates == topology.FirstWins {
+			s.Duplicates = assembly.FirstWins
+		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("route %q: %w", r.Name, err)
+		}
+		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == topology.ClockEvent}
+	}
+	return as, nil
+}
+
+func (as *assemblyStage) isRepartition(topic string) bool { _, ok := as.routes[topic]; return ok }
+
+// assemblyTask returns the task of a repartition partition, restoring its
+// state from the changelog first when this process does not hold it yet.
+func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error) {
+	if t, ok := p.as.get(topic, part); ok {
+		return t, nil
+	}
+	ar := p.as.routes[topic]
+	st, start, n, err := p.restoreTask(ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
+	if err != nil {
+		return nil, err
+	}
+	op, err := assembly.New(ar.spec, st)
+	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: rebuild assembly state: %w", ar.rt.Name, part, err)
+	}
+	st.ResetChanges()
+	t := &assemblyTask{route: ar, part: part, st: st, op: op}
+	p.as.put(topic, part, t)
+	p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", n,
+		"open_assemblies", op.Open(), "duration", time.Since(start))
+	return t, nil
+}
+
+// AssemblyHeld returns what this process holds for one ID of an assembly
+// route: its open assembly (parts, deadline, missing parts) or its
+// completed marker. ok is false when no task of this process holds the ID
+// (nothing arrived for it, or its partition is assigned elsewhere). It is
+// safe to call while the processor runs; it serves GET /state/{route}.
+func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, err error) {
+	found := false
+	for _, ar := range p.as.routes {
+		found = found || ar.rt.Name == route
+	}
+	if !found {
+		return h, false, fmt.Errorf("route %q is not an assembly route", route)
+	}
+	for _, t := range p.as.all() {
+		if t.route.rt.Name != route {
+			continue
+		}
+		t.mu.Lock()
+		h, ok, err = t.op.Held(id)
+		t.mu.Unlock()
+		if err != nil || ok {
+			return h, ok, err
+		}
+	}
+	return assembly.Held{ID: id}, false, nil
+}
+
+// parts is stage one of the assembly routes for one record: every part
+// whose source is one of the record's route outputs (or its input topic)
+// and whose predicate holds, keyed by its ID for the repartition topic.
+// Any failure makes the whole record dirty.
+func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Output) ([]*kgo.Record, *RecordError) {
+	var recs []*kgo.Record
+	var machine vm.VM
+	for _, rt := range e.assemblies {
+		for _, pn := range rt.Assembly.Parts {
+			value := r.Value
+			if pn.SourceRoute != nil {
+				i := -1
+				for j := range outs {
+					if outs[j].Route == pn.SourceRoute {
+						i = j
+						break
+					}
+				}
+				if i < 0 {
+					continue
+				}
+				value = outs[i].Value
+			} else if pn.SourceTopic != r.Topic {
+				continue
+			}
+			if pn.When != nil {
+				res, err := machine.Run(pn.When.Program, ev)
+				if err != nil {
+					return nil, recErr(StageAssemble, ReasonPartPredicate, "route %q part %q: when %q: %s", rt.Name, pn.Name, pn.When.Source, firstLine(err))
+				}
+				ok, isBool := res.(bool)
+				if !isBool {
+					return nil, recErr(StageAssemble, ReasonPartPredicate, "route %q part %q: when %q returned %T, not bool", rt.Name, pn.Name, pn.When.Source, res)
+				}
+				if !ok {
+					continue
+				}
+			}
+			res, err := machine.Run(pn.ID.Program, ev)
+			if err != nil {
+				return nil, recErr(StageAssemble, ReasonBadAssemblyID, "route %q part %q: id %q: %s", rt.Name, pn.Name, pn.ID.Source, firstLine(err))
+			}
+			id, err := assembly.ID(res)
+			if err != nil {
+				return nil, recErr(StageAssemble, ReasonBadAssemblyID, "route %q part %q: id %q: %v", rt.Name, pn.Name, pn.ID.Source, err)
+			}
+			if len(pn.Project) > 0 {
+				v, rerr := project(&machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
+				if rerr != nil {
+					rerr.Stage, rerr.Reason = StageAssemble, ReasonPartProjection
+					return nil, rerr
+				}
+				value = v
+			}
+			hs := repartitionHeaders(r, d.EventTime)
+			hs = append(hs, kgo.RecordHeader{Key: HeaderPart, Value: []byte(pn.Name)})
+			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
+		}
+	}
+	return recs, nil
+}
+
+// processAssembly is stage two for one part: into its task's operator,
+// out come the assembled, incomplete and duplicate records.
+func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) []*kgo.Record {
+	ar := t.route
+	name := ar.rt.Name
+	part := headerStr(r.Headers, HeaderPart)
+	if part == "" {
+		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, HeaderPart), tally)}
+	}
+	if len(r.Key) == 0 {
+		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}
+	}
+	if !gjson.ValidBytes(r.Value) {
+		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}
+	}
+	at := now.UnixMilli()
+	if ar.event {
+		et, ok := headerInt(r.Headers, HeaderEventTime)
+		if !ok {
+			return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadTime, "route %q: repartitioned part has no %s header", name, HeaderEventTime), tally)}
+		}
+		at = et
+	}
+	out, err := t.op.Process(string(r.Key), part, at, r.Value)
+	if err != nil {
+		var re *assembly.RecordError
+		if errors.As(err, &re) {
+			return []*kgo.Record{e.dirty(r, recErr(StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}
+		}
+		// The store failed: nothing of this record may be written.
+		panic(fmt.Sprintf("assembly state of route %q partition %d: %v", name, t.part, err))
+	}
+	var recs []*kgo.Record
+	switch {
+	case out.Duplicate:
+		tally.AssemblyParts[[2]string{name, metrics.PartCompleted}]++
+		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+		hs = append(hs, r.Headers...)
+		hs = append(hs, kgo.RecordHeader{Key: HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: HeaderDuplicateOf, Value: r.Key})
+		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
+	case out.DuplicatePart:
+		tally.AssemblyParts[[2]string{name, metrics.PartDuplicate}]++
+	default:
+		tally.AssemblyParts[[2]string{name, metrics.PartNew}]++
+	}
+	if out.Assembled != nil {
+		recs = append(recs, e.assemblyRecord(ar, out.Assembled, r.Timestamp, tally))
+	}
+	for i := range out.Incomplete {
+		recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
+	}
+	return recs
+}
+
+// assemblyRecord is one emitted assembly: to the route's topic when
+// complete, to the incomplete route otherwise; keyed by the ID.
+func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
+	name := ar.rt.Name
+	names := make([]string, len(a.Parts))
+	for i, p := range a.Parts {
+		names[i] = p.Name
+	}
+	topic, result := ar.rt.Topic, metrics.ResultCompleted
+	if !a.Complete {
+		topic, result = ar.rt.Assembly.Config.IncompleteTopic, metrics.ResultExpired
+	}
+	tally.Assemblies[[2]string{name, result}]++
+	tally.AssemblyObs = append(tally.AssemblyObs, metrics.AssemblyObs{Route: name, Parts: len(a.Parts), Complete: a.Complete,
+		Seconds: float64(a.Done-a.First) / 1000})
+	return e.fit(ar, &kgo.Record{Topic: topic, Key: []byte(a.ID), Value: a.Value, Timestamp: ts, Headers: []kgo.RecordHeader{
+		{Key: HeaderAssemblyRoute, Value: []byte(name)},
+		{Key: HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
+		{Key: HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
+		{Key: HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
+	}}, tally)
+}
+
+// fit returns rec, or, when it is over max_record_bytes (many large
+// parts), a dirty record in its place: its key, headers and value cut to
+// fit, with the reason, so the record never poisons the transaction. It
+// is counted as an assembly result, not as a dirty input record (no input
+// record failed).
+func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
+	if recordSize(rec) <= e.maxRec {
+		return rec
+	}
+	d := e.dirty(rec, recErr(StageAssemble, ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
+		ar.rt.Name, rec.Topic, rec.Key, recordSize(rec), e.maxRec), metrics.NewTally())
+	tally.Assemblies[[2]string{ar.rt.Name, metrics.ResultTooLarge}]++
+	return d
+}
+
+// assemblyTick advances the clock of every processing-time assembly task
+// to now, so assemblies whose TTL passed go to the incomplete route even
+// when no part arrives. It runs on the commit loop, between polls, in the
+// transaction that is open.
+func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	for _, t := range p.as.all() {
+		if t.route.event {
+			continue
+		}
+		t.mu.Lock()
+		out, err := t.op.Advance(now.UnixMilli())
+		t.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("route %q partition %d: assembly ttl: %w", t.route.rt.Name, t.part, err)
+		}
+		for i := range out.Incomplete {
+			produce(p.eng.assemblyRecord(t.route, &out.Incomplete[i], now, tally))
+		}
+		p.observeAssemblyTask(t)
+	}
+	return nil
+}
+
+// observeAssemblyTask publishes an assembly task's gauges and /tasks row.
+func (p *Processor) observeAssemblyTask(t *assemblyTask) {
+	l := []string{t.route.rt.Name, strconv.Itoa(int(t.part))}
+	var clock *int64
+	if c := t.op.Clock(); c > math.MinInt64 {
+		clock = &c
+	}
+	p.st.assembly(t.route.rt.Assembly.RepartitionTopic, t.part, t.route.rt.Name, clock, t.op.Open(), t.st.Len(), t.st.SizeBytes())
+	p.m.AssembliesOpen.WithLabelValues(l...).Set(float64(t.op.Open()))
+	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
+	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
+}

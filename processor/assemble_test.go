@@ -1,0 +1,111 @@
+package processor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/assembly"
+)
+
+// TestPartsStageOne: stage one of the three-topic example for single
+// records: which part record (topic, key, value, part header) or which
+// dirty reason each gives.
+func TestPartsStageOne(t *testing.T) {
+	top := exampleAt(t, "../examples/order-payment-shipment.yaml", []string{"127.0.0.1:9092"})
+	rep := top.Assemblies()[0].Assembly.RepartitionTopic
+	e := newEngine(top)
+	for _, c := range []struct {
+		name, topic, value string
+		wantKey, wantPart  string // "" with wantDirty or wantDrop
+		wantValue          string
+		wantDirty          string // reason
+		wantDrop           bool
+	}{
+		{name: "order", topic: "orders", value: `{"id":"o-1","customer":"c","amount":5}`, wantKey: "o-1", wantPart: "order", wantValue: `{"customer":"c","amount":5}`},
+		{name: "numeric id", topic: "orders", value: `{"id":42,"customer":"c","amount":5}`, wantKey: "42", wantPart: "order"},
+		{name: "integral float id", topic: "orders", value: `{"id":42.0,"customer":"c","amount":5}`, wantKey: "42", wantPart: "order"},
+		{name: "captured payment", topic: "payments", value: `{"order_ref":"o-1","status":"captured","method":"card","amount":5}`, wantKey: "o-1", wantPart: "payment", wantValue: `{"method":"card","paid":5}`},
+		{name: "failed payment: predicate false", topic: "payments", value: `{"order_ref":"o-1","status":"failed"}`, wantDrop: true},
+		{name: "shipment", topic: "shipments", value: `{"for_order":"o-1","carrier":"dhl","tracking":"T1"}`, wantKey: "o-1", wantPart: "shipment"},
+		{name: "missing id", topic: "orders", value: `{"customer":"c","amount":5}`, wantDirty: ReasonBadAssemblyID},
+		{name: "null id", topic: "payments", value: `{"order_ref":null,"status":"captured"}`, wantDirty: ReasonBadAssemblyID},
+		{name: "bool id", topic: "shipments", value: `{"for_order":true}`, wantDirty: ReasonBadAssemblyID},
+		{name: "object id", topic: "orders", value: `{"id":{"a":1}}`, wantDirty: ReasonBadAssemblyID},
+		{name: "empty id", topic: "orders", value: `{"id":""}`, wantDirty: ReasonBadAssemblyID},
+		{name: "predicate not bool", topic: "payments", value: `{"order_ref":"o-1","status":null}`, wantDrop: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tally := metrics.NewTally()
+			outs := e.process(&kgo.Record{Topic: c.topic, Value: []byte(c.value), Timestamp: time.UnixMilli(1)}, tally)
+			switch {
+			case c.wantDirty != "":
+				if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || headerStr(outs[0].Headers, HeaderReason) != c.wantDirty {
+					t.Fatalf("want dirty %s, got %v", c.wantDirty, outs)
+				}
+				if !strings.Contains(headerStr(outs[0].Headers, HeaderError), "id") {
+					t.Errorf("error header does not name the id: %q", headerStr(outs[0].Headers, HeaderError))
+				}
+			case c.wantDrop:
+				if len(outs) != 0 || tally.Dropped[DropReasonNoRoute] != 1 {
+					t.Fatalf("want dropped, got %v", outs)
+				}
+			default:
+				if len(outs) != 1 || outs[0].Topic != rep || string(outs[0].Key) != c.wantKey || headerStr(outs[0].Headers, HeaderPart) != c.wantPart {
+					t.Fatalf("want part %s keyed %s on %s, got %+v", c.wantPart, c.wantKey, rep, outs)
+				}
+				if c.wantValue != "" && string(outs[0].Value) != c.wantValue {
+					t.Errorf("value %s, want %s", outs[0].Value, c.wantValue)
+				}
+				if tally.Routed != 1 || tally.Routes["order-view"] != 1 {
+					t.Errorf("a part counts as routed to its assembly: %+v", tally)
+				}
+			}
+		})
+	}
+}
+
+// TestAssemblyTooLarge: an assembled record over max_record_bytes goes to
+// the dirty route, cut to fit, instead of failing the transaction.
+func TestAssemblyTooLarge(t *testing.T) {
+	top := exampleAt(t, "../examples/order-payment-shipment.yaml", []string{"127.0.0.1:9092"})
+	top.Dirty.MaxRecordBytes, top.Dirty.TruncateTo = 2048, 512
+	e := newEngine(top)
+	as, err := newAssemblyStage(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := as.routes[top.Assemblies()[0].Assembly.RepartitionTopic]
+	st := changelog.NewMemory()
+	op, err := assembly.New(ar.spec, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &assemblyTask{route: ar, st: st, op: op}
+	big := strings.Repeat("x", 1200)
+	tally := metrics.NewTally()
+	var last []*kgo.Record
+	for _, v := range []string{
+		`{"id":"o-1","customer":"` + big + `","amount":1}`,
+	} {
+		for _, part := range e.process(&kgo.Record{Topic: "orders", Value: []byte(v)}, tally) {
+			last = e.processAssembly(part, task, time.Now(), tally)
+		}
+	}
+	for _, part := range e.process(&kgo.Record{Topic: "payments", Value: []byte(`{"order_ref":"o-1","status":"captured","method":"` + big + `","amount":1}`)}, tally) {
+		last = e.processAssembly(part, task, time.Now(), tally)
+	}
+	if len(last) != 1 || last[0].Topic != top.Dirty.Topic || headerStr(last[0].Headers, HeaderReason) != ReasonTooLarge {
+		t.Fatalf("want one dirty too_large record, got %+v", last)
+	}
+	if recordSize(last[0]) > top.Dirty.MaxRecordBytes {
+		t.Fatalf("the dirty record is %d bytes, over %d", recordSize(last[0]), top.Dirty.MaxRecordBytes)
+	}
+	if tally.Assemblies[[2]string{"order-view", metrics.ResultTooLarge}] != 1 || len(tally.Dirty) != 0 {
+		t.Fatalf("counted as %+v / dirty %+v", tally.Assemblies, tally.Dirty)
+	}
+}

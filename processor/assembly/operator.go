@@ -1,0 +1,647 @@
+package assembly
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Store is what the operator needs from a state store;
+// changelog.Store satisfies it. See changelog.Store for the contract.
+type Store interface {
+	Get(key []byte) ([]byte, bool, error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	Range(prefix []byte, fn func(key, value []byte) bool) error
+}
+
+// DuplicateMode says which of two copies of one part an open assembly
+// keeps.
+type DuplicateMode int
+
+const (
+	// LastWins keeps the newest copy (the default).
+	LastWins DuplicateMode = iota
+	// FirstWins keeps the copy that arrived first.
+	FirstWins
+)
+
+// Spec configures one assembly operator.
+type Spec struct {
+	// Parts names every part, in output order. Names are unique and
+	// non-empty.
+	Parts []string
+	// Required is the completion rule: the parts that are enough. Empty
+	// means all of Parts.
+	Required []string
+	// TTL is how long an assembly may stay open after its first part,
+	// on the operator's clock. It must be positive.
+	TTL time.Duration
+	// Retention is how long a completed ID is remembered, so that late
+	// parts go to the duplicate route instead of opening a new assembly.
+	// 0 remembers nothing.
+	Retention  time.Duration
+	Duplicates DuplicateMode
+}
+
+// Validate checks the spec.
+func (s Spec) Validate() error {
+	if len(s.Parts) == 0 {
+		return errors.New("assembly: no parts")
+	}
+	seen := map[string]bool{}
+	for _, p := range s.Parts {
+		if p == "" {
+			return errors.New("assembly: empty part name")
+		}
+		if seen[p] {
+			return fmt.Errorf("assembly: part %q twice", p)
+		}
+		seen[p] = true
+	}
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		if !seen[r] {
+			return fmt.Errorf("assembly: required part %q is not a part", r)
+		}
+		if req[r] {
+			return fmt.Errorf("assembly: required part %q twice", r)
+		}
+		req[r] = true
+	}
+	if s.TTL < time.Millisecond {
+		return fmt.Errorf("assembly: ttl %s must be at least 1ms", s.TTL)
+	}
+	if s.Retention < 0 {
+		return fmt.Errorf("assembly: retention %s is negative", s.Retention)
+	}
+	if s.Duplicates != LastWins && s.Duplicates != FirstWins {
+		return fmt.Errorf("assembly: unknown duplicate mode %d", s.Duplicates)
+	}
+	return nil
+}
+
+// Part is one part held by an assembly.
+type Part struct {
+	Name  string          `json:"name"`
+	Time  int64           `json:"time_ms"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Assembly is one emitted assembly: complete, or incomplete at its TTL.
+type Assembly struct {
+	ID       string
+	Complete bool
+	Parts    []Part   // held parts, in spec order
+	Missing  []string // required parts not held, in spec order
+	First    int64    // time of the first part (the TTL's base)
+	Last     int64    // time of the last part accepted
+	Done     int64    // completing part's time, or the deadline when expired
+	Value    []byte   // the JSON value (see the package doc)
+}
+
+// Output is what one call produced.
+type Output struct {
+	// Assembled holds the assembly this part completed, if any.
+	Assembled *Assembly
+	// Incomplete holds the assemblies whose TTL passed, in firing order.
+	Incomplete []Assembly
+	// Duplicate: the part is for an ID completed within the retention;
+	// the caller writes it to the duplicate route. No state changed.
+	Duplicate bool
+	// DuplicatePart: the open assembly already held this part.
+	DuplicatePart bool
+	// Opened: the part opened a new assembly.
+	Opened bool
+}
+
+// Held is what the store holds for one ID (the state query).
+type Held struct {
+	ID string `json:"id"`
+	// Open: an assembly is open; Parts, First, Last, Deadline, Missing
+	// describe it.
+	Open     bool     `json:"open"`
+	Parts    []Part   `json:"parts,omitempty"`
+	Missing  []string `json:"missing,omitempty"`
+	First    int64    `json:"first_ms,omitempty"`
+	Last     int64    `json:"last_ms,omitempty"`
+	Deadline int64    `json:"deadline_ms,omitempty"`
+	// Completed: the ID completed and is remembered until RetainedUntil.
+	Completed     bool  `json:"completed"`
+	RetainedUntil int64 `json:"retained_until_ms,omitempty"`
+}
+
+// Operator is the assembly operator of one task. It is not safe for
+// concurrent use.
+//
+// Errors other than *RecordError come from the store; after one, the
+// store may hold part of a call's writes, so the caller must abort the
+// transaction and rebuild the operator from the changelog.
+type Operator struct {
+	s        Spec
+	index    map[string]int // part name -> position in s.Parts
+	required []bool         // by part position
+	nreq     int
+	st       Store
+	clock    int64
+	open     int
+	kbuf     []byte
+	vbuf     []byte
+}
+
+// RecordError is a part the operator refuses; the caller sends the record
+// to the dirty route with Reason.
+type RecordError struct {
+	Reason string
+	Detail string
+}
+
+func (e *RecordError) Error() string { return e.Reason + ": " + e.Detail }
+
+// Reasons of RecordError.
+const (
+	ReasonUnknownPart = "unknown_part"
+	ReasonBadID       = "bad_assembly_id"
+	ReasonBadValue    = "bad_part_value"
+)
+
+// New returns the operator over st, continuing from the state it holds.
+func New(spec Spec, st Store) (*Operator, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("assembly: nil store")
+	}
+	o := &Operator{s: spec, st: st, clock: math.MinInt64, index: map[string]int{}, required: make([]bool, len(spec.Parts))}
+	for i, p := range spec.Parts {
+		o.index[p] = i
+	}
+	if len(spec.Required) == 0 {
+		for i := range o.required {
+			o.required[i] = true
+		}
+	} else {
+		for _, r := range spec.Required {
+			o.required[o.index[r]] = true
+		}
+	}
+	for _, r := range o.required {
+		if r {
+			o.nreq++
+		}
+	}
+	b, ok, err := st.Get(metaKey)
+	if err != nil {
+		return nil, fmt.Errorf("assembly: read meta: %w", err)
+	}
+	if ok {
+		c, _, ok := readTime(b)
+		if !ok {
+			return nil, fmt.Errorf("assembly: meta: %w", errCorrupt)
+		}
+		o.clock = c
+	}
+	if err := st.Range(assemblyPrefix, func(_, _ []byte) bool { o.open++; return true }); err != nil {
+		return nil, fmt.Errorf("assembly: count assemblies: %w", err)
+	}
+	return o, nil
+}
+
+// Clock is the operator's clock, math.MinInt64 before any time.
+func (o *Operator) Clock() int64 { return o.clock }
+
+// Open is the number of open assemblies.
+func (o *Operator) Open() int { return o.open }
+
+// Process applies one part (see the package doc). t is the part's time on
+// the TTL's clock; value is its JSON value.
+func (o *Operator) Process(id, part string, t int64, value []byte) (Output, error) {
+	var out Output
+	pi, ok := o.index[part]
+	switch {
+	case !ok:
+		return out, &RecordError{Reason: ReasonUnknownPart, Detail: fmt.Sprintf("part %q is not a part of this assembly", part)}
+	case id == "":
+		return out, &RecordError{Reason: ReasonBadID, Detail: "empty id"}
+	case t < minTime || t > maxTime:
+		return out, &RecordError{Reason: ReasonBadValue, Detail: fmt.Sprintf("time %d is out of range", t)}
+	}
+	_, done, err := o.st.Get(o.key(nsDone, id))
+	if err != nil {
+		return out, err
+	}
+	if done {
+		out.Duplicate = true
+	} else if err := o.apply(id, pi, t, value, &out); err != nil {
+		return out, err
+	}
+	err = o.advance(t, &out)
+	return out, err
+}
+
+// Advance moves the clock to at least c and fires what is due.
+func (o *Operator) Advance(c int64) (Output, error) {
+	var out Output
+	err := o.advance(min(max(c, minTime), maxTime), &out)
+	return out, err
+}
+
+// Bounds of accepted times: far enough from the int64 limits that
+// t + TTL and t + retention never overflow.
+const (
+	minTime = -(1 << 61)
+	maxTime = 1 << 61
+)
+
+func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) error {
+	akey := o.key(nsAssembly, id)
+	b, ok, err := o.st.Get(akey)
+	if err != nil {
+		return err
+	}
+	var a state
+	if ok {
+		if a, err = decodeState(b); err != nil {
+			return fmt.Errorf("assembly %q: %w", id, err)
+		}
+	} else {
+		a = state{first: t, deadline: t + o.s.TTL.Milliseconds()}
+		out.Opened = true
+	}
+	name := o.s.Parts[pi]
+	i := slices.IndexFunc(a.parts, func(p Part) bool { return p.Name == name })
+	switch {
+	case i >= 0:
+		out.DuplicatePart = true
+		if o.s.Duplicates == FirstWins {
+			return nil
+		}
+		a.parts[i] = Part{Name: name, Time: t, Value: value}
+	default:
+		a.parts = append(a.parts, Part{Name: name, Time: t, Value: value})
+	}
+	a.last = t
+	if o.complete(a) {
+		if ok {
+			o.open--
+			if err := o.st.Delete(akey); err != nil {
+				return err
+			}
+			if err := o.st.Delete(o.timerKey(a.deadline, nsAssembly, id)); err != nil {
+				return err
+			}
+		}
+		as := o.emit(id, a, true, t)
+		out.Assembled = &as
+		if r := o.s.Retention.Milliseconds(); r > 0 {
+			o.vbuf = appendTime(o.vbuf[:0], t+r)
+			if err := o.st.Set(o.key(nsDone, id), o.vbuf); err != nil {
+				return err
+			}
+			if err := o.st.Set(o.timerKey(t+r, nsDone, id), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !ok {
+		o.open++
+		if err := o.st.Set(o.timerKey(a.deadline, nsAssembly, id), nil); err != nil {
+			return err
+		}
+	}
+	o.vbuf = a.append(o.vbuf[:0])
+	return o.st.Set(o.key(nsAssembly, id), o.vbuf)
+}
+
+func (o *Operator) complete(a state) bool {
+	n := 0
+	for _, p := range a.parts {
+		if o.required[o.index[p.Name]] {
+			n++
+		}
+	}
+	return n == o.nreq
+}
+
+// advance sets the clock to max(clock, c) and fires every timer at or
+// before it.
+func (o *Operator) advance(c int64, out *Output) error {
+	if c <= o.clock {
+		return nil
+	}
+	o.clock = c
+	if err := o.st.Set(metaKey, appendTime(nil, c)); err != nil {
+		return err
+	}
+	var due [][]byte
+	var ierr error
+	if err := o.st.Range(timerPrefix, func(k, _ []byte) bool {
+		at, _, ok := readTime(k[1:])
+		if !ok {
+			ierr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
+			return false
+		}
+		if at > c {
+			return false
+		}
+		due = append(due, bytes.Clone(k))
+		return true
+	}); err != nil {
+		return err
+	}
+	if ierr != nil {
+		return ierr
+	}
+	for _, k := range due {
+		if len(k) < 10 {
+			return fmt.Errorf("timer key %q: %w", k, errCorrupt)
+		}
+		at, _, _ := readTime(k[1:])
+		kind, id := k[9], string(k[10:])
+		if err := o.st.Delete(k); err != nil {
+			return err
+		}
+		switch kind {
+		case nsDone:
+			if err := o.st.Delete(o.key(nsDone, id)); err != nil {
+				return err
+			}
+		case nsAssembly:
+			akey := o.key(nsAssembly, id)
+			b, ok, err := o.st.Get(akey)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			a, err := decodeState(b)
+			if err != nil {
+				return fmt.Errorf("assembly %q: %w", id, err)
+			}
+			if err := o.st.Delete(akey); err != nil {
+				return err
+			}
+			o.open--
+			out.Incomplete = append(out.Incomplete, o.emit(id, a, false, at))
+		default:
+			return fmt.Errorf("timer key %q: %w", k, errCorrupt)
+		}
+	}
+	return nil
+}
+
+// emit builds the emitted assembly, parts in spec order.
+func (o *Operator) emit(id string, a state, complete bool, done int64) Assembly {
+	as := Assembly{ID: id, Complete: complete, First: a.first, Last: a.last, Done: done}
+	held := make([]bool, len(o.s.Parts))
+	for _, p := range a.parts {
+		held[o.index[p.Name]] = true
+	}
+	for i, name := range o.s.Parts {
+		if held[i] {
+			j := slices.IndexFunc(a.parts, func(p Part) bool { return p.Name == name })
+			as.Parts = append(as.Parts, a.parts[j])
+		} else if o.required[i] {
+			as.Missing = append(as.Missing, name)
+		}
+	}
+	as.Value = appendValue(nil, &as)
+	return as
+}
+
+// Held returns what the store holds for id: its open assembly and parts,
+// or its completed marker. ok is false when it holds nothing.
+func (o *Operator) Held(id string) (h Held, ok bool, err error) {
+	h.ID = id
+	b, open, err := o.st.Get(o.key(nsAssembly, id))
+	if err != nil {
+		return h, false, err
+	}
+	if open {
+		a, err := decodeState(b)
+		if err != nil {
+			return h, false, fmt.Errorf("assembly %q: %w", id, err)
+		}
+		as := o.emit(id, a, false, 0)
+		h.Open, h.Parts, h.Missing, h.First, h.Last, h.Deadline = true, as.Parts, as.Missing, a.first, a.last, a.deadline
+	}
+	b, done, err := o.st.Get(o.key(nsDone, id))
+	if err != nil {
+		return h, false, err
+	}
+	if done {
+		until, _, ok := readTime(b)
+		if !ok {
+			return h, false, fmt.Errorf("completed marker %q: %w", id, errCorrupt)
+		}
+		h.Completed, h.RetainedUntil = true, until
+	}
+	return h, open || done, nil
+}
+
+// appendValue renders the assembled JSON value.
+func appendValue(b []byte, a *Assembly) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, a.ID)
+	b = append(b, `,"complete":`...)
+	b = strconv.AppendBool(b, a.Complete)
+	b = append(b, `,"parts":{`...)
+	for i, p := range a.Parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, p.Name)
+		b = append(b, ':')
+		if len(p.Value) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, p.Value...)
+		}
+	}
+	b = append(b, `},"missing":[`...)
+	for i, m := range a.Missing {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, m)
+	}
+	b = append(b, `],"first_ms":`...)
+	b = strconv.AppendInt(b, a.First, 10)
+	b = append(b, `,"last_ms":`...)
+	b = strconv.AppendInt(b, a.Last, 10)
+	b = append(b, `,"done_ms":`...)
+	b = strconv.AppendInt(b, a.Done, 10)
+	return append(b, '}')
+}
+
+// appendString appends s as a JSON string (encoding/json's escaping;
+// invalid UTF-8 becomes U+FFFD).
+func appendString(b []byte, s string) []byte {
+	j, _ := json.Marshal(s) // a string always marshals
+	return append(b, j...)
+}
+
+func (o *Operator) key(ns byte, id string) []byte {
+	o.kbuf = append(append(o.kbuf[:0], ns), id...)
+	return o.kbuf
+}
+
+func (o *Operator) timerKey(at int64, kind byte, id string) []byte {
+	o.kbuf = appendTime(append(o.kbuf[:0], nsTimer), at)
+	o.kbuf = append(append(o.kbuf, kind), id...)
+	return o.kbuf
+}
+
+// Store layout. Every key starts with a one-byte namespace; times are
+// 8-byte big-endian with the sign bit flipped, so byte order is time
+// order. The ID is always the key's last component, so it needs no
+// escaping.
+//
+//	"m"                  meta: the clock
+//	"a" id               open assembly: first, last, deadline, parts
+//	"d" id               completed marker: retained until
+//	"t" time kind id     timer (empty value); kind is 'a' (deadline) or 'd' (end of retention)
+const (
+	nsMeta     = 'm'
+	nsAssembly = 'a'
+	nsDone     = 'd'
+	nsTimer    = 't'
+)
+
+var (
+	metaKey        = []byte{nsMeta}
+	assemblyPrefix = []byte{nsAssembly}
+	timerPrefix    = []byte{nsTimer}
+	errCorrupt     = errors.New("corrupt assembly state")
+)
+
+// state is one open assembly as stored.
+type state struct {
+	first, last, deadline int64
+	parts                 []Part // in arrival order
+}
+
+func (a state) append(b []byte) []byte {
+	b = binary.AppendVarint(b, a.first)
+	b = binary.AppendVarint(b, a.last)
+	b = binary.AppendVarint(b, a.deadline)
+	b = binary.AppendUvarint(b, uint64(len(a.parts)))
+	for _, p := range a.parts {
+		b = binary.AppendUvarint(b, uint64(len(p.Name)))
+		b = append(b, p.Name...)
+		b = binary.AppendVarint(b, p.Time)
+		b = binary.AppendUvarint(b, uint64(len(p.Value)))
+		b = append(b, p.Value...)
+	}
+	return b
+}
+
+func decodeState(b []byte) (state, error) {
+	var a state
+	var ok bool
+	rv := func() int64 {
+		v, n := binary.Varint(b)
+		if n <= 0 {
+			ok = false
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	ru := func() uint64 {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			ok = false
+			return 0
+		}
+		b = b[n:]
+		return v
+	}
+	rb := func() []byte {
+		n := ru()
+		if !ok || n > uint64(len(b)) {
+			ok = false
+			return nil
+		}
+		v := bytes.Clone(b[:n])
+		b = b[n:]
+		return v
+	}
+	ok = true
+	a.first, a.last, a.deadline = rv(), rv(), rv()
+	n := ru()
+	if !ok || n > uint64(len(b)) {
+		return a, errCorrupt
+	}
+	a.parts = make([]Part, 0, n)
+	for range n {
+		name := rb()
+		t := rv()
+		v := rb()
+		if !ok {
+			return a, errCorrupt
+		}
+		a.parts = append(a.parts, Part{Name: string(name), Time: t, Value: v})
+	}
+	if len(b) != 0 {
+		return a, errCorrupt
+	}
+	return a, nil
+}
+
+func appendTime(b []byte, t int64) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+}
+
+func readTime(b []byte) (int64, []byte, bool) {
+	if len(b) < 8 {
+		return 0, nil, false
+	}
+	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), b[8:], true
+}
+
+// ID renders an ID expression's value as the assembly ID: a non-empty
+// string as is, an integral number in decimal without a fraction (so 42
+// and 42.0 are one ID), any other finite number in Go's shortest form.
+// Anything else (missing, null, empty, bool, object, array, NaN) is an
+// error, whose record goes to the dirty route.
+func ID(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", errors.New("id is missing (null)")
+	case string:
+		if x == "" {
+			return "", errors.New("id is an empty string")
+		}
+		return x, nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case int32:
+		return strconv.FormatInt(int64(x), 10), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return "", fmt.Errorf("id %v is not a finite number", x)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64), nil
+	case fmt.Stringer: // json.Number
+		s := x.String()
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return ID(f)
+		}
+		return "", fmt.Errorf("id %q is not a number", s)
+	}
+	return "", fmt.Errorf("id is a %T, not a string or number", v)
+}

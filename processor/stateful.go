@@ -1,0 +1,112 @@
+package processor
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+)
+
+// stateful is a task of a stateful stage (windows, assemblies): the
+// operator of one partition of a repartition topic, whose store is a
+// cache of the same partition of a changelog topic.
+type stateful interface {
+	store() *changelog.Memory
+	changelogTopic() string
+	partition() int32
+	routeName() string
+}
+
+// taskSet holds the tasks of one stateful stage in this process. Tasks
+// are built (their state restored from the changelog) on the first
+// records of their partition and dropped on revoke and on any abort:
+// memory is only ever a cache of what the committed changelog holds.
+type taskSet[T stateful] struct {
+	mu    sync.Mutex
+	tasks map[tp]T
+}
+
+func newTaskSet[T stateful]() taskSet[T] { return taskSet[T]{tasks: map[tp]T{}} }
+
+// drop forgets tasks: all of them (nil) or those of the given partitions.
+func (s *taskSet[T]) drop(parts map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if parts == nil {
+		s.tasks = map[tp]T{}
+		return
+	}
+	for t, ps := range parts {
+		for _, p := range ps {
+			delete(s.tasks, tp{t, p})
+		}
+	}
+}
+
+func (s *taskSet[T]) get(topic string, part int32) (T, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[tp{topic, part}]
+	return t, ok
+}
+
+func (s *taskSet[T]) put(topic string, part int32, t T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tasks[tp{topic, part}] = t
+}
+
+func (s *taskSet[T]) all() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]T, 0, len(s.tasks))
+	for _, t := range s.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
+// changelogRecords turns every task's state changes since the last commit
+// into changelog records (tombstones for deleted keys), one partition per
+// task, and clears the change sets.
+func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
+	var out []*kgo.Record
+	for _, t := range s.all() {
+		st := t.store()
+		for _, c := range st.Changes() {
+			out = append(out, &kgo.Record{Topic: t.changelogTopic(), Partition: t.partition(), Key: c.Key, Value: c.Value})
+			tally.Changelog[t.routeName()]++
+		}
+		st.ResetChanges()
+	}
+	return out
+}
+
+// restoreTask restores a fresh store from one changelog partition and
+// accounts for it (metrics, log).
+func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*changelog.Memory, time.Time, int, error) {
+	start := time.Now()
+	st := changelog.NewMemory()
+	n, err := p.restore(changelogTopic, part, st)
+	if err != nil {
+		return nil, start, n, err
+	}
+	p.m.RestoreDuration.Observe(time.Since(start).Seconds())
+	p.m.RestoredRecords.WithLabelValues(route).Add(float64(n))
+	return st, start, n, nil
+}
+
+// dropState forgets the state of every stateful stage: all of it (nil)
+// or that of the given partitions.
+func (p *Processor) dropState(parts map[string][]int32) {
+	p.ws.drop(parts)
+	p.as.drop(parts)
+}
+
+// changelogRecords are the changelog records of every stateful stage.
+func (p *Processor) changelogRecords(tally *metrics.Tally) []*kgo.Record {
+	return append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
+}
