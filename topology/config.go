@@ -399,7 +399,7 @@ func (c *Config) applyDefaults() {
 	for i := range c.Routes {
 		if r := &c.Routes[i]; r.Format == "" {
 			r.Format = OutputRaw
-			if r.Window != nil || r.Value == ValueProjection {
+			if r.Window != nil || r.Assemble != nil || r.Value == ValueProjection {
 				r.Format = OutputJSON
 			}
 		}

@@ -343,6 +343,14 @@ func (c *ConnectSchema) inputFields() []string {
 // the connect-json schema so a field of unknown type fails here, at its
 // line, rather than as dirty records at run time.
 func (d *doc) validateFormat(p string, r Route, inputs []inputSchema) {
+	if r.Assemble != nil {
+		// The assembled value nests each part's JSON under its name, which
+		// has no flat Connect schema.
+		if r.Format != OutputJSON {
+			d.at(p+".format", "%s.format: an assembly route writes the assembled record as JSON (parts nested under their names); only %q is supported, got %q", p, OutputJSON, r.Format)
+		}
+		return
+	}
 	switch r.Format {
 	case OutputRaw:
 		if r.Window != nil {
