@@ -59,6 +59,11 @@ func New(top *topology.Topology, m *metrics.Metrics, o Options) *State {
 			s.kinds[lt] = sideroute.KindLate
 		}
 	}
+	for _, r := range top.Routes {
+		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
+			s.kinds[a.Config.IncompleteTopic] = sideroute.KindIncomplete
+		}
+	}
 	return s
 }
 
@@ -73,7 +78,7 @@ func (s *State) SetTasks(fn func() []processor.TaskStatus, status func() (bool, 
 // Sample is one side record as the view shows it.
 type Sample struct {
 	Seq       int64             `json:"seq"`
-	Kind      string            `json:"kind"` // dirty or late
+	Kind      string            `json:"kind"` // dirty, late or incomplete
 	Topic     string            `json:"topic"`
 	Partition int32             `json:"partition"`
 	Offset    int64             `json:"offset"`
@@ -177,6 +182,10 @@ func (s *State) View() View {
 			c = "dirty"
 		case sideroute.KindLate:
 			c = "late/" + t.Window
+		case sideroute.KindIncomplete:
+			c = "incomplete/" + t.Assembly
+		case sideroute.KindDuplicate:
+			c = "duplicate/" + t.Assembly
 		}
 		v.Routes = append(v.Routes, RouteView{Target: t, Counter: c})
 	}
@@ -194,7 +203,7 @@ func (s *State) View() View {
 		ok, reason := s.status()
 		v.Ready, v.Reason = &ok, reason
 	}
-	for _, k := range []string{sideroute.KindDirty, sideroute.KindLate} {
+	for _, k := range []string{sideroute.KindDirty, sideroute.KindLate, sideroute.KindIncomplete} {
 		v.Samples[k] = append([]Sample{}, s.samples[k]...)
 	}
 	return v
@@ -209,6 +218,10 @@ func (s *State) gather() map[string]float64 {
 		if r.Window != nil {
 			out["late/"+r.Name] = 0
 			out["results/"+r.Name] = 0
+		}
+		if r.Assembly != nil {
+			out["incomplete/"+r.Name] = 0
+			out["duplicate/"+r.Name] = 0
 		}
 	}
 	for _, t := range s.top.InputTopics() {
@@ -237,6 +250,14 @@ func (s *State) gather() map[string]float64 {
 				out["late/"+l["route"]] += v
 			case metrics.NameWindowResults:
 				out["results/"+l["route"]] += v
+			case metrics.NameAssemblies:
+				if l["result"] == metrics.ResultExpired {
+					out["incomplete/"+l["route"]] += v
+				}
+			case metrics.NameAssemblyParts:
+				if l["outcome"] == metrics.PartCompleted {
+					out["duplicate/"+l["route"]] += v
+				}
 			case metrics.NameRedriven:
 				out["redriven/"+l["topic"]] += v
 			case metrics.NameCommits:

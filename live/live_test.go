@@ -101,3 +101,36 @@ func TestCountersAndRates(t *testing.T) {
 		t.Fatalf("rate of main = %v, want about 7 per 2 s", r)
 	}
 }
+
+// TestIncompleteSamples: an assembly route's incomplete records are
+// sampled with the parts they miss, and its side routes have counters.
+func TestIncompleteSamples(t *testing.T) {
+	top := load(t, "../examples/assemble-orders.yaml")
+	m := metrics.New()
+	m.Assemblies.WithLabelValues("assembled", metrics.ResultExpired).Add(3)
+	m.AssemblyParts.WithLabelValues("assembled", metrics.PartCompleted).Add(2)
+	s := New(top, m, Options{})
+	s.Sample([]*kgo.Record{
+		{Topic: "orders.incomplete", Key: []byte("o-9"), Value: []byte(`{"id":"o-9","parts":{"lines":{"total":3}}}`), Headers: []kgo.RecordHeader{
+			{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
+			{Key: processor.HeaderAssemblyParts, Value: []byte("lines")},
+			{Key: processor.HeaderMissing, Value: []byte("customer")},
+		}},
+		{Topic: "orders.duplicate", Value: []byte("{}")}, // counted, not sampled
+	})
+	v := s.View()
+	inc := v.Samples["incomplete"]
+	if len(inc) != 1 || inc[0].Reason != "incomplete" || !strings.Contains(strings.Join(inc[0].Lines, ";"), "timed out missing customer; held lines") {
+		t.Fatalf("incomplete sample: %+v", inc)
+	}
+	counters := map[string]string{}
+	for _, r := range v.Routes {
+		counters[r.Name] = r.Counter
+	}
+	if counters["assembled.incomplete"] != "incomplete/assembled" || counters["assembled.duplicate"] != "duplicate/assembled" {
+		t.Fatalf("side route counters: %v", counters)
+	}
+	if v.Counters["incomplete/assembled"] != 3 || v.Counters["duplicate/assembled"] != 2 {
+		t.Fatalf("counters: incomplete %v, duplicate %v", v.Counters["incomplete/assembled"], v.Counters["duplicate/assembled"])
+	}
+}

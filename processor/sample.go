@@ -9,7 +9,7 @@ import (
 
 // WithSideSampler hands fn, after every successful commit, the latest
 // records that commit wrote to the dirty route and the late routes (at
-// most sampleCap per topic), for a live view. fn runs on the poll loop:
+// most sampleCap per topic) and to the incomplete routes of assembly routes, for a live view. fn runs on the poll loop:
 // it must copy what it keeps and return quickly. Records of aborted
 // transactions are never handed over. Default: none.
 func WithSideSampler(fn func([]*kgo.Record)) Opt { return func(o *opts) { o.sampler = fn } }
@@ -35,6 +35,11 @@ func newSideSamples(p *Processor) *sideSamples {
 	for _, r := range p.top.Windows() {
 		if lt := r.Window.Config.LateTopic; lt != "" {
 			s.topics = append(s.topics, lt)
+		}
+	}
+	for _, r := range p.top.Routes {
+		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
+			s.topics = append(s.topics, a.Config.IncompleteTopic)
 		}
 	}
 	return s

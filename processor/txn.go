@@ -73,7 +73,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				_, _ = sess.End(endCtx, kgo.TryAbort)
 				return err
 			}
-			if err := p.assemblyTick(time.Now(), produce, pending); err != nil {
+			if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
 				_, _ = sess.End(endCtx, kgo.TryAbort)
 				return err
 			}
@@ -254,7 +254,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			mu.Unlock()
 			return err
 		}
-		if err := p.assemblyTick(time.Now(), produce, pending); err != nil {
+		if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
 			mu.Unlock()
 			return err
 		}

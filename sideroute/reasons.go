@@ -38,6 +38,15 @@ type Reasons struct {
 	// it (window routes), epoch ms.
 	EventTime *int64 `json:"event_time,omitempty"`
 
+	// Assembly side routes: the assembly route, the parts held and the
+	// required parts missing (incomplete), whether it completed, and the
+	// completed ID a duplicate part belongs to.
+	AssemblyRoute string `json:"assembly_route,omitempty"`
+	AssemblyParts string `json:"assembly_parts,omitempty"`
+	Missing       string `json:"missing_parts,omitempty"`
+	Complete      string `json:"complete,omitempty"`
+	DuplicateOf   string `json:"duplicate_of,omitempty"`
+
 	// Redrive marks of a record re-injected by router redrive.
 	RedriveOrigin string `json:"redrive_origin,omitempty"`
 	RedriveRun    string `json:"redrive_run,omitempty"`
@@ -88,6 +97,16 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 			r.LateByMs = num(h.Value)
 		case processor.HeaderEventTime:
 			r.EventTime = num(h.Value)
+		case processor.HeaderAssemblyRoute:
+			r.AssemblyRoute = v
+		case processor.HeaderAssemblyParts:
+			r.AssemblyParts = v
+		case processor.HeaderMissing:
+			r.Missing = v
+		case processor.HeaderComplete:
+			r.Complete = v
+		case processor.HeaderDuplicateOf:
+			r.DuplicateOf = v
 		case processor.HeaderRedriveOrigin:
 			r.RedriveOrigin = v
 		case processor.HeaderRedriveRun:
@@ -106,13 +125,18 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 // IsLate reports whether the record is on a late route.
 func (r Reasons) IsLate() bool { return r.LateRoute != "" }
 
-// Code is the short reason: the dirty reason code, "late", or "".
+// Code is the short reason: the dirty reason code, "late", "incomplete",
+// "duplicate", or "".
 func (r Reasons) Code() string {
 	switch {
 	case r.Reason != "":
 		return r.Reason
 	case r.IsLate():
 		return "late"
+	case r.DuplicateOf != "":
+		return "duplicate"
+	case r.Missing != "":
+		return "incomplete"
 	}
 	return ""
 }
@@ -156,6 +180,16 @@ func (r Reasons) Lines() []string {
 		}
 		if r.LateWindows != "" {
 			l += "; missed window " + r.LateWindows
+		}
+		out = append(out, l)
+	}
+	switch {
+	case r.DuplicateOf != "":
+		out = append(out, fmt.Sprintf("duplicate: a part of %s, which assembly route %s completed already", r.DuplicateOf, r.AssemblyRoute))
+	case r.Missing != "":
+		l := "incomplete: assembly route " + r.AssemblyRoute + " timed out missing " + r.Missing
+		if r.AssemblyParts != "" {
+			l += "; held " + r.AssemblyParts
 		}
 		out = append(out, l)
 	}

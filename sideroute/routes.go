@@ -12,11 +12,20 @@ const (
 	KindRoute = "route" // an ordinary route (window routes: their results)
 	KindDirty = "dirty" // the dirty route
 	KindLate  = "late"  // the late route of a window route
+	// The side routes of an assembly route.
+	KindIncomplete = "incomplete" // assemblies whose TTL passed
+	KindDuplicate  = "duplicate"  // parts of an ID completed within the retention
 )
 
 // LateSuffix names a window route's late route: "revenue.late". Route
 // names cannot hold a dot, so it never clashes with a route.
 const LateSuffix = ".late"
+
+// Suffixes of an assembly route's side routes: "orders.incomplete".
+const (
+	IncompleteSuffix = ".incomplete"
+	DuplicateSuffix  = ".duplicate"
+)
 
 // Target is a route's topic as tail and redrive address it.
 type Target struct {
@@ -25,16 +34,27 @@ type Target struct {
 	Kind  string `json:"kind"`
 	// Window is the window route a late route belongs to.
 	Window string `json:"window,omitempty"`
+	// Assembly is the assembly route an incomplete or duplicate route
+	// belongs to.
+	Assembly string `json:"assembly,omitempty"`
 }
 
 // Targets lists every addressable route of top in config order, then the
-// dirty route, then the late routes.
+// dirty route, then the late, incomplete and duplicate routes.
 func Targets(top *topology.Topology) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
 		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
 		if r.Window != nil && r.Window.Config.LateTopic != "" {
 			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Config.LateTopic, Kind: KindLate, Window: r.Name})
+		}
+		if a := r.Assembly; a != nil {
+			if a.Config.IncompleteTopic != "" {
+				late = append(late, Target{Name: r.Name + IncompleteSuffix, Topic: a.Config.IncompleteTopic, Kind: KindIncomplete, Assembly: r.Name})
+			}
+			if a.Config.DuplicateTopic != "" {
+				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Config.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
+			}
 		}
 	}
 	out = append(out, Target{Name: "dirty", Topic: top.Dirty.Topic, Kind: KindDirty})

@@ -1,0 +1,58 @@
+package sideroute
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// TestAssemblyTargets: an assembly route's incomplete and duplicate topics
+// are addressable as NAME.incomplete and NAME.duplicate, and their headers
+// decode to a reason a person can read.
+func TestAssemblyTargets(t *testing.T) {
+	src, err := os.ReadFile("../examples/assemble-orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := topology.Load("../examples/assemble-orders.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"assembled.incomplete": "orders.incomplete", "assembled.duplicate": "orders.duplicate"} {
+		tg, err := Resolve(top, name)
+		if err != nil {
+			t.Fatalf("resolve %s: %v", name, err)
+		}
+		if tg.Topic != want || tg.Assembly != "assembled" {
+			t.Errorf("%s: %+v, want topic %s of assembly assembled", name, tg, want)
+		}
+	}
+	if _, err := Resolve(top, "nope"); err == nil || !strings.Contains(err.Error(), "assembled.incomplete (orders.incomplete)") {
+		t.Errorf("unknown route error does not list the incomplete route: %v", err)
+	}
+
+	inc := Decode([]kgo.RecordHeader{
+		{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
+		{Key: processor.HeaderAssemblyParts, Value: []byte("lines")},
+		{Key: processor.HeaderMissing, Value: []byte("customer")},
+	})
+	if inc.Code() != "incomplete" || !strings.Contains(strings.Join(inc.Lines(), "\n"), "timed out missing customer; held lines") {
+		t.Errorf("incomplete record: code %q, lines %q", inc.Code(), inc.Lines())
+	}
+	dup := Decode([]kgo.RecordHeader{
+		{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
+		{Key: processor.HeaderDuplicateOf, Value: []byte("o-7")},
+	})
+	if dup.Code() != "duplicate" || !strings.Contains(strings.Join(dup.Lines(), "\n"), "a part of o-7") {
+		t.Errorf("duplicate record: code %q, lines %q", dup.Code(), dup.Lines())
+	}
+}
