@@ -61,11 +61,17 @@ func unstablePartitions(ctx context.Context, cl *kgo.Client, group string, parts
 		return nil, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return nil, nil // a new group holds nothing pending
+		}
 		return nil, err
 	}
 	topics := resp.Topics
 	if len(resp.Groups) == 1 { // v8+ answers per group
 		if err := kerr.ErrorForCode(resp.Groups[0].ErrorCode); err != nil {
+			if errors.Is(err, kerr.GroupIDNotFound) {
+				return nil, nil
+			}
 			return nil, err
 		}
 		for _, t := range resp.Groups[0].Topics {

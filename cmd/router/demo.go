@@ -66,6 +66,11 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	generator := fs.String("generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
 	linger := fs.Duration("linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
 	kafkaPort := fs.Int("kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
+	// The embedded broker, the generator, the read-back and the router
+	// share the CPU: a starved commit must not outlive its transaction,
+	// or the broker fences it and the batch starts over.
+	fs.Lookup("transaction-timeout").DefValue = "1m0s"
+	_ = fs.Set("transaction-timeout", "1m")
 	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
 	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
