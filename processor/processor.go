@@ -79,6 +79,7 @@ type Processor struct {
 	eng     *engine
 	st      *status
 	ws      *windowStage
+	part    kgo.Partitioner // the producer's: state queries locate keys with it
 	adm     *kadm.Client // set by Run; used by restores
 	started time.Time
 }
@@ -126,6 +127,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	}
 	return &Processor{
 		ws:   ws,
+		part: newPartitioner(top),
 		top:  top,
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
@@ -207,8 +209,11 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.ApplicationID),
+		// The client ID names the instance in the group's description,
+		// so a state query for a key held elsewhere can name its owner.
+		kgo.ClientID(p.opts.instanceID),
 		kgo.ConsumeTopics(p.consumedTopics()...),
-		kgo.RecordPartitioner(newPartitioner(p.top)),
+		kgo.RecordPartitioner(p.part),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -294,6 +299,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 				taskErrOnce.Do(func() { taskErr = err })
 				return
 			}
+			t.mu.Lock()
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processRepartitioned(r, t, tally) {
 					produce(out)
@@ -301,6 +307,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			}
 			t.lastRecord = time.Now()
 			p.observeTask(t)
+			t.mu.Unlock()
 		} else {
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.process(r, tally) {

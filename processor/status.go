@@ -172,3 +172,10 @@ func (s *status) window(topic string, p int32, route string, wm *int64, open, en
 	}
 	t.Route, t.Watermark, t.OpenWindows, t.StoreEntries, t.StoreBytes = route, wm, open, entries, bytes
 }
+
+// assigned reports whether this instance holds the partition now.
+func (s *status) assigned(topic string, p int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks[tp{topic, p}] != nil
+}

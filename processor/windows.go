@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -47,6 +48,9 @@ type windowRoute struct {
 // windowTask is the operator of one partition of a repartition topic and
 // the store holding all of its state.
 type windowTask struct {
+	// mu is held while the task processes, advances, hands out its
+	// changes or answers a state query (the HTTP API reads concurrently).
+	mu    sync.Mutex
 	route *windowRoute
 	part  int32
 	st    *changelog.Memory
@@ -63,10 +67,18 @@ type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
 	mu     sync.Mutex
 	tasks  map[tp]*windowTask
+	// building serialises the restore of one partition, so a state query
+	// and the processing of that partition never build two tasks.
+	building map[tp]*sync.Mutex
+	// gen counts drops: a task restored while a drop happened is stale.
+	gen uint64
+	// partitions of every repartition (and changelog) topic, once the
+	// internal topics are ensured; 0 before.
+	partitions atomic.Int32
 }
 
 func newWindowStage(t *topology.Topology) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{}}
+	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{}, building: map[tp]*sync.Mutex{}}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -110,6 +122,7 @@ func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[top
 func (ws *windowStage) drop(parts map[string][]int32) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	ws.gen++
 	if parts == nil {
 		ws.tasks = map[tp]*windowTask{}
 		return
@@ -127,10 +140,28 @@ func (ws *windowStage) get(topic string, part int32) *windowTask {
 	return ws.tasks[tp{topic, part}]
 }
 
-func (ws *windowStage) put(topic string, part int32, t *windowTask) {
+// putIf stores t unless a drop happened since generation gen.
+func (ws *windowStage) putIf(gen uint64, topic string, part int32, t *windowTask) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	if ws.gen != gen {
+		return false
+	}
 	ws.tasks[tp{topic, part}] = t
+	return true
+}
+
+// building returns the lock that serialises building the task of one
+// partition, and the current drop generation.
+func (ws *windowStage) buildLock(topic string, part int32) (*sync.Mutex, uint64) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	l := ws.building[tp{topic, part}]
+	if l == nil {
+		l = &sync.Mutex{}
+		ws.building[tp{topic, part}] = l
+	}
+	return l, ws.gen
 }
 
 func (ws *windowStage) all() []*windowTask {
@@ -145,7 +176,17 @@ func (ws *windowStage) all() []*windowTask {
 
 // task returns the task of a repartition partition, restoring its state
 // from the changelog first when this process does not hold it yet.
+//
+// The processing goroutines call it between polls, when no drop can
+// happen; a state query may call it at any time, and then gets
+// errStateMoved when a drop (revoke, abort, new session) raced with it.
 func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
+	if t := p.ws.get(topic, part); t != nil {
+		return t, nil
+	}
+	l, gen := p.ws.buildLock(topic, part)
+	l.Lock()
+	defer l.Unlock()
 	if t := p.ws.get(topic, part); t != nil {
 		return t, nil
 	}
@@ -162,7 +203,9 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	}
 	st.ResetChanges()
 	t := &windowTask{route: wr, part: part, st: st, op: op}
-	p.ws.put(topic, part, t)
+	if !p.ws.putIf(gen, topic, part, t) {
+		return nil, errStateMoved
+	}
 	d := time.Since(start)
 	p.m.RestoreDuration.Observe(d.Seconds())
 	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
@@ -363,11 +406,13 @@ func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([
 func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 	var out []*kgo.Record
 	for _, t := range ws.all() {
+		t.mu.Lock()
 		for _, c := range t.st.Changes() {
 			out = append(out, &kgo.Record{Topic: t.route.rt.Window.ChangelogTopic, Partition: t.part, Key: c.Key, Value: c.Value})
 			tally.Changelog[t.route.rt.Name]++
 		}
 		t.st.ResetChanges()
+		t.mu.Unlock()
 	}
 	return out
 }
@@ -453,28 +498,37 @@ func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 // liveness and is off unless configured.
 func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	for _, t := range p.ws.all() {
-		idle := t.route.rt.Window.Config.IdleTimeout.D()
-		wm := t.op.Watermark()
-		if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
-			continue
+		if err := p.idleAdvanceTask(t, now, produce, tally); err != nil {
+			return err
 		}
-		from := t.lastRecord.Add(idle)
-		if t.lastAdvance.After(from) {
-			from = t.lastAdvance
-		}
-		delta := now.Sub(from).Milliseconds()
-		if delta <= 0 {
-			continue
-		}
-		out, err := t.op.AdvanceWatermark(wm + delta)
-		if err != nil {
-			return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
-		}
-		t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
-		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
-			produce(r)
-		}
-		p.observeTask(t)
 	}
+	return nil
+}
+
+func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	idle := t.route.rt.Window.Config.IdleTimeout.D()
+	wm := t.op.Watermark()
+	if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
+		return nil
+	}
+	from := t.lastRecord.Add(idle)
+	if t.lastAdvance.After(from) {
+		from = t.lastAdvance
+	}
+	delta := now.Sub(from).Milliseconds()
+	if delta <= 0 {
+		return nil
+	}
+	out, err := t.op.AdvanceWatermark(wm + delta)
+	if err != nil {
+		return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
+	}
+	t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
+	for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+		produce(r)
+	}
+	p.observeTask(t)
 	return nil
 }

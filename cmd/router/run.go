@@ -146,6 +146,7 @@ func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Lo
 		Describer: top,
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
+		State:     stateReaders(proc),
 	}))
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -198,6 +199,16 @@ func securityWarnings(log *slog.Logger, sec topology.Security) {
 type taskList struct{ p *processor.Processor }
 
 func (t taskList) TaskList() any { return t.p.Tasks() }
+
+// stateReaders registers every stateful operator of the processor for
+// GET /state/{operator}.
+func stateReaders(p *processor.Processor) map[string]api.StateReader {
+	out := map[string]api.StateReader{}
+	for name, r := range p.StateReaders() {
+		out[name] = r
+	}
+	return out
+}
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
