@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
+	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -35,6 +36,7 @@ type opts struct {
 	stallAfter  time.Duration
 	staticGroup bool
 	kgoOpts     []kgo.Opt
+	stores      changelog.Builder
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -66,6 +68,11 @@ func WithTransactionTimeout(d time.Duration) Opt { return func(o *opts) { o.txnT
 // restart within the session timeout does not rebalance (default off).
 func WithStaticMembership(on bool) Opt { return func(o *opts) { o.staticGroup = on } }
 
+// WithStoreBuilder sets how window tasks open their state stores
+// (default: from the topology's state section, memory unless it says
+// pebble). Tests use it to put each instance's stores in its own place.
+func WithStoreBuilder(b changelog.Builder) Opt { return func(o *opts) { o.stores = b } }
+
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (see ClientOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
@@ -80,7 +87,7 @@ type Processor struct {
 	st      *status
 	ws      *windowStage
 	part    kgo.Partitioner // the producer's: state queries locate keys with it
-	adm     *kadm.Client // set by Run; used by restores
+	adm     *kadm.Client    // set by Run; used by restores
 	started time.Time
 }
 
@@ -121,7 +128,18 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		return nil, err
 	}
 	op.kgoOpts = append(sec, op.kgoOpts...)
-	ws, err := newWindowStage(top)
+	if op.stores == nil {
+		switch st := top.Config.State; st.Store {
+		case topology.StorePebble:
+			if st.Dir == "" {
+				return nil, fmt.Errorf("state.store: pebble needs state.dir (or %s)", topology.EnvStateDir)
+			}
+			op.stores = changelog.PebbleBuilder(st.Dir)
+		default:
+			op.stores = changelog.MemoryBuilder()
+		}
+	}
+	ws, err := newWindowStage(top, op.stores)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +170,7 @@ func (p *Processor) TransactionalID() string {
 // a retry cannot fix (a missing input topic, a refused topic creation).
 func (p *Processor) Run(ctx context.Context) error {
 	p.started = time.Now()
+	defer p.ws.drop(nil) // closes the stores
 	p.st.loop()
 	adm, admCl, err := newAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
 	if err != nil {
@@ -303,6 +322,11 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processRepartitioned(r, t, tally) {
 					produce(out)
+				}
+				if t.failed != nil {
+					t.mu.Unlock()
+					taskErrOnce.Do(func() { taskErr = t.failed })
+					return
 				}
 			}
 			t.lastRecord = time.Now()

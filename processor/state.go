@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
 )
 
 // errStateMoved: the task was dropped (revoke, abort, new session) while a
@@ -132,6 +134,9 @@ func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ws, err := t.op.WindowsOf(key)
+	if errors.Is(err, changelog.ErrClosed) {
+		return nil, errStateMoved
+	}
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: read windows of key %q: %w", rt.Name, part, key, err)
 	}

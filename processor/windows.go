@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,10 +54,12 @@ type windowTask struct {
 	mu    sync.Mutex
 	route *windowRoute
 	part  int32
-	st    *changelog.Memory
+	st    changelog.Store
 	op    *window.Operator
 	// Wall-clock times for idle advance: the last record, the last advance.
 	lastRecord, lastAdvance time.Time
+	// failed is set when the store failed; the task is then unusable.
+	failed error
 }
 
 // windowStage owns the window tasks of this process. Tasks are built (and
@@ -75,10 +78,18 @@ type windowStage struct {
 	// partitions of every repartition (and changelog) topic, once the
 	// internal topics are ensured; 0 before.
 	partitions atomic.Int32
+	// builder opens the store of one changelog partition.
+	builder changelog.Builder
+	// clNext is, per changelog partition, the offset after the last
+	// changelog record produced in the current transaction: the local
+	// checkpoint once the transaction commits.
+	offMu  sync.Mutex
+	clNext map[tp]int64
 }
 
-func newWindowStage(t *topology.Topology) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{}, building: map[tp]*sync.Mutex{}}
+func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
+	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
+		building: map[tp]*sync.Mutex{}, builder: b, clNext: map[tp]int64{}}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -118,18 +129,69 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 
 func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[topic]; return ok }
 
-// drop forgets tasks: all of them (nil) or those of the given partitions.
+// drop forgets tasks, all of them (nil) or those of the given
+// partitions, and closes their stores: an on-disk store discards what no
+// commit made durable.
 func (ws *windowStage) drop(parts map[string][]int32) {
 	ws.mu.Lock()
-	defer ws.mu.Unlock()
 	ws.gen++
+	var gone []*windowTask
+	for k, t := range ws.tasks {
+		if parts == nil || slices.Contains(parts[k.topic], k.partition) {
+			gone = append(gone, t)
+			delete(ws.tasks, k)
+		}
+	}
+	ws.mu.Unlock()
 	if parts == nil {
-		ws.tasks = map[tp]*windowTask{}
+		ws.offMu.Lock()
+		clear(ws.clNext)
+		ws.offMu.Unlock()
+	}
+	for _, t := range gone {
+		t.mu.Lock()
+		_ = t.st.Close()
+		t.mu.Unlock()
+	}
+}
+
+// produced notes a changelog record written in the current transaction.
+func (ws *windowStage) produced(r *kgo.Record) {
+	ws.offMu.Lock()
+	k := tp{r.Topic, r.Partition}
+	ws.clNext[k] = max(ws.clNext[k], r.Offset+1)
+	ws.offMu.Unlock()
+}
+
+// checkpoint runs after a commit: every on-disk store makes its state
+// durable with the offset after its last changelog record, so a restart
+// restores only what follows. A store that fails is dropped (its next use
+// restores it); the commit itself stands.
+func (p *Processor) checkpoint() {
+	ws := p.ws
+	ws.offMu.Lock()
+	next := ws.clNext
+	ws.clNext = map[tp]int64{}
+	ws.offMu.Unlock()
+	if len(next) == 0 {
 		return
 	}
-	for t, ps := range parts {
-		for _, p := range ps {
-			delete(ws.tasks, tp{t, p})
+	for _, t := range ws.all() {
+		ck, ok := t.st.(changelog.Checkpointer)
+		if !ok {
+			continue
+		}
+		off, ok := next[tp{t.route.rt.Window.ChangelogTopic, t.part}]
+		if !ok {
+			continue
+		}
+		t.mu.Lock()
+		err := ck.Commit(off)
+		t.mu.Unlock()
+		if err != nil {
+			p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
+				"route", t.route.rt.Name, "partition", t.part, "err", err)
+			ws.drop(map[string][]int32{t.route.rt.Window.RepartitionTopic: {t.part}})
 		}
 	}
 }
@@ -192,36 +254,50 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	}
 	wr := p.ws.routes[topic]
 	start := time.Now()
-	st := changelog.NewMemory()
-	n, err := p.restore(wr.rt.Window.ChangelogTopic, part, st)
+	st, err := p.ws.builder(wr.rt.Window.ChangelogTopic, part)
 	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
+	}
+	n, from, err := p.restore(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	if err != nil {
+		_ = st.Close()
 		return nil, err
 	}
 	op, err := window.New(wr.spec, st)
 	if err != nil {
+		_ = st.Close()
 		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
 	}
 	st.ResetChanges()
 	t := &windowTask{route: wr, part: part, st: st, op: op}
 	if !p.ws.putIf(gen, topic, part, t) {
+		_ = st.Close()
 		return nil, errStateMoved
 	}
 	d := time.Since(start)
 	p.m.RestoreDuration.Observe(d.Seconds())
 	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
-	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "records", n,
-		"open_windows", op.OpenWindows(), "duration", d)
+	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", from, "records", n,
+		"open_windows", op.OpenWindows(), "store_entries", st.Len(), "duration", d)
 	return t, nil
 }
 
-// restore reads one changelog partition from its start to its end into
-// st, read_committed. It first waits until no transaction is open on the
+// restore reads one changelog partition into st, read_committed, up to
+// its end, and returns how many records it read and the offset it
+// started from. It first waits until no transaction is open on the
 // partition (the last stable offset reaches the high watermark), so the
 // state matches the input offsets this process resumes from.
-func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int, error) {
+//
+// A store with a local checkpoint restores only from there. The
+// checkpoint is trusted only when it lies within the partition's
+// [log start, end]: one below the start (records deleted by retention) or
+// past the end (the topic was recreated) wipes the store, as does a store
+// without a checkpoint (never committed, or a crash before its first
+// checkpoint); then the whole partition is read.
+func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
 	defer cancel()
-	var end int64
+	var end, logStart int64
 	for {
 		// Right after the topic is created its metadata may still be
 		// spreading: listing errors are retried until the deadline.
@@ -229,6 +305,9 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 		var lso int64
 		if err == nil {
 			lso, err = listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
+		}
+		if err == nil {
+			logStart, err = listOffset(ctx, p.adm.ListStartOffsets, topic, part)
 		}
 		if err == nil && lso == hwm {
 			end = hwm
@@ -239,31 +318,57 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
+			return 0, 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if end == 0 {
-		return 0, nil
+	ck, _ := st.(changelog.Checkpointer)
+	if ck != nil {
+		off, ok := ck.Checkpoint()
+		var why string
+		switch {
+		case !ok:
+			why = "no local checkpoint"
+		case off < logStart:
+			why = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart)
+		case off > end:
+			why = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end)
+		default:
+			from = off
+		}
+		if why != "" {
+			if ok || st.Len() > 0 {
+				p.log.Warn("local state not usable; wiping it and restoring the whole changelog",
+					"route", route, "partition", part, "reason", why)
+			}
+			if err := ck.Wipe(); err != nil {
+				return 0, 0, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
+			}
+			from = 0
+		}
+	}
+	if from >= end {
+		return 0, from, nil
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(p.top.Config.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 	}, p.opts.kgoOpts...)...)
 	if err != nil {
-		return 0, err
+		return 0, from, err
 	}
 	defer cl.Close()
-	n := 0
-	for next := int64(0); next < end; {
+	const checkpointEvery = 50_000 // bounds a long restore's pending batch
+	sinceCk := 0
+	for next := from; next < end; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return n, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
+			return n, from, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
 		}
 		for _, fe := range fs.Errors() {
-			return n, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
+			return n, from, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
 		}
 		var rerr error
 		fs.EachRecord(func(r *kgo.Record) {
@@ -275,12 +380,19 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 				rerr = err
 			}
 			n++
+			sinceCk++
 		})
 		if rerr != nil {
-			return n, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+			return n, from, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+		}
+		if ck != nil && (sinceCk >= checkpointEvery || next >= end) {
+			if err := ck.Commit(next); err != nil {
+				return n, from, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
+			}
+			sinceCk = 0
 		}
 	}
-	return n, nil
+	return n, from, nil
 }
 
 func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, part int32) (int64, error) {
@@ -326,8 +438,11 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		if errors.As(err, &we) {
 			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
 		}
-		// The store failed: nothing of this record may be written.
-		panic(fmt.Sprintf("window state of route %q partition %d: %v", rt.Name, t.part, err))
+		// The store failed and may hold part of this record's writes:
+		// nothing of this transaction may commit. The caller stops the
+		// task, the transaction aborts and the state is restored.
+		t.failed = fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
+		return nil
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
 	if out.Late != nil {
