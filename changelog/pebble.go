@@ -75,7 +75,10 @@ type pending struct {
 	value   []byte
 }
 
-var _ Checkpointer = (*Pebble)(nil)
+var (
+	_ Checkpointer = (*Pebble)(nil)
+	_ Seeker       = (*Pebble)(nil)
+)
 
 // OpenPebble opens (creating it if needed) the store in dir.
 func OpenPebble(dir string) (*Pebble, error) { return openPebble(vfs.Default, dir) }
@@ -240,11 +243,21 @@ func (s *Pebble) Restore(key, value []byte) error {
 
 // Range implements Store.
 func (s *Pebble) Range(prefix []byte, fn func(key, value []byte) bool) error {
+	return s.RangeFrom(prefix, prefix, fn)
+}
+
+// RangeFrom implements Seeker: the iterator's lower bound is start, so
+// the tombstones below it are never visited.
+func (s *Pebble) RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error {
 	if s.closed {
 		return ErrClosed
 	}
-	lower := append([]byte{dataNS}, prefix...)
-	it, err := s.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upperBound(lower)})
+	if bytes.Compare(start, prefix) < 0 {
+		start = prefix
+	}
+	pfx := append([]byte{dataNS}, prefix...)
+	lower := append([]byte{dataNS}, start...)
+	it, err := s.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upperBound(pfx)})
 	if err != nil {
 		return fmt.Errorf("pebble store %s: range: %w", s.dir, err)
 	}
