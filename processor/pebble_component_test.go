@@ -165,9 +165,13 @@ func TestPebbleRestoresOnlyTheTail(t *testing.T) {
 			if err := pb.Commit(o.Offset + 100); err != nil {
 				t.Fatal(err)
 			}
+			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
 			n, from, err := q.restore("errors", clTopic, o.Partition, pb)
 			if err != nil || from != 0 || n == 0 || !maps.Equal(dumpAll(t, pb), dumpAll(t, mem)) {
 				t.Errorf("partition %d: restore over a bad checkpoint: %d records from %d, %v", o.Partition, n, from, err)
+			}
+			if testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end")) != wipes+1 {
+				t.Errorf("partition %d: the wipe was not counted", o.Partition)
 			}
 		}
 	})

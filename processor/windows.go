@@ -325,21 +325,22 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 	ck, _ := st.(changelog.Checkpointer)
 	if ck != nil {
 		off, ok := ck.Checkpoint()
-		var why string
+		var why, reason string
 		switch {
 		case !ok:
-			why = "no local checkpoint"
+			why, reason = "no local checkpoint", "no_checkpoint"
 		case off < logStart:
-			why = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart)
+			why, reason = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart), "below_start"
 		case off > end:
-			why = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end)
+			why, reason = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end), "past_end"
 		default:
 			from = off
 		}
 		if why != "" {
-			if ok || st.Len() > 0 {
+			if ok || st.Len() > 0 { // not a first start: state was there
 				p.log.Warn("local state not usable; wiping it and restoring the whole changelog",
 					"route", route, "partition", part, "reason", why)
+				p.m.StateWipes.WithLabelValues(route, reason).Inc()
 			}
 			if err := ck.Wipe(); err != nil {
 				return 0, 0, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
