@@ -97,10 +97,21 @@ type WindowStateView struct {
 	Windows     []json.RawMessage `json:"windows"`
 }
 
-// StateReaders returns the state of every stateful route by name: the
-// window routes. The API serves them as GET /state/{route}?key=K.
-func (p *Processor) StateReaders() map[string]*WindowState {
-	out := map[string]*WindowState{}
+// StateReader answers an interactive query on one stateful operator's
+// state for one key (api.StateReader has the same method). Errors:
+// *NotOwnerError, *UnavailableError, or any other for a failure.
+type StateReader interface {
+	ReadState(ctx context.Context, key string) (any, error)
+}
+
+var _ StateReader = (*WindowState)(nil)
+
+// StateReaders returns every stateful operator's reader by operator name:
+// the window routes now; another stateful operator (assembly) adds its
+// own here under its name. The API serves them as GET
+// /state/{operator}?key=K.
+func (p *Processor) StateReaders() map[string]StateReader {
+	out := map[string]StateReader{}
 	for _, wr := range p.ws.routes {
 		out[wr.rt.Name] = &WindowState{p: p, route: wr}
 	}
