@@ -379,7 +379,15 @@ func (s *scenario) restoresWithState() int {
 // event time of that interleaving, and A and B differ: the test then
 // fails, and documents a known violation of invariant 4 (see
 // docs/reliability.md). Each run still passes its own checks then.
-func TestWindowRestartEquivalence(t *testing.T) {
+func TestWindowRestartEquivalence(t *testing.T) { windowRestartEquivalence(t, "memory") }
+
+// TestWindowRestartEquivalencePebble is the same scenario with run B (and
+// its restarts) on the pebble store, A on memory: B restores only the
+// changelog after its local checkpoint, across kill -9, and its results
+// must equal A's to the last revision.
+func TestWindowRestartEquivalencePebble(t *testing.T) { windowRestartEquivalence(t, "pebble") }
+
+func windowRestartEquivalence(t *testing.T, store string) {
 	const n = 60_000
 	// base owns the input topic, the events and the seed; its own
 	// (logs-by-level) topology is never run.
@@ -418,19 +426,12 @@ func TestWindowRestartEquivalence(t *testing.T) {
 	a, b := newWindowRun(base, "a"), newWindowRun(base, "b")
 	p := base.startProducer(1500)
 	ra := a.startRouter("a", fastGroup...)
-	// SIDESTREAM_IT_WINDOW_STORE=pebble: B (and its restarts, which
-	// inherit the environment) keeps its state on disk and restores only
-	// the changelog after its checkpoint, while A keeps the memory store:
-	// the equivalence below then also says pebble's results equal memory's.
-	store := os.Getenv("SIDESTREAM_IT_WINDOW_STORE")
-	switch store {
-	case "", "memory":
-		store = "memory"
-	case "pebble":
+	// With pebble, B (and its restarts, which inherit the environment)
+	// keeps its state on disk, while A keeps the memory store: the
+	// equivalence below then also says pebble's results equal memory's.
+	if store == "pebble" {
 		t.Setenv(topology.EnvStateStore, "pebble")
 		t.Setenv(topology.EnvStateDir, t.TempDir())
-	default:
-		t.Fatalf("SIDESTREAM_IT_WINDOW_STORE=%q: want memory or pebble", store)
 	}
 	rb := b.startRouter("b", fastGroup...)
 	rb = b.killRestartLoop(p, rb, 5)
