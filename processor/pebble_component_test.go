@@ -71,14 +71,21 @@ func restored(r *running) int {
 // changelog's end, and every ERROR event was counted exactly once (final
 // window result or late route) across the three runs.
 func TestPebbleRestoresOnlyTheTail(t *testing.T) {
+	for _, g := range []topology.Guarantee{topology.ExactlyOnce, topology.AtLeastOnce} {
+		t.Run(string(g), func(t *testing.T) { testPebbleTail(t, g) })
+	}
+}
+
+func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
 	top := windowTopology(t, brokers)
+	top.Config.Guarantee = g
 	dir := t.TempDir()
 	pebble := WithStoreBuilder(changelog.PebbleBuilder(dir))
-	g := gen.New(5)
+	gn := gen.New(5)
 	const phase = 6000
-	wantErrors := producePhase(t, brokers, g, phase)
+	wantErrors := producePhase(t, brokers, gn, phase)
 
 	a := start(t, top, "a", pebble)
 	drain(t, a, phase)
@@ -90,7 +97,7 @@ func TestPebbleRestoresOnlyTheTail(t *testing.T) {
 		return int(testutil.ToFloat64(r.p.Metrics().Changelog.WithLabelValues("errors")))
 	}
 
-	wantErrors += producePhase(t, brokers, g, phase)
+	wantErrors += producePhase(t, brokers, gn, phase)
 	cm := start(t, top, "c") // memory store: restores everything
 	drain(t, cm, phase)
 	cm.stop(t)
@@ -98,7 +105,7 @@ func TestPebbleRestoresOnlyTheTail(t *testing.T) {
 		t.Fatalf("the memory store restored %d records, a wrote %d", restored(cm), written(a))
 	}
 
-	wantErrors += producePhase(t, brokers, g, phase)
+	wantErrors += producePhase(t, brokers, gn, phase)
 	b := start(t, top, "b", pebble)
 	drain(t, b, phase)
 	b.stop(t)
@@ -180,7 +187,7 @@ func TestPebbleRestoresOnlyTheTail(t *testing.T) {
 	}
 
 	// Close every window, then check every ERROR event was counted once.
-	flushTS := g.Base + int64(4*phase)*g.Step + 3_600_000
+	flushTS := gn.Base + int64(4*phase)*gn.Step + 3_600_000
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))
 	if err != nil {
 		t.Fatal(err)
