@@ -62,6 +62,9 @@ type Pebble struct {
 	size   int64
 	ckpt   int64
 	hasCk  bool
+	// stale: Restore writes without reading, so n and size are unknown
+	// until recount (run on the first Len, SizeBytes, Set or Delete).
+	stale bool
 	closed bool
 	// changed holds each key changed since the last ResetChanges: its
 	// current value (a copy; nil once deleted) and whether it existed at
@@ -104,30 +107,65 @@ func openPebble(fs vfs.FS, dir string) (*Pebble, error) {
 	return s, nil
 }
 
-// load reads the checkpoint and counters. A database without a complete,
-// well-formed set is not trusted: it is reported as having no checkpoint.
+// load reads the checkpoint and counters. A malformed checkpoint is not
+// trusted (reported as none: the runtime wipes and restores in full);
+// missing counters (the last commit followed a restore) are recounted
+// when first needed.
 func (s *Pebble) load() error {
-	vals := make([]int64, 3)
-	found := 0
-	for i, k := range [][]byte{metaCheckpoint, metaCount, metaSize} {
+	read := func(k []byte) (int64, bool, error) {
 		v, c, err := s.db.Get(k)
 		if errors.Is(err, pebble.ErrNotFound) {
-			continue
+			return 0, false, nil
 		}
 		if err != nil {
-			return err
+			return 0, false, err
 		}
+		defer c.Close()
 		x, n := binary.Varint(v)
-		_ = c.Close()
 		if n <= 0 || x < 0 {
-			return nil
+			return 0, false, nil
 		}
-		vals[i] = x
-		found++
+		return x, true, nil
 	}
-	if found == 3 {
-		s.ckpt, s.n, s.size, s.hasCk = vals[0], int(vals[1]), vals[2], true
+	ck, ok, err := read(metaCheckpoint)
+	if err != nil {
+		return err
 	}
+	s.ckpt, s.hasCk = ck, ok
+	n, okN, err := read(metaCount)
+	if err != nil {
+		return err
+	}
+	size, okS, err := read(metaSize)
+	if err != nil {
+		return err
+	}
+	if okN && okS {
+		s.n, s.size = int(n), size
+	} else {
+		s.stale = true
+	}
+	return nil
+}
+
+// recount brings stale counters up to date with one scan of the data.
+func (s *Pebble) recount() error {
+	if !s.stale {
+		return nil
+	}
+	it, err := s.b.NewIter(&pebble.IterOptions{LowerBound: []byte{dataNS}, UpperBound: []byte{dataNS + 1}})
+	if err != nil {
+		return err
+	}
+	n, size := 0, int64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		size += int64(len(it.Key()) - 1 + len(it.Value()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	s.n, s.size, s.stale = n, size, false
 	return nil
 }
 
@@ -161,6 +199,9 @@ func (s *Pebble) Get(key []byte) ([]byte, bool, error) {
 // put sets or deletes (value nil) key and keeps the counters; it reports
 // whether key existed.
 func (s *Pebble) put(key, value []byte, del bool) (bool, error) {
+	if err := s.recount(); err != nil {
+		return false, err
+	}
 	old, existed, err := s.get(key)
 	if err != nil {
 		return false, err
@@ -235,7 +276,17 @@ func (s *Pebble) Restore(key, value []byte) error {
 	if s.closed {
 		return ErrClosed
 	}
-	if _, err := s.put(key, value, value == nil); err != nil {
+	// No read: a restore writes many records, and reading each one's
+	// old value for the counters halved the restore rate. The counters
+	// are recounted once, when next needed.
+	s.stale = true
+	var err error
+	if value == nil {
+		err = s.b.Delete(s.dataKey(key), nil)
+	} else {
+		err = s.b.Set(s.dataKey(key), value, nil)
+	}
+	if err != nil {
 		return fmt.Errorf("pebble store %s: restore: %w", s.dir, err)
 	}
 	return nil
@@ -285,11 +336,22 @@ func upperBound(p []byte) []byte {
 	return nil
 }
 
-// Len implements Store.
-func (s *Pebble) Len() int { return s.n }
+// Len implements Store. After a restore it recounts (one scan); should
+// that scan fail, it returns the last known count.
+func (s *Pebble) Len() int {
+	if !s.closed {
+		_ = s.recount()
+	}
+	return s.n
+}
 
-// SizeBytes implements Store.
-func (s *Pebble) SizeBytes() int64 { return s.size }
+// SizeBytes implements Store (recounting after a restore, as Len).
+func (s *Pebble) SizeBytes() int64 {
+	if !s.closed {
+		_ = s.recount()
+	}
+	return s.size
+}
 
 // Changes implements Store. The slices are copies.
 func (s *Pebble) Changes() []Change {
@@ -326,10 +388,19 @@ func (s *Pebble) Commit(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("pebble store %s: negative checkpoint %d", s.dir, offset)
 	}
-	for _, kv := range []struct {
+	metas := []struct {
 		k []byte
 		v int64
-	}{{metaCheckpoint, offset}, {metaCount, int64(s.n)}, {metaSize, s.size}} {
+	}{{metaCheckpoint, offset}, {metaCount, int64(s.n)}, {metaSize, s.size}}
+	if s.stale { // mid-restore: counters are recounted after the next open
+		metas = metas[:1]
+		for _, k := range [][]byte{metaCount, metaSize} {
+			if err := s.b.Delete(k, nil); err != nil {
+				return fmt.Errorf("pebble store %s: commit: %w", s.dir, err)
+			}
+		}
+	}
+	for _, kv := range metas {
 		if err := s.b.Set(kv.k, binary.AppendVarint(nil, kv.v), nil); err != nil {
 			return fmt.Errorf("pebble store %s: commit: %w", s.dir, err)
 		}

@@ -83,6 +83,26 @@ func TestPebbleCheckpoint(t *testing.T) {
 	}
 	must(s.Set([]byte("x"), []byte("y")))
 	must(s.Commit(7))
+	// A restore writes without reading; its counters are recounted, also
+	// across a commit and a reopen that happen before anyone asked.
+	must(s.Restore([]byte("r1"), []byte("aaa")))
+	must(s.Restore([]byte("r2"), []byte("b")))
+	must(s.Restore([]byte("r1"), []byte("cc")))
+	must(s.Restore([]byte("x"), nil))
+	must(s.Restore([]byte("gone"), nil))
+	must(s.Commit(12))
+	must(s.Close())
+	s, err = changelog.OpenPebble(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, _ := s.Checkpoint(); off != 12 || s.Len() != 2 || s.SizeBytes() != 2+2+2+1 {
+		t.Fatalf("after restore and reopen: checkpoint %d, len %d, size %d", off, s.Len(), s.SizeBytes())
+	}
+	must(s.Set([]byte("r3"), []byte("z")))
+	if s.Len() != 3 || s.SizeBytes() != 7+3 {
+		t.Fatalf("after a set: len %d size %d", s.Len(), s.SizeBytes())
+	}
 	must(s.Close())
 	if err := s.Set([]byte("x"), nil); err != changelog.ErrClosed {
 		t.Fatalf("write after close: %v", err)
