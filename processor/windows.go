@@ -73,8 +73,10 @@ type windowStage struct {
 	// building serialises the restore of one partition, so a state query
 	// and the processing of that partition never build two tasks.
 	building map[tp]*sync.Mutex
-	// gen counts drops: a task restored while a drop happened is stale.
-	gen uint64
+	// A task restored while its partition was dropped is stale: epoch
+	// counts drops of everything, gens the drops of each partition.
+	epoch uint64
+	gens  map[tp]uint64
 	// partitions of every repartition (and changelog) topic, once the
 	// internal topics are ensured; 0 before.
 	partitions atomic.Int32
@@ -89,7 +91,7 @@ type windowStage struct {
 
 func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
 	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
-		building: map[tp]*sync.Mutex{}, builder: b, clNext: map[tp]int64{}}
+		building: map[tp]*sync.Mutex{}, gens: map[tp]uint64{}, builder: b, clNext: map[tp]int64{}}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -134,7 +136,14 @@ func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[top
 // commit made durable.
 func (ws *windowStage) drop(parts map[string][]int32) {
 	ws.mu.Lock()
-	ws.gen++
+	if parts == nil {
+		ws.epoch++
+	}
+	for t, ps := range parts {
+		for _, p := range ps {
+			ws.gens[tp{t, p}]++
+		}
+	}
 	var gone []*windowTask
 	for k, t := range ws.tasks {
 		if parts == nil || slices.Contains(parts[k.topic], k.partition) {
@@ -202,28 +211,33 @@ func (ws *windowStage) get(topic string, part int32) *windowTask {
 	return ws.tasks[tp{topic, part}]
 }
 
-// putIf stores t unless a drop happened since generation gen.
-func (ws *windowStage) putIf(gen uint64, topic string, part int32, t *windowTask) bool {
+// generation identifies the drops a partition has seen.
+type generation struct{ epoch, gen uint64 }
+
+// putIf stores t unless the partition was dropped since generation g.
+func (ws *windowStage) putIf(g generation, topic string, part int32, t *windowTask) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	if ws.gen != gen {
+	k := tp{topic, part}
+	if (generation{ws.epoch, ws.gens[k]}) != g {
 		return false
 	}
-	ws.tasks[tp{topic, part}] = t
+	ws.tasks[k] = t
 	return true
 }
 
-// building returns the lock that serialises building the task of one
-// partition, and the current drop generation.
-func (ws *windowStage) buildLock(topic string, part int32) (*sync.Mutex, uint64) {
+// buildLock returns the lock that serialises building the task of one
+// partition, and the partition's current generation.
+func (ws *windowStage) buildLock(topic string, part int32) (*sync.Mutex, generation) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	l := ws.building[tp{topic, part}]
+	k := tp{topic, part}
+	l := ws.building[k]
 	if l == nil {
 		l = &sync.Mutex{}
-		ws.building[tp{topic, part}] = l
+		ws.building[k] = l
 	}
-	return l, ws.gen
+	return l, generation{ws.epoch, ws.gens[k]}
 }
 
 func (ws *windowStage) all() []*windowTask {
