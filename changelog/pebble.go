@@ -54,17 +54,17 @@ type Checkpointer interface {
 // Pebble is the on-disk Store (github.com/cockroachdb/pebble), for state
 // larger than memory. One database per task, in its own directory.
 type Pebble struct {
-	dir    string
-	fs     vfs.FS
-	db     *pebble.DB
-	b      *pebble.Batch // indexed: pending writes, read through
-	n      int
-	size   int64
-	ckpt   int64
-	hasCk  bool
+	dir   string
+	fs    vfs.FS
+	db    *pebble.DB
+	b     *pebble.Batch // indexed: pending writes, read through
+	n     int
+	size  int64
+	ckpt  int64
+	hasCk bool
 	// stale: Restore writes without reading, so n and size are unknown
 	// until recount (run on the first Len, SizeBytes, Set or Delete).
-	stale bool
+	stale  bool
 	closed bool
 	// changed holds each key changed since the last ResetChanges: its
 	// current value (a copy; nil once deleted) and whether it existed at
