@@ -18,6 +18,7 @@
 // only with Commit(offset), atomically with the changelog offset they
 // reflect, so the durable state is always the state at a committed
 // changelog offset and a restart restores only the changelog from there.
-// Len and SizeBytes are exact counters, persisted with the checkpoint. The
+// Len and SizeBytes are exact counters, persisted with the checkpoint
+// (recounted by one scan after a restore, which writes without reading). The
 // conformance suite in changelog/storetest is what any backend must pass.
 package changelog
