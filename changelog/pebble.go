@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -25,6 +26,7 @@ var (
 	metaCheckpoint = []byte{metaNS, 'c'} // the changelog offset to restore from
 	metaCount      = []byte{metaNS, 'n'} // Len
 	metaSize       = []byte{metaNS, 's'} // SizeBytes
+	metaTime       = []byte{metaNS, 't'} // the checkpoint's time, unix ms
 )
 
 // Checkpointer is a Store whose state survives the process: it knows the
@@ -44,9 +46,15 @@ type Checkpointer interface {
 	// whether the durable state has one (false: empty or unusable state;
 	// wipe and restore fully).
 	Checkpoint() (offset int64, ok bool)
+	// CheckpointTime is the time the caller gave with the last Commit
+	// (zero if none): a tail restore is safe only while no tombstone
+	// written since could have been compacted away, that is while the
+	// checkpoint is younger than the changelog's delete.retention.ms.
+	CheckpointTime() time.Time
 	// Commit makes every write since the last Commit durable (synced),
-	// together with the checkpoint offset.
-	Commit(offset int64) error
+	// together with the checkpoint offset and the time at which the state
+	// reflected the changelog up to it (the package reads no clock).
+	Commit(offset int64, at time.Time) error
 	// Wipe deletes all state, durable and pending, and the checkpoint.
 	Wipe() error
 }
@@ -61,6 +69,7 @@ type Pebble struct {
 	n     int
 	size  int64
 	ckpt  int64
+	ckAt  time.Time
 	hasCk bool
 	// stale: Restore writes without reading, so n and size are unknown
 	// until recount (run on the first Len, SizeBytes, Set or Delete).
@@ -132,6 +141,11 @@ func (s *Pebble) load() error {
 		return err
 	}
 	s.ckpt, s.hasCk = ck, ok
+	if at, ok, err := read(metaTime); err != nil {
+		return err
+	} else if ok {
+		s.ckAt = time.UnixMilli(at)
+	}
 	n, okN, err := read(metaCount)
 	if err != nil {
 		return err
@@ -380,8 +394,11 @@ func (s *Pebble) ResetChanges() {
 // Checkpoint implements Checkpointer.
 func (s *Pebble) Checkpoint() (int64, bool) { return s.ckpt, s.hasCk }
 
+// CheckpointTime implements Checkpointer.
+func (s *Pebble) CheckpointTime() time.Time { return s.ckAt }
+
 // Commit implements Checkpointer.
-func (s *Pebble) Commit(offset int64) error {
+func (s *Pebble) Commit(offset int64, at time.Time) error {
 	if s.closed {
 		return ErrClosed
 	}
@@ -391,9 +408,9 @@ func (s *Pebble) Commit(offset int64) error {
 	metas := []struct {
 		k []byte
 		v int64
-	}{{metaCheckpoint, offset}, {metaCount, int64(s.n)}, {metaSize, s.size}}
+	}{{metaCheckpoint, offset}, {metaTime, at.UnixMilli()}, {metaCount, int64(s.n)}, {metaSize, s.size}}
 	if s.stale { // mid-restore: counters are recounted after the next open
-		metas = metas[:1]
+		metas = metas[:2]
 		for _, k := range [][]byte{metaCount, metaSize} {
 			if err := s.b.Delete(k, nil); err != nil {
 				return fmt.Errorf("pebble store %s: commit: %w", s.dir, err)
@@ -410,7 +427,7 @@ func (s *Pebble) Commit(offset int64) error {
 	}
 	_ = s.b.Close()
 	s.b = s.db.NewIndexedBatch()
-	s.ckpt, s.hasCk = offset, true
+	s.ckpt, s.ckAt, s.hasCk = offset, time.UnixMilli(at.UnixMilli()), true
 	return nil
 }
 

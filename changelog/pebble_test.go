@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/changelog/storetest"
@@ -51,7 +52,7 @@ func TestPebbleCheckpoint(t *testing.T) {
 	must(s.Set([]byte("a"), []byte("1")))
 	must(s.Set([]byte("b"), []byte("22")))
 	must(s.Restore([]byte("c"), []byte("333")))
-	must(s.Commit(41))
+	must(s.Commit(41, time.UnixMilli(1_000)))
 	must(s.Set([]byte("a"), []byte("changed-but-not-committed")))
 	must(s.Delete([]byte("b")))
 	must(s.Set([]byte("d"), []byte("4")))
@@ -64,8 +65,8 @@ func TestPebbleCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, ok := s.Checkpoint(); !ok || off != 41 {
-		t.Fatalf("checkpoint %d %v, want 41", off, ok)
+	if off, ok := s.Checkpoint(); !ok || off != 41 || !s.CheckpointTime().Equal(time.UnixMilli(1_000)) {
+		t.Fatalf("checkpoint %d %v at %v, want 41 at 1s", off, ok, s.CheckpointTime())
 	}
 	want := map[string]string{"a": "1", "b": "22", "c": "333"}
 	if got := dumpStore(t, s); len(got) != 3 || got["a"] != "1" || got["b"] != "22" || got["c"] != "333" {
@@ -78,11 +79,11 @@ func TestPebbleCheckpoint(t *testing.T) {
 		t.Fatalf("a reopened store reports changes: %v", s.Changes())
 	}
 	must(s.Wipe())
-	if _, ok := s.Checkpoint(); ok || s.Len() != 0 || s.SizeBytes() != 0 || len(dumpStore(t, s)) != 0 {
+	if _, ok := s.Checkpoint(); ok || !s.CheckpointTime().IsZero() || s.Len() != 0 || s.SizeBytes() != 0 || len(dumpStore(t, s)) != 0 {
 		t.Fatalf("after wipe: len %d size %d %v", s.Len(), s.SizeBytes(), dumpStore(t, s))
 	}
 	must(s.Set([]byte("x"), []byte("y")))
-	must(s.Commit(7))
+	must(s.Commit(7, time.UnixMilli(2_000)))
 	// A restore writes without reading; its counters are recounted, also
 	// across a commit and a reopen that happen before anyone asked.
 	must(s.Restore([]byte("r1"), []byte("aaa")))
@@ -90,13 +91,13 @@ func TestPebbleCheckpoint(t *testing.T) {
 	must(s.Restore([]byte("r1"), []byte("cc")))
 	must(s.Restore([]byte("x"), nil))
 	must(s.Restore([]byte("gone"), nil))
-	must(s.Commit(12))
+	must(s.Commit(12, time.UnixMilli(3_000)))
 	must(s.Close())
 	s, err = changelog.OpenPebble(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, _ := s.Checkpoint(); off != 12 || s.Len() != 2 || s.SizeBytes() != 2+2+2+1 {
+	if off, _ := s.Checkpoint(); off != 12 || !s.CheckpointTime().Equal(time.UnixMilli(3_000)) || s.Len() != 2 || s.SizeBytes() != 2+2+2+1 {
 		t.Fatalf("after restore and reopen: checkpoint %d, len %d, size %d", off, s.Len(), s.SizeBytes())
 	}
 	must(s.Set([]byte("r3"), []byte("z")))

@@ -89,7 +89,8 @@ type Metrics struct {
 	RestoreDuration prometheus.Histogram
 	RestoredRecords *prometheus.CounterVec // route
 	// StateWipes counts local stores wiped before a full restore, by
-	// route and reason (no_checkpoint, below_start, past_end).
+	// route and reason (no_checkpoint, below_start, past_end,
+	// older_than_delete_retention).
 	StateWipes *prometheus.CounterVec
 
 	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.

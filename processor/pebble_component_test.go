@@ -169,7 +169,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			if err := pb.Set([]byte("junk"), []byte("x")); err != nil {
 				t.Fatal(err)
 			}
-			if err := pb.Commit(o.Offset + 100); err != nil {
+			if err := pb.Commit(o.Offset+100, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
@@ -179,6 +179,16 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			}
 			if testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end")) != wipes+1 {
 				t.Errorf("partition %d: the wipe was not counted", o.Partition)
+			}
+			// A checkpoint older than the changelog's delete.retention.ms
+			// (a day by default) may have missed a compacted tombstone.
+			off, _ := pb.Checkpoint()
+			if err := pb.Commit(off, time.Now().Add(-25*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			n, from, err = q.restore("errors", clTopic, o.Partition, pb)
+			if err != nil || from != 0 || n == 0 || testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "older_than_delete_retention")) == 0 {
+				t.Errorf("partition %d: restore over a day-old checkpoint: %d records from %d, %v", o.Partition, n, from, err)
 			}
 		}
 	})

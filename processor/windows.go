@@ -185,6 +185,7 @@ func (p *Processor) checkpoint() {
 	if len(next) == 0 {
 		return
 	}
+	now := time.Now() // after the commit: every later changelog record is newer
 	for _, t := range ws.all() {
 		ck, ok := t.st.(changelog.Checkpointer)
 		if !ok {
@@ -195,7 +196,7 @@ func (p *Processor) checkpoint() {
 			continue
 		}
 		t.mu.Lock()
-		err := ck.Commit(off)
+		err := ck.Commit(off, now)
 		t.mu.Unlock()
 		if err != nil {
 			p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
@@ -311,6 +312,7 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
 	defer cancel()
+	began := time.Now() // the state read reflects the changelog as of now
 	var end, logStart int64
 	for {
 		// Right after the topic is created its metadata may still be
@@ -348,7 +350,15 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 		case off > end:
 			why, reason = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end), "past_end"
 		default:
-			from = off
+			// A tombstone written after the checkpoint may have been
+			// compacted away once delete.retention.ms passed: the tail
+			// would then miss a delete and leave a purged window behind.
+			if ret := p.deleteRetention(ctx, topic); began.Sub(ck.CheckpointTime()) >= ret {
+				why, reason = fmt.Sprintf("checkpoint from %s is older than the changelog's delete.retention.ms (%s)",
+					ck.CheckpointTime().UTC().Format(time.RFC3339), ret), "older_than_delete_retention"
+			} else {
+				from = off
+			}
 		}
 		if why != "" {
 			if ok || st.Len() > 0 { // not a first start: state was there
@@ -401,13 +411,33 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 			return n, from, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
 		}
 		if ck != nil && (sinceCk >= checkpointEvery || next >= end) {
-			if err := ck.Commit(next); err != nil {
+			if err := ck.Commit(next, began); err != nil {
 				return n, from, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
 			}
 			sinceCk = 0
 		}
 	}
 	return n, from, nil
+}
+
+// deleteRetention is the changelog's delete.retention.ms: how long the
+// cleaner keeps tombstones. Kafka's default (one day) when it cannot be
+// read.
+func (p *Processor) deleteRetention(ctx context.Context, topic string) time.Duration {
+	const kafkaDefault = 24 * time.Hour
+	rcs, err := p.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+		p.log.Debug("cannot read delete.retention.ms; assuming Kafka's default", "topic", topic, "err", err)
+		return kafkaDefault
+	}
+	for _, c := range rcs[0].Configs {
+		if c.Key == "delete.retention.ms" && c.Value != nil {
+			if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil && ms >= 0 {
+				return time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	return kafkaDefault
 }
 
 func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, part int32) (int64, error) {

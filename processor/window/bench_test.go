@@ -135,7 +135,7 @@ func BenchmarkProcessStore(b *testing.B) {
 					_ = st.Changes()
 					st.ResetChanges()
 					if ck, ok := st.(changelog.Checkpointer); ok {
-						if err := ck.Commit(int64(i)); err != nil {
+						if err := ck.Commit(int64(i), time.UnixMilli(int64(i))); err != nil {
 							b.Fatal(err)
 						}
 					}
