@@ -108,6 +108,24 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	wantErrors += producePhase(t, brokers, gn, phase)
 	b := start(t, top, "b", pebble)
 	drain(t, b, phase)
+	// /tasks shows a window task's local checkpoint once the task has
+	// processed records (a rebalance resets the entries until then): feed
+	// b a few more and look.
+	wantErrors += producePhase(t, brokers, gn, 200)
+	shown := func() bool {
+		for _, ts := range b.p.Tasks() {
+			if ts.Route == "errors" && ts.LocalCheckpoint != nil && *ts.LocalCheckpoint > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); !shown(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/tasks shows no local checkpoint for b's window tasks: %+v", b.p.Tasks())
+		}
+	}
+	drain(t, b, phase+200)
 	b.stop(t)
 	if restored(b) != written(cm) {
 		t.Fatalf("b restored %d changelog records; the tail after a's checkpoint holds %d (c's writes)", restored(b), written(cm))
@@ -197,7 +215,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	}
 
 	// Close every window, then check every ERROR event was counted once.
-	flushTS := gn.Base + int64(4*phase)*gn.Step + 3_600_000
+	flushTS := gn.Base + int64(4*phase+200)*gn.Step + 3_600_000
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))
 	if err != nil {
 		t.Fatal(err)

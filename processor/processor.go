@@ -385,6 +385,11 @@ func (p *Processor) observeTask(t *windowTask) {
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
+	if ck, ok := t.st.(changelog.Checkpointer); ok {
+		if off, ok := ck.Checkpoint(); ok {
+			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
+		}
+	}
 	p.m.OpenWindows.WithLabelValues(l...).Set(float64(t.op.OpenWindows()))
 	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
 	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))

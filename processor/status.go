@@ -23,6 +23,9 @@ type TaskStatus struct {
 	OpenWindows  int    `json:"open_windows,omitempty"`
 	StoreEntries int    `json:"store_entries,omitempty"`
 	StoreBytes   int64  `json:"store_bytes,omitempty"`
+	// LocalCheckpoint is the changelog offset an on-disk store's durable
+	// state reflects (a restart restores from there); absent for memory.
+	LocalCheckpoint *int64 `json:"local_checkpoint,omitempty"`
 }
 
 // status is the shared, lock-protected view of a running processor for
@@ -171,6 +174,14 @@ func (s *status) window(topic string, p int32, route string, wm *int64, open, en
 		return
 	}
 	t.Route, t.Watermark, t.OpenWindows, t.StoreEntries, t.StoreBytes = route, wm, open, entries, bytes
+}
+
+func (s *status) localCheckpoint(topic string, p int32, off *int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tasks[tp{topic, p}]; t != nil {
+		t.LocalCheckpoint = off
+	}
 }
 
 // assigned reports whether this instance holds the partition now.

@@ -198,6 +198,9 @@ func (p *Processor) checkpoint() {
 		t.mu.Lock()
 		err := ck.Commit(off, now)
 		t.mu.Unlock()
+		if err == nil {
+			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
+		}
 		if err != nil {
 			p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
 				"route", t.route.rt.Name, "partition", t.part, "err", err)
