@@ -1,5 +1,6 @@
 // Package api serves sidestream's HTTP endpoints with chi: health,
-// readiness, metrics, the compiled topology and the assigned tasks.
+// readiness, metrics, the compiled topology, the assigned tasks and
+// interactive queries on operator state.
 //
 // It declares the small interfaces it needs and must never import the
 // processor or topology packages: cmd/router wires the implementations.
@@ -9,8 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -33,6 +37,19 @@ type TaskLister interface {
 	TaskList() any
 }
 
+// StateReader answers interactive queries on the state one stateful
+// operator (a window route, an assembly) holds on this instance.
+//
+// ReadState returns a JSON-encodable view of key's state. Its errors are
+// recognised by behaviour, so implementations need not import this
+// package: an error with a method NotOwner() any means another instance
+// owns the key (404; NotOwner returns the owner to show, or nil when
+// unknown); one with Unavailable() bool means retry later (503); any
+// other is a 500.
+type StateReader interface {
+	ReadState(ctx context.Context, key string) (any, error)
+}
+
 // ErrUnknownFormat is what a Describer returns for a format it lacks.
 var ErrUnknownFormat = errors.New("unknown format")
 
@@ -44,6 +61,9 @@ type Config struct {
 	Metrics   http.Handler
 	// UI is the web view's state; nil leaves /ui out.
 	UI UIState
+	// State maps an operator name to its reader, for GET
+	// /state/{operator}?key=K. Nil or empty: every operator is unknown.
+	State map[string]StateReader
 }
 
 // Handler builds the router.
@@ -83,7 +103,42 @@ func Handler(c Config) http.Handler {
 	if c.UI != nil {
 		mountUI(r, c.UI)
 	}
+	r.Get("/state/{operator}", func(w http.ResponseWriter, req *http.Request) {
+		serveState(w, req, c.State)
+	})
 	return r
+}
+
+func serveState(w http.ResponseWriter, req *http.Request, readers map[string]StateReader) {
+	name := chi.URLParam(req, "operator")
+	sr, ok := readers[name]
+	if !ok {
+		known := slices.Sorted(maps.Keys(readers))
+		writeJSON(w, http.StatusNotFound, map[string]any{
+			"error": fmt.Sprintf("no stateful operator %q", name), "operators": known})
+		return
+	}
+	q := req.URL.Query()
+	if !q.Has("key") {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the key query parameter is required: /state/" + name + "?key=K"})
+		return
+	}
+	v, err := sr.ReadState(req.Context(), q.Get("key"))
+	var (
+		notOwner interface{ NotOwner() any }
+		unavail  interface{ Unavailable() bool }
+	)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, v)
+	case errors.As(err, &notOwner):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": err.Error(), "owner": notOwner.NotOwner()})
+	case errors.As(err, &unavail) && unavail.Unavailable():
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
 }
 
 func writeProbe(w http.ResponseWriter, ok bool, reason string) {

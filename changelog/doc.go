@@ -13,14 +13,12 @@
 // import processor, api or topology. Stores are not safe for concurrent
 // use: a task owns its store and drives it from one goroutine.
 //
-// Memory is the default backend. An on-disk backend (Pebble) is a later
-// step; the interface is shaped for it: every operation can return an
-// error; Get's value is only guaranteed until the next write and Range's
-// only during the callback, so an iterator-backed store need not copy;
-// Changes' slices are the caller's to keep (a Pebble store copies them);
-// Range is an ordered prefix scan (an iterator with bounds); Close releases
-// resources. Len and SizeBytes are exact counters, which an on-disk store
-// keeps by reading the old value on write, or persists next to its local
-// checkpoint together with the changelog offset it covers. The conformance suite in
-// changelog/storetest is what any backend must pass.
+// Memory is the default backend. Pebble is the on-disk backend, for state
+// larger than memory; it is also a Checkpointer: its writes become durable
+// only with Commit(offset), atomically with the changelog offset they
+// reflect, so the durable state is always the state at a committed
+// changelog offset and a restart restores only the changelog from there.
+// Len and SizeBytes are exact counters, persisted with the checkpoint
+// (recounted by one scan after a restore, which writes without reading). The
+// conformance suite in changelog/storetest is what any backend must pass.
 package changelog

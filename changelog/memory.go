@@ -33,7 +33,10 @@ type entry struct {
 	value []byte
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store  = (*Memory)(nil)
+	_ Seeker = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
@@ -178,10 +181,18 @@ func (m *Memory) remove(key []byte) bool {
 
 // Range implements Store.
 func (m *Memory) Range(prefix []byte, fn func(key, value []byte) bool) error {
+	return m.RangeFrom(prefix, prefix, fn)
+}
+
+// RangeFrom implements Seeker.
+func (m *Memory) RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error {
 	if m.closed {
 		return ErrClosed
 	}
-	ci, pos := m.find(prefix)
+	if bytes.Compare(start, prefix) < 0 {
+		start = prefix
+	}
+	ci, pos := m.find(start)
 	for ; ci < len(m.chunks); ci, pos = ci+1, 0 {
 		c := m.chunks[ci]
 		for ; pos < len(c); pos++ {

@@ -54,6 +54,17 @@ type Store interface {
 	Close() error
 }
 
+// Seeker is implemented by stores that can start a prefix scan at a
+// key: RangeFrom calls fn for every key with the prefix that is >= start,
+// in ascending order, until fn returns false (Range's contract
+// otherwise). Both stores implement it. On Pebble it matters: a scan that
+// starts below the live keys walks over every deleted key (tombstone)
+// not yet compacted away, so an operator that deletes from the front of a
+// key range (timers) seeks past them.
+type Seeker interface {
+	RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error
+}
+
 // Change is the current state of one changed key, as it must be written to
 // the changelog: Value nil is a tombstone.
 type Change struct {

@@ -134,6 +134,11 @@ func (m *Metrics) observeAssemblies(t *Tally) {
 	}
 }
 
+// Local state stores (state.store: pebble).
+const (
+	NameStateWipes = "sidestream_state_wipes_total"
+)
+
 // Metrics holds the collectors of one router process.
 type Metrics struct {
 	Registry *prometheus.Registry
@@ -167,6 +172,10 @@ type Metrics struct {
 	Changelog       *prometheus.CounterVec // route
 	RestoreDuration prometheus.Histogram
 	RestoredRecords *prometheus.CounterVec // route
+	// StateWipes counts local stores wiped before a full restore, by
+	// route and reason (no_checkpoint, below_start, past_end,
+	// older_than_delete_retention).
+	StateWipes *prometheus.CounterVec
 
 	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.
 	Kafka *kprom.Metrics
@@ -243,6 +252,8 @@ func New() *Metrics {
 	m.Changelog = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameChangelog, Help: "Changelog records (state changes and tombstones) committed, by window route."}, []string{"route"})
 	m.RestoreDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: NameRestoreDuration, Help: "Time to restore one task's state from its changelog, in seconds.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)})
 	m.RestoredRecords = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRestored, Help: "Changelog records read while restoring state, by window route."}, []string{"route"})
+	m.StateWipes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateWipes, Help: "Local state stores wiped and restored in full (checkpoint missing or outside the changelog), by window route and reason."}, []string{"route", "reason"})
+	r.MustRegister(m.StateWipes)
 	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
 		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
 	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped,

@@ -151,5 +151,6 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 		}
 		p.log.Info("created internal topic", "topic", t, "partitions", parts, "compacted", configs != nil)
 	}
+	p.ws.partitions.Store(parts) // state queries may now compute a key's partition
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
+	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -36,6 +37,7 @@ type opts struct {
 	staticGroup bool
 	kgoOpts     []kgo.Opt
 	sampler     func([]*kgo.Record)
+	stores      changelog.Builder
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -67,6 +69,11 @@ func WithTransactionTimeout(d time.Duration) Opt { return func(o *opts) { o.txnT
 // restart within the session timeout does not rebalance (default off).
 func WithStaticMembership(on bool) Opt { return func(o *opts) { o.staticGroup = on } }
 
+// WithStoreBuilder sets how window tasks open their state stores
+// (default: from the topology's state section, memory unless it says
+// pebble). Tests use it to put each instance's stores in its own place.
+func WithStoreBuilder(b changelog.Builder) Opt { return func(o *opts) { o.stores = b } }
+
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (see ClientOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
@@ -81,8 +88,9 @@ type Processor struct {
 	st      *status
 	ws      *windowStage
 	as      *assemblyStage
-	adm     *kadm.Client // set by Run; used by restores
-	admCl   *kgo.Client  // the client under adm
+	part    kgo.Partitioner // the producer's: state queries locate keys with it
+	adm     *kadm.Client    // set by Run; used by restores
+	admCl   *kgo.Client     // the client under adm
 	started time.Time
 	samples *sideSamples // nil without WithSideSampler
 }
@@ -124,7 +132,18 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		return nil, err
 	}
 	op.kgoOpts = append(sec, op.kgoOpts...)
-	ws, err := newWindowStage(top)
+	if op.stores == nil {
+		switch st := top.Config.State; st.Store {
+		case topology.StorePebble:
+			if st.Dir == "" {
+				return nil, fmt.Errorf("state.store: pebble needs state.dir (or %s)", topology.EnvStateDir)
+			}
+			op.stores = changelog.PebbleBuilder(st.Dir)
+		default:
+			op.stores = changelog.MemoryBuilder()
+		}
+	}
+	ws, err := newWindowStage(top, op.stores)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +154,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	p := &Processor{
 		as:   as,
 		ws:   ws,
+		part: newPartitioner(top),
 		top:  top,
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
@@ -161,6 +181,7 @@ func (p *Processor) TransactionalID() string {
 // a retry cannot fix (a missing input topic, a refused topic creation).
 func (p *Processor) Run(ctx context.Context) error {
 	p.started = time.Now()
+	defer p.dropState(nil) // closes the stores
 	p.st.loop()
 	adm, admCl, err := newAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
 	if err != nil {
@@ -219,8 +240,11 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	o := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.ApplicationID),
+		// The client ID names the instance in the group's description,
+		// so a state query for a key held elsewhere can name its owner.
+		kgo.ClientID(p.opts.instanceID),
 		kgo.ConsumeTopics(p.consumedTopics()...),
-		kgo.RecordPartitioner(newPartitioner(p.top)),
+		kgo.RecordPartitioner(p.part),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -307,13 +331,20 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 				taskErrOnce.Do(func() { taskErr = err })
 				return
 			}
+			t.mu.Lock()
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processRepartitioned(r, t, tally) {
 					produce(out)
 				}
+				if t.failed != nil {
+					t.mu.Unlock()
+					taskErrOnce.Do(func() { taskErr = t.failed })
+					return
+				}
 			}
 			t.lastRecord = time.Now()
 			p.observeTask(t)
+			t.mu.Unlock()
 		} else if p.as.isRepartition(ftp.Topic) {
 			t, err := p.assemblyTask(ftp.Topic, ftp.Partition)
 			if err != nil {
@@ -381,6 +412,11 @@ func (p *Processor) observeTask(t *windowTask) {
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
+	if ck, ok := t.st.(changelog.Checkpointer); ok {
+		if off, ok := ck.Checkpoint(); ok {
+			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
+		}
+	}
 	p.m.OpenWindows.WithLabelValues(l...).Set(float64(t.op.OpenWindows()))
 	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
 	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))

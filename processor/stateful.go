@@ -90,7 +90,7 @@ func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*changelog.Memory, time.Time, int, error) {
 	start := time.Now()
 	st := changelog.NewMemory()
-	n, err := p.restore(changelogTopic, part, st)
+	n, _, err := p.restore(route, changelogTopic, part, st)
 	if err != nil {
 		return nil, start, n, err
 	}

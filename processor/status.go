@@ -29,6 +29,9 @@ type TaskStatus struct {
 	// Assembly tasks only: open assemblies and the TTL's clock (epoch ms).
 	OpenAssemblies int    `json:"open_assemblies,omitempty"`
 	AssemblyClock  *int64 `json:"assembly_clock,omitempty"`
+	// LocalCheckpoint is the changelog offset an on-disk store's durable
+	// state reflects (a restart restores from there); absent for memory.
+	LocalCheckpoint *int64 `json:"local_checkpoint,omitempty"`
 }
 
 // status is the shared, lock-protected view of a running processor for
@@ -204,4 +207,19 @@ func (s *status) assembly(topic string, p int32, route string, clock *int64, ope
 		return
 	}
 	t.Route, t.AssemblyClock, t.OpenAssemblies, t.StoreEntries, t.StoreBytes = route, clock, open, entries, bytes
+}
+
+func (s *status) localCheckpoint(topic string, p int32, off *int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tasks[tp{topic, p}]; t != nil {
+		t.LocalCheckpoint = off
+	}
+}
+
+// assigned reports whether this instance holds the partition now.
+func (s *status) assigned(topic string, p int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tasks[tp{topic, p}] != nil
 }

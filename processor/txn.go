@@ -41,6 +41,15 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			}
 		})
 	}
+	produceChangelog := func(r *kgo.Record) {
+		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				perr.set(err)
+				return
+			}
+			p.ws.produced(r)
+		})
+	}
 	interval := cfg.CommitInterval.D()
 	watch := newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
 		func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
@@ -82,7 +91,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			}
 		}
 		for _, r := range p.changelogRecords(pending) {
-			produce(r)
+			produceChangelog(r)
 		}
 		if err := p.endTxn(endCtx, sess, pending, &perr); err != nil {
 			return err
@@ -152,6 +161,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		p.m.Commits.Inc()
 		p.st.committed(committedOffsets(sess.Client()), time.Now())
 	}
+	p.checkpoint()
 	p.markReady(sess.Client())
 	return nil
 }
@@ -168,13 +178,13 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		mu      sync.Mutex
 	)
 	flushCtx := context.WithoutCancel(ctx)
-	var produce func(*kgo.Record)
+	var produce, produceChangelog func(*kgo.Record)
 	// commit flushes and commits what was polled; it runs from the loop
 	// and from the revoke callback, never both at once.
 	commit := func() error {
 		start := time.Now()
 		for _, r := range p.changelogRecords(pending) {
-			produce(r)
+			produceChangelog(r)
 		}
 		if err := cl.Flush(flushCtx); err != nil {
 			return fmt.Errorf("flush: %w", err)
@@ -187,6 +197,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return fmt.Errorf("commit offsets: %w", err)
 		}
 		p.samples.committed()
+		p.checkpoint()
 		if pending.Empty() {
 			return nil
 		}
@@ -231,6 +242,15 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			if err != nil {
 				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
 			}
+		})
+	}
+	produceChangelog = func(r *kgo.Record) {
+		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				perr.set(err)
+				return
+			}
+			p.ws.produced(r)
 		})
 	}
 	interval := cfg.CommitInterval.D()

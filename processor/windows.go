@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/expr-lang/expr/vm"
@@ -46,27 +49,46 @@ type windowRoute struct {
 // windowTask is the operator of one partition of a repartition topic and
 // the store holding all of its state.
 type windowTask struct {
+	// mu is held while the task processes, advances, hands out its
+	// changes or answers a state query (the HTTP API reads concurrently).
+	mu    sync.Mutex
 	route *windowRoute
 	part  int32
-	st    *changelog.Memory
+	st    changelog.Store
 	op    *window.Operator
 	// Wall-clock times for idle advance: the last record, the last advance.
 	lastRecord, lastAdvance time.Time
+	// failed is set when the store failed; the task is then unusable.
+	failed error
 }
 
 // windowStage owns the window tasks of this process.
 type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
-	taskSet[*windowTask]
+	mu     sync.Mutex
+	tasks  map[tp]*windowTask
+	// building serialises the restore of one partition, so a state query
+	// and the processing of that partition never build two tasks.
+	building map[tp]*sync.Mutex
+	// A task restored while its partition was dropped is stale: epoch
+	// counts drops of everything, gens the drops of each partition.
+	epoch uint64
+	gens  map[tp]uint64
+	// partitions of every repartition (and changelog) topic, once the
+	// internal topics are ensured; 0 before.
+	partitions atomic.Int32
+	// builder opens the store of one changelog partition.
+	builder changelog.Builder
+	// clNext is, per changelog partition, the offset after the last
+	// changelog record produced in the current transaction: the local
+	// checkpoint once the transaction commits.
+	offMu  sync.Mutex
+	clNext map[tp]int64
 }
 
-func (t *windowTask) store() *changelog.Memory { return t.st }
-func (t *windowTask) changelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
-func (t *windowTask) partition() int32         { return t.part }
-func (t *windowTask) routeName() string        { return t.route.rt.Name }
-
-func newWindowStage(t *topology.Topology) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, taskSet: newTaskSet[*windowTask]()}
+func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
+	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
+		building: map[tp]*sync.Mutex{}, gens: map[tp]uint64{}, builder: b, clNext: map[tp]int64{}}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -106,38 +128,192 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 
 func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[topic]; return ok }
 
+// drop forgets tasks, all of them (nil) or those of the given
+// partitions, and closes their stores: an on-disk store discards what no
+// commit made durable.
+func (ws *windowStage) drop(parts map[string][]int32) {
+	ws.mu.Lock()
+	if parts == nil {
+		ws.epoch++
+	}
+	for t, ps := range parts {
+		for _, p := range ps {
+			ws.gens[tp{t, p}]++
+		}
+	}
+	var gone []*windowTask
+	for k, t := range ws.tasks {
+		if parts == nil || slices.Contains(parts[k.topic], k.partition) {
+			gone = append(gone, t)
+			delete(ws.tasks, k)
+		}
+	}
+	ws.mu.Unlock()
+	if parts == nil {
+		ws.offMu.Lock()
+		clear(ws.clNext)
+		ws.offMu.Unlock()
+	}
+	for _, t := range gone {
+		t.mu.Lock()
+		_ = t.st.Close()
+		t.mu.Unlock()
+	}
+}
+
+// produced notes a changelog record written in the current transaction.
+func (ws *windowStage) produced(r *kgo.Record) {
+	ws.offMu.Lock()
+	k := tp{r.Topic, r.Partition}
+	ws.clNext[k] = max(ws.clNext[k], r.Offset+1)
+	ws.offMu.Unlock()
+}
+
+// checkpoint runs after a commit: every on-disk store makes its state
+// durable with the offset after its last changelog record, so a restart
+// restores only what follows. A store that fails is dropped (its next use
+// restores it); the commit itself stands.
+func (p *Processor) checkpoint() {
+	ws := p.ws
+	ws.offMu.Lock()
+	next := ws.clNext
+	ws.clNext = map[tp]int64{}
+	ws.offMu.Unlock()
+	if len(next) == 0 {
+		return
+	}
+	now := time.Now() // after the commit: every later changelog record is newer
+	for _, t := range ws.all() {
+		ck, ok := t.st.(changelog.Checkpointer)
+		if !ok {
+			continue
+		}
+		off, ok := next[tp{t.route.rt.Window.ChangelogTopic, t.part}]
+		if !ok {
+			continue
+		}
+		t.mu.Lock()
+		err := ck.Commit(off, now)
+		t.mu.Unlock()
+		if err == nil {
+			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
+		}
+		if err != nil {
+			p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
+				"route", t.route.rt.Name, "partition", t.part, "err", err)
+			ws.drop(map[string][]int32{t.route.rt.Window.RepartitionTopic: {t.part}})
+		}
+	}
+}
+
+func (ws *windowStage) get(topic string, part int32) *windowTask {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.tasks[tp{topic, part}]
+}
+
+// generation identifies the drops a partition has seen.
+type generation struct{ epoch, gen uint64 }
+
+// putIf stores t unless the partition was dropped since generation g.
+func (ws *windowStage) putIf(g generation, topic string, part int32, t *windowTask) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	k := tp{topic, part}
+	if (generation{ws.epoch, ws.gens[k]}) != g {
+		return false
+	}
+	ws.tasks[k] = t
+	return true
+}
+
+// buildLock returns the lock that serialises building the task of one
+// partition, and the partition's current generation.
+func (ws *windowStage) buildLock(topic string, part int32) (*sync.Mutex, generation) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	k := tp{topic, part}
+	l := ws.building[k]
+	if l == nil {
+		l = &sync.Mutex{}
+		ws.building[k] = l
+	}
+	return l, generation{ws.epoch, ws.gens[k]}
+}
+
+func (ws *windowStage) all() []*windowTask {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make([]*windowTask, 0, len(ws.tasks))
+	for _, t := range ws.tasks {
+		out = append(out, t)
+	}
+	return out
+}
+
 // task returns the task of a repartition partition, restoring its state
 // from the changelog first when this process does not hold it yet.
+//
+// The processing goroutines call it between polls, when no drop can
+// happen; a state query may call it at any time, and then gets
+// errStateMoved when a drop (revoke, abort, new session) raced with it.
 func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
-	if t, ok := p.ws.get(topic, part); ok {
+	if t := p.ws.get(topic, part); t != nil {
+		return t, nil
+	}
+	l, gen := p.ws.buildLock(topic, part)
+	l.Lock()
+	defer l.Unlock()
+	if t := p.ws.get(topic, part); t != nil {
 		return t, nil
 	}
 	wr := p.ws.routes[topic]
-	st, start, n, err := p.restoreTask(wr.rt.Name, wr.rt.Window.ChangelogTopic, part)
+	start := time.Now()
+	st, err := p.ws.builder(wr.rt.Window.ChangelogTopic, part)
 	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
+	}
+	n, from, err := p.restore(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	if err != nil {
+		_ = st.Close()
 		return nil, err
 	}
 	op, err := window.New(wr.spec, st)
 	if err != nil {
+		_ = st.Close()
 		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
 	}
 	st.ResetChanges()
 	t := &windowTask{route: wr, part: part, st: st, op: op}
-	p.ws.put(topic, part, t)
+	if !p.ws.putIf(gen, topic, part, t) {
+		_ = st.Close()
+		return nil, errStateMoved
+	}
 	d := time.Since(start)
-	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "records", n,
-		"open_windows", op.OpenWindows(), "duration", d)
+	p.m.RestoreDuration.Observe(d.Seconds())
+	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
+	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", from, "records", n,
+		"open_windows", op.OpenWindows(), "store_entries", st.Len(), "duration", d)
 	return t, nil
 }
 
-// restore reads one changelog partition from its start to its end into
-// st, read_committed. It first waits until no transaction is open on the
+// restore reads one changelog partition into st, read_committed, up to
+// its end, and returns how many records it read and the offset it
+// started from. It first waits until no transaction is open on the
 // partition (the last stable offset reaches the high watermark), so the
 // state matches the input offsets this process resumes from.
-func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int, error) {
+//
+// A store with a local checkpoint restores only from there. The
+// checkpoint is trusted only when it lies within the partition's
+// [log start, end]: one below the start (records deleted by retention) or
+// past the end (the topic was recreated) wipes the store, as does a store
+// without a checkpoint (never committed, or a crash before its first
+// checkpoint); then the whole partition is read.
+func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
 	defer cancel()
-	var end int64
+	began := time.Now() // the state read reflects the changelog as of now
+	var end, logStart int64
 	for {
 		// Right after the topic is created its metadata may still be
 		// spreading: listing errors are retried until the deadline.
@@ -145,6 +321,9 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 		var lso int64
 		if err == nil {
 			lso, err = listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
+		}
+		if err == nil {
+			logStart, err = listOffset(ctx, p.adm.ListStartOffsets, topic, part)
 		}
 		if err == nil && lso == hwm {
 			end = hwm
@@ -155,31 +334,66 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
+			return 0, 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if end == 0 {
-		return 0, nil
+	ck, _ := st.(changelog.Checkpointer)
+	if ck != nil {
+		off, ok := ck.Checkpoint()
+		var why, reason string
+		switch {
+		case !ok:
+			why, reason = "no local checkpoint", "no_checkpoint"
+		case off < logStart:
+			why, reason = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart), "below_start"
+		case off > end:
+			why, reason = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end), "past_end"
+		default:
+			// A tombstone written after the checkpoint may have been
+			// compacted away once delete.retention.ms passed: the tail
+			// would then miss a delete and leave a purged window behind.
+			if ret := p.deleteRetention(ctx, topic); began.Sub(ck.CheckpointTime()) >= ret {
+				why, reason = fmt.Sprintf("checkpoint from %s is older than the changelog's delete.retention.ms (%s)",
+					ck.CheckpointTime().UTC().Format(time.RFC3339), ret), "older_than_delete_retention"
+			} else {
+				from = off
+			}
+		}
+		if why != "" {
+			if ok || st.Len() > 0 { // not a first start: state was there
+				p.log.Warn("local state not usable; wiping it and restoring the whole changelog",
+					"route", route, "partition", part, "reason", why)
+				p.m.StateWipes.WithLabelValues(route, reason).Inc()
+			}
+			if err := ck.Wipe(); err != nil {
+				return 0, 0, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
+			}
+			from = 0
+		}
+	}
+	if from >= end {
+		return 0, from, nil
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(p.top.Config.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 	}, p.opts.kgoOpts...)...)
 	if err != nil {
-		return 0, err
+		return 0, from, err
 	}
 	defer cl.Close()
-	n := 0
-	for next := int64(0); next < end; {
+	const checkpointEvery = 50_000 // bounds a long restore's pending batch
+	sinceCk := 0
+	for next := from; next < end; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return n, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
+			return n, from, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
 		}
 		for _, fe := range fs.Errors() {
-			return n, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
+			return n, from, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
 		}
 		var rerr error
 		fs.EachRecord(func(r *kgo.Record) {
@@ -191,12 +405,39 @@ func (p *Processor) restore(topic string, part int32, st *changelog.Memory) (int
 				rerr = err
 			}
 			n++
+			sinceCk++
 		})
 		if rerr != nil {
-			return n, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+			return n, from, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+		}
+		if ck != nil && (sinceCk >= checkpointEvery || next >= end) {
+			if err := ck.Commit(next, began); err != nil {
+				return n, from, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
+			}
+			sinceCk = 0
 		}
 	}
-	return n, nil
+	return n, from, nil
+}
+
+// deleteRetention is the changelog's delete.retention.ms: how long the
+// cleaner keeps tombstones. Kafka's default (one day) when it cannot be
+// read.
+func (p *Processor) deleteRetention(ctx context.Context, topic string) time.Duration {
+	const kafkaDefault = 24 * time.Hour
+	rcs, err := p.adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
+		p.log.Debug("cannot read delete.retention.ms; assuming Kafka's default", "topic", topic, "err", err)
+		return kafkaDefault
+	}
+	for _, c := range rcs[0].Configs {
+		if c.Key == "delete.retention.ms" && c.Value != nil {
+			if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil && ms >= 0 {
+				return time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	return kafkaDefault
 }
 
 func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, part int32) (int64, error) {
@@ -242,8 +483,11 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		if errors.As(err, &we) {
 			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
 		}
-		// The store failed: nothing of this record may be written.
-		panic(fmt.Sprintf("window state of route %q partition %d: %v", rt.Name, t.part, err))
+		// The store failed and may hold part of this record's writes:
+		// nothing of this transaction may commit. The caller stops the
+		// task, the transaction aborts and the state is restored.
+		t.failed = fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
+		return nil
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
 	if out.Late != nil {
@@ -333,6 +577,23 @@ func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([
 	return vals, nil
 }
 
+// changelogRecords turns every task's state changes since the last commit
+// into changelog records (tombstones for purged windows), one partition
+// per task, and clears the change sets.
+func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
+	var out []*kgo.Record
+	for _, t := range ws.all() {
+		t.mu.Lock()
+		for _, c := range t.st.Changes() {
+			out = append(out, &kgo.Record{Topic: t.route.rt.Window.ChangelogTopic, Partition: t.part, Key: c.Key, Value: c.Value})
+			tally.Changelog[t.route.rt.Name]++
+		}
+		t.st.ResetChanges()
+		t.mu.Unlock()
+	}
+	return out
+}
+
 // partitioner writes changelog records to the partition of their task and
 // everything else with franz-go's default (Kafka-compatible key hashing).
 type partitioner struct {
@@ -414,28 +675,37 @@ func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 // liveness and is off unless configured.
 func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	for _, t := range p.ws.all() {
-		idle := t.route.rt.Window.Config.IdleTimeout.D()
-		wm := t.op.Watermark()
-		if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
-			continue
+		if err := p.idleAdvanceTask(t, now, produce, tally); err != nil {
+			return err
 		}
-		from := t.lastRecord.Add(idle)
-		if t.lastAdvance.After(from) {
-			from = t.lastAdvance
-		}
-		delta := now.Sub(from).Milliseconds()
-		if delta <= 0 {
-			continue
-		}
-		out, err := t.op.AdvanceWatermark(wm + delta)
-		if err != nil {
-			return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
-		}
-		t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
-		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
-			produce(r)
-		}
-		p.observeTask(t)
 	}
+	return nil
+}
+
+func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	idle := t.route.rt.Window.Config.IdleTimeout.D()
+	wm := t.op.Watermark()
+	if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
+		return nil
+	}
+	from := t.lastRecord.Add(idle)
+	if t.lastAdvance.After(from) {
+		from = t.lastAdvance
+	}
+	delta := now.Sub(from).Milliseconds()
+	if delta <= 0 {
+		return nil
+	}
+	out, err := t.op.AdvanceWatermark(wm + delta)
+	if err != nil {
+		return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
+	}
+	t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
+	for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+		produce(r)
+	}
+	p.observeTask(t)
 	return nil
 }

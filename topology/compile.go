@@ -259,6 +259,10 @@ type Overrides struct {
 	Guarantee      string
 	CommitInterval string
 	Security       SecurityOverrides
+	// StateStore ("memory" or "pebble") and StateDir override the state
+	// section (SIDESTREAM_STATE_STORE, SIDESTREAM_STATE_DIR).
+	StateStore string
+	StateDir   string
 }
 
 // SecurityOverrides are the security settings from the environment (the
@@ -316,6 +320,8 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 	o.ApplicationID = getenv("SIDESTREAM_APPLICATION_ID")
 	o.Guarantee = getenv("SIDESTREAM_GUARANTEE")
 	o.CommitInterval = getenv("SIDESTREAM_COMMIT_INTERVAL")
+	o.StateStore = getenv(EnvStateStore)
+	o.StateDir = getenv(EnvStateDir)
 	o.Security = SecurityOverrides{
 		Protocol:           strings.TrimSpace(getenv(EnvSecurityProtocol)),
 		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),
@@ -345,6 +351,12 @@ func (o Overrides) Merge(p Overrides) Overrides {
 		o.CommitInterval = p.CommitInterval
 	}
 	o.Security = o.Security.merge(p.Security)
+	if p.StateStore != "" {
+		o.StateStore = p.StateStore
+	}
+	if p.StateDir != "" {
+		o.StateDir = p.StateDir
+	}
 	return o
 }
 
@@ -405,6 +417,9 @@ func (c *Config) Apply(o Overrides) error {
 		c.CommitInterval = Duration(d)
 	}
 	if err := c.applySecurity(o.Security); err != nil {
+		return err
+	}
+	if err := c.applyState(o.StateStore, o.StateDir); err != nil {
 		return err
 	}
 	if len(c.Brokers) == 0 {

@@ -62,6 +62,7 @@ type Config struct {
 	Dirty          Dirty         `yaml:"dirty"`
 	Shutdown       Duration      `yaml:"shutdown_timeout"`
 	Security       Security      `yaml:"security"`
+	State          State         `yaml:"state"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at
@@ -346,6 +347,9 @@ const (
 func (c *Config) applyDefaults() {
 	if c.Guarantee == "" {
 		c.Guarantee = ExactlyOnce
+	}
+	if c.State.Store == "" {
+		c.State.Store = StoreMemory
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = Duration(DefaultCommitInterval)

@@ -48,6 +48,7 @@ func (d *doc) validate() {
 	if c.Guarantee != ExactlyOnce && c.Guarantee != AtLeastOnce {
 		d.at("guarantee", "guarantee must be %q or %q, got %q", ExactlyOnce, AtLeastOnce, c.Guarantee)
 	}
+	d.validateState()
 	if c.CommitRecords < 0 {
 		d.at("commit_records", "commit_records must be positive, got %d", c.CommitRecords)
 	}

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -525,7 +526,27 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 	go func() { done <- p.Run(runCtx) }()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for int(p.Metrics().Snapshot().Consumed) < n {
+	// Done when every input record is committed and, with window routes,
+	// stage two has committed every record stage one repartitioned.
+	rep, _ := top.InternalTopics()
+	consumed := func(topics []string) int {
+		c := 0
+		for _, t := range topics {
+			c += int(testutil.ToFloat64(p.Metrics().Consumed.WithLabelValues(t)))
+		}
+		return c
+	}
+	finished := func() bool {
+		if consumed(top.InputTopics()) < n {
+			return false
+		}
+		routed := 0
+		for _, r := range top.Windows() {
+			routed += int(p.Metrics().Snapshot().Routes[r.Name])
+		}
+		return consumed(rep) >= routed
+	}
+	for !finished() {
 		select {
 		case <-ctx.Done():
 			stop()

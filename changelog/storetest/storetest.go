@@ -28,6 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) changelog.Store) {
 		{"Delete", testDelete},
 		{"RangePrefixOrder", testRangePrefixOrder},
 		{"RangeEarlyStop", testRangeEarlyStop},
+		{"RangeFrom", testRangeFrom},
 		{"LenAndSize", testLenAndSize},
 		{"ChangesLastValuePerKey", testChangesLastValue},
 		{"ChangesCreatedAndDeleted", testChangesCreatedAndDeleted},
@@ -183,6 +184,52 @@ func testRangePrefixOrder(t *testing.T, s changelog.Store) {
 		t.Fatalf("Range value = %q", d["c"])
 	}
 }
+
+// testRangeFrom: a store that implements changelog.Seeker returns, for
+// any start, exactly the keys of Range(prefix) that are >= start, also
+// after deletes in front of start (the tombstones a seek must skip).
+func testRangeFrom(t *testing.T, s changelog.Store) {
+	sk, ok := s.(changelog.Seeker)
+	if !ok {
+		t.Skip("the store does not implement changelog.Seeker")
+	}
+	for i := range 300 {
+		must(t, s.Set(fmt.Appendf(nil, "t%03d", i), nil))
+		must(t, s.Set(fmt.Appendf(nil, "w%03d", i), []byte("v")))
+	}
+	for i := range 200 {
+		must(t, s.Delete(fmt.Appendf(nil, "t%03d", i)))
+	}
+	from := func(prefix, start string) []string {
+		var out []string
+		must(t, sk.RangeFrom([]byte(prefix), []byte(start), func(k, _ []byte) bool {
+			out = append(out, string(k))
+			return true
+		}))
+		return out
+	}
+	for _, tc := range []struct{ prefix, start string }{
+		{"t", "t"}, {"t", ""}, {"t", "t150"}, {"t", "t250"}, {"t", "t2505"}, {"t", "t299"}, {"t", "t3"}, {"t", "u"},
+		{"", "t290"}, {"w", "w"}, {"w", "a"}, {"", ""},
+	} {
+		var want []string
+		for _, k := range keys(t, s, tc.prefix) {
+			if k >= tc.start {
+				want = append(want, k)
+			}
+		}
+		if got := from(tc.prefix, tc.start); !slices.Equal(got, want) {
+			t.Fatalf("RangeFrom(%q, %q) = %d keys %q..., want %d", tc.prefix, tc.start, len(got), head(got), len(want))
+		}
+	}
+	n := 0
+	must(t, sk.RangeFrom([]byte("w"), []byte("w100"), func([]byte, []byte) bool { n++; return n < 3 }))
+	if n != 3 {
+		t.Fatalf("RangeFrom did not stop when fn returned false: %d calls", n)
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 3)] }
 
 func testRangeEarlyStop(t *testing.T, s changelog.Store) {
 	for i := range 2000 {

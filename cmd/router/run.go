@@ -170,6 +170,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        uiView{ui},
+		State:     stateReaders(proc),
 	}))
 	if hooks.listening != nil {
 		hooks.listening(ln.Addr().String())
@@ -225,6 +226,16 @@ func securityWarnings(log *slog.Logger, sec topology.Security) {
 type taskList struct{ p *processor.Processor }
 
 func (t taskList) TaskList() any { return t.p.Tasks() }
+
+// stateReaders registers every stateful operator of the processor for
+// GET /state/{operator}.
+func stateReaders(p *processor.Processor) map[string]api.StateReader {
+	out := map[string]api.StateReader{}
+	for name, r := range p.StateReaders() {
+		out[name] = r
+	}
+	return out
+}
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)

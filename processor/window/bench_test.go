@@ -98,3 +98,50 @@ func BenchmarkOpenWindowMemory(b *testing.B) {
 		runtime.KeepAlive(st)
 	}
 }
+
+// BenchmarkProcessStore runs BenchmarkProcess's tumbling/update stream
+// over each store: Memory, and Pebble on disk with its commit (one synced
+// batch with the checkpoint) every 1,000 records, as after a transaction.
+func BenchmarkProcessStore(b *testing.B) {
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = "user-" + strconv.Itoa(i)
+	}
+	for _, store := range []string{"memory", "pebble"} {
+		b.Run(store, func(b *testing.B) {
+			var st changelog.Store = changelog.NewMemory()
+			if store == "pebble" {
+				pb, err := changelog.OpenPebble(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				st = pb
+			}
+			defer st.Close()
+			o, err := New(benchSpecs()["tumbling"], st)
+			if err != nil {
+				b.Fatal(err)
+			}
+			vals := []any{1, 0, 0}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				t := int64(i)*10 - int64((i*7919)%200)*10
+				vals[1], vals[2] = i%100, i%37
+				if _, err := o.Process(keys[(i/10000*37+i%100)%len(keys)], t, vals); err != nil {
+					b.Fatal(err)
+				}
+				if i%1000 == 999 {
+					_ = st.Changes()
+					st.ResetChanges()
+					if ck, ok := st.(changelog.Checkpointer); ok {
+						if err := ck.Commit(int64(i), time.UnixMilli(int64(i))); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				i++
+			}
+		})
+	}
+}

@@ -337,6 +337,7 @@ func (o *Operator) advance(to int64, out *Output) error {
 	if to <= o.wm {
 		return nil
 	}
+	prev := o.wm
 	o.wm = to
 	o.vbuf = appendMeta(o.vbuf[:0], meta{watermark: o.wm, fingerprint: o.p.fingerprint})
 	if err := o.st.Set(metaKey, o.vbuf); err != nil {
@@ -344,7 +345,7 @@ func (o *Operator) advance(to int64, out *Output) error {
 	}
 	var due []timer
 	var perr error
-	err := o.st.Range(timerPrefix, func(k, _ []byte) bool {
+	scan := func(k, _ []byte) bool {
 		tm, err := parseTimerKey(k)
 		if err != nil {
 			perr = err
@@ -355,7 +356,19 @@ func (o *Operator) advance(to int64, out *Output) error {
 		}
 		due = append(due, tm)
 		return true
-	})
+	}
+	// Every live timer is past the previous watermark (a timer is always
+	// set after it), so a store that can seek starts there, above the
+	// deleted timers of earlier advances.
+	var err error
+	if sk, ok := o.st.(interface {
+		RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error
+	}); ok && prev > math.MinInt64 {
+		o.pbuf = appendTime(append(o.pbuf[:0], nsTimer), prev+1)
+		err = sk.RangeFrom(timerPrefix, o.pbuf, scan)
+	} else {
+		err = o.st.Range(timerPrefix, scan)
+	}
 	if err == nil {
 		err = perr
 	}

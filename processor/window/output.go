@@ -108,3 +108,31 @@ func (e *RecordError) Error() string {
 	}
 	return fmt.Sprintf("window: %s: %s", e.Reason, e.Detail)
 }
+
+// WindowsOf returns the windows (sessions) held for one group key, in
+// start order, as results of their current state: the aggregates and the
+// revision of the last emission (0 while a window has not fired yet).
+// Final is false for all of them: they are open. It reads the store only.
+func (o *Operator) WindowsOf(key string) ([]Result, error) {
+	prefix := appendWindowPrefix(nil, key)
+	var out []Result
+	var derr error
+	err := o.st.Range(prefix, func(k, v []byte) bool {
+		start, rest, ok := readTime(k[len(prefix):])
+		if !ok || len(rest) != 0 {
+			derr = fmt.Errorf("%w: window key %q", errCorrupt, k)
+			return false
+		}
+		w, err := decodeWindow(v, key, start, o.p.aggs)
+		if err != nil {
+			derr = err
+			return false
+		}
+		out = append(out, o.result(w, false))
+		return true
+	})
+	if err == nil {
+		err = derr
+	}
+	return out, err
+}

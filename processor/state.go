@@ -1,0 +1,270 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/processor/assembly"
+)
+
+type assemblyHeld = assembly.Held
+
+// errStateMoved: the task was dropped (revoke, abort, new session) while a
+// state query restored it; the query may be retried.
+var errStateMoved = &UnavailableError{Reason: "the partition's state was dropped by a rebalance or an aborted transaction while it was restored; retry"}
+
+// UnavailableError means the state cannot be read right now (not started,
+// restoring, rebalancing); a retry may succeed. The API answers 503.
+type UnavailableError struct{ Reason string }
+
+func (e *UnavailableError) Error() string { return "state unavailable: " + e.Reason }
+
+// Unavailable marks the error for the API.
+func (*UnavailableError) Unavailable() bool { return true }
+
+// Owner is the group member a partition is assigned to.
+type Owner struct {
+	MemberID   string `json:"member_id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+	Host       string `json:"host,omitempty"`
+}
+
+// NotOwnerError means the key's partition is not assigned to this
+// instance. Owner is nil when the group's assignment does not name one
+// (rebalancing, or the description failed: OwnerErr says why).
+type NotOwnerError struct {
+	Route     string
+	Key       string
+	Topic     string
+	Partition int32
+	Owner     *Owner
+	OwnerErr  string
+}
+
+func (e *NotOwnerError) Error() string {
+	s := fmt.Sprintf("route %q: key %q is in partition %d of %s, which this instance does not own", e.Route, e.Key, e.Partition, e.Topic)
+	switch {
+	case e.Owner != nil:
+		s += fmt.Sprintf("; its owner is member %s", e.Owner.MemberID)
+		if e.Owner.InstanceID != "" {
+			s += " (instance " + e.Owner.InstanceID + ")"
+		}
+		if e.Owner.Host != "" {
+			s += " on host " + e.Owner.Host
+		}
+	case e.OwnerErr != "":
+		s += "; owner unknown: " + e.OwnerErr
+	default:
+		s += "; no member owns it now (rebalancing?)"
+	}
+	return s
+}
+
+// NotOwner returns what the API shows of the owner: its member, instance
+// and host, or nil when unknown.
+func (e *NotOwnerError) NotOwner() any {
+	if e.Owner == nil {
+		return nil
+	}
+	return e.Owner
+}
+
+// WindowState is the state of one window route, as the API reads it.
+type WindowState struct {
+	p     *Processor
+	route *windowRoute
+}
+
+// WindowStateView is the answer of a window state query: the windows held
+// for one group key on this instance. Each window is the value a result
+// record would carry now: key, window_start, window_end (epoch ms),
+// aggregates, revision (of the last emission; 0 before the first) and
+// final (always false: the window is open). The state includes the
+// changes of the transaction in progress.
+type WindowStateView struct {
+	Route       string            `json:"route"`
+	Key         string            `json:"key"`
+	Topic       string            `json:"topic"`
+	Partition   int32             `json:"partition"`
+	Watermark   *int64            `json:"watermark"` // epoch ms; null before any record
+	OpenWindows int               `json:"open_windows_in_partition"`
+	Windows     []json.RawMessage `json:"windows"`
+}
+
+// StateReader answers an interactive query on one stateful operator's
+// state for one key (api.StateReader has the same method). Errors:
+// *NotOwnerError, *UnavailableError, or any other for a failure.
+type StateReader interface {
+	ReadState(ctx context.Context, key string) (any, error)
+}
+
+var _ StateReader = (*WindowState)(nil)
+
+// StateReaders returns every stateful operator's reader by operator name:
+// the window routes now; another stateful operator (assembly) adds its
+// own here under its name. The API serves them as GET
+// /state/{operator}?key=K.
+func (p *Processor) StateReaders() map[string]StateReader {
+	out := map[string]StateReader{}
+	for _, wr := range p.ws.routes {
+		out[wr.rt.Name] = &WindowState{p: p, route: wr}
+	}
+	for _, ar := range p.as.routes {
+		out[ar.rt.Name] = &AssemblyState{p: p, route: ar}
+	}
+	return out
+}
+
+// AssemblyState is the state of one assembly route, as the API reads it.
+type AssemblyState struct {
+	p     *Processor
+	route *assemblyRoute
+}
+
+var _ StateReader = (*AssemblyState)(nil)
+
+// AssemblyStateView is the answer of an assembly state query: what this
+// instance holds for one ID (the open assembly's parts, first and last
+// part times, deadline and missing parts; or the completed marker and how
+// long it is kept). Held is false when nothing is held for the ID.
+type AssemblyStateView struct {
+	Route     string `json:"route"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Held      bool   `json:"held"`
+	assemblyHeld
+}
+
+// ReadState returns what is held for one ID, or a *NotOwnerError when
+// another member owns the ID's partition, or an *UnavailableError while
+// the partition's state is not loaded (it is, at the first part after an
+// assignment).
+func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
+	p, rt := s.p, s.route.rt
+	topic := rt.Assembly.RepartitionTopic
+	n := p.ws.partitions.Load()
+	if n <= 0 {
+		return nil, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
+	}
+	part := keyPartition(p.part, topic, []byte(id), int(n))
+	if !p.st.assigned(topic, part) {
+		e := &NotOwnerError{Route: rt.Name, Key: id, Topic: topic, Partition: part}
+		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
+		return nil, e
+	}
+	t, ok := p.as.get(topic, part)
+	if !ok {
+		return nil, &UnavailableError{Reason: fmt.Sprintf("partition %d's state is loaded at its first part since the assignment; none arrived yet", part)}
+	}
+	t.mu.Lock()
+	h, held, err := t.op.Held(id)
+	t.mu.Unlock()
+	if errors.Is(err, changelog.ErrClosed) {
+		return nil, errStateMoved
+	}
+	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: read the assembly of %q: %w", rt.Name, part, id, err)
+	}
+	return &AssemblyStateView{Route: rt.Name, Topic: topic, Partition: part, Held: held, assemblyHeld: h}, nil
+}
+
+// ReadState returns the open windows of group key on this instance, or a
+// *NotOwnerError when another member owns the key's partition, or an
+// *UnavailableError.
+func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
+	p, rt := s.p, s.route.rt
+	topic := rt.Window.RepartitionTopic
+	n := p.ws.partitions.Load()
+	if n <= 0 {
+		return nil, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
+	}
+	part := keyPartition(p.part, topic, []byte(key), int(n))
+	if !p.st.assigned(topic, part) {
+		e := &NotOwnerError{Route: rt.Name, Key: key, Topic: topic, Partition: part}
+		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
+		return nil, e
+	}
+	t, err := p.windowTask(topic, part)
+	if err != nil {
+		var ue *UnavailableError
+		if errors.As(err, &ue) {
+			return nil, err
+		}
+		return nil, &UnavailableError{Reason: err.Error()}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ws, err := t.op.WindowsOf(key)
+	if errors.Is(err, changelog.ErrClosed) {
+		return nil, errStateMoved
+	}
+	if err != nil {
+		return nil, fmt.Errorf("route %q partition %d: read windows of key %q: %w", rt.Name, part, key, err)
+	}
+	v := &WindowStateView{Route: rt.Name, Key: key, Topic: topic, Partition: part,
+		OpenWindows: t.op.OpenWindows(), Windows: make([]json.RawMessage, len(ws))}
+	if wm := t.op.Watermark(); wm > math.MinInt64 {
+		v.Watermark = &wm
+	}
+	for i, w := range ws {
+		v.Windows[i] = w.Value
+	}
+	return v, nil
+}
+
+// keyPartition is the partition the producer writes a keyed record to.
+// Keyed records are hashed (Kafka's murmur2) by every partitioner the
+// router uses, so this is the partition of the repartition topic, and of
+// the changelog and task, that holds the key's state.
+func keyPartition(pr kgo.Partitioner, topic string, key []byte, n int) int32 {
+	r := &kgo.Record{Topic: topic, Key: key}
+	tp := pr.ForTopic(topic)
+	if bp, ok := tp.(kgo.TopicBackupPartitioner); ok {
+		return int32(bp.PartitionByBackup(r, n, nil))
+	}
+	return int32(tp.Partition(r, n))
+}
+
+// partitionOwner asks the group coordinator which member holds a
+// partition. Nil, "" means no member holds it.
+func (p *Processor) partitionOwner(ctx context.Context, topic string, part int32) (*Owner, string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	group := p.top.Config.ApplicationID
+	gs, err := p.adm.DescribeGroups(ctx, group)
+	if err == nil {
+		err = gs.Error()
+	}
+	if err != nil {
+		return nil, "describe group " + group + ": " + err.Error()
+	}
+	g, ok := gs[group]
+	if !ok {
+		return nil, "group " + group + " not described"
+	}
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, t := range a.Topics {
+			if t.Topic == topic && slices.Contains(t.Partitions, part) {
+				o := &Owner{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+				if m.InstanceID != nil {
+					o.InstanceID = *m.InstanceID
+				}
+				return o, ""
+			}
+		}
+	}
+	return nil, ""
+}

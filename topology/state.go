@@ -1,0 +1,73 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+)
+
+// StoreKind names the backend of operator state (windows).
+type StoreKind string
+
+const (
+	// StoreMemory keeps state in memory and restores it fully from the
+	// changelog on every assignment (the default).
+	StoreMemory StoreKind = "memory"
+	// StorePebble keeps state on disk under State.Dir with a local
+	// checkpoint, so a restart restores only the changelog's tail.
+	StorePebble StoreKind = "pebble"
+)
+
+// State configures where stateful operators keep their state. The
+// changelog topics stay the source of truth either way.
+type State struct {
+	Store StoreKind `yaml:"store"`
+	// Dir holds one directory per changelog partition (store: pebble).
+	// It must not be shared by two running instances.
+	Dir string `yaml:"dir"`
+}
+
+// The environment variables of the state settings.
+const (
+	EnvStateStore = "SIDESTREAM_STATE_STORE"
+	EnvStateDir   = "SIDESTREAM_STATE_DIR"
+)
+
+// validateState checks the state section as the file gives it. Whether
+// pebble has its directory is checked by Apply: the environment may set it.
+func (d *doc) validateState() {
+	if s := d.cfg.State.Store; s != StoreMemory && s != StorePebble {
+		d.at("state.store", "state.store must be %q or %q, got %q", StoreMemory, StorePebble, s)
+	}
+}
+
+// applyState sets the state overrides from the environment and checks the
+// result: a problem with a value from the file points at FILE:LINE:COL,
+// one from the environment names the variable.
+func (c *Config) applyState(store, dir string) error {
+	fromEnv := map[string]bool{}
+	if store = strings.TrimSpace(store); store != "" {
+		k := StoreKind(strings.ToLower(store))
+		if k != StoreMemory && k != StorePebble {
+			return fmt.Errorf("%s must be %q or %q, got %q", EnvStateStore, StoreMemory, StorePebble, store)
+		}
+		c.State.Store, fromEnv["store"] = k, true
+	}
+	if dir != "" {
+		c.State.Dir, fromEnv["dir"] = dir, true
+	}
+	if c.State.Store == StorePebble && strings.TrimSpace(c.State.Dir) == "" {
+		msg := fmt.Sprintf("state.store: pebble needs state.dir (or %s), the directory of the local stores", EnvStateDir)
+		if fromEnv["store"] {
+			return fmt.Errorf("%s=pebble needs %s (or state.dir in the file)", EnvStateStore, EnvStateDir)
+		}
+		if c.src != nil {
+			d := doc{file: c.src.file, pos: c.src.pos}
+			msg = Problem{File: d.file, Pos: d.lookup("state.store"), Msg: msg}.String()
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	if c.State.Store == StoreMemory && fromEnv["store"] {
+		c.State.Dir = "" // a directory for the pebble store stays unused
+	}
+	return nil
+}
