@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// cmdContender runs one Go contender of the compare harness until SIGTERM:
+// the pass-through limit or the router on a bench workload. The harness
+// starts it as a process of its own, so /proc/<pid> holds its CPU time and
+// peak RSS alone.
+func cmdContender(args []string) error {
+	fs := flag.NewFlagSet("contender", flag.ExitOnError)
+	workload := fs.String("workload", "w1", "pass (the limit), w1 or w2 (bench/topologies/<workload>.yaml)")
+	guarantee := fs.String("guarantee", "eos", "alo (at-least-once) or eos (exactly-once)")
+	brokers := fs.String("brokers", "", "bootstrap brokers")
+	input := fs.String("input", "", "input topic")
+	prefix := fs.String("prefix", "", "prefix of the output topics (PREFIX.main, ...)")
+	group := fs.String("group", "", "consumer group, application id and transactional id")
+	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
+	_ = fs.Parse(args)
+	if *brokers == "" || *input == "" || *prefix == "" || *group == "" {
+		return errors.New("contender: --brokers, --input, --prefix and --group are required")
+	}
+	if *guarantee != "alo" && *guarantee != "eos" {
+		return fmt.Errorf("contender: guarantee %q is not alo or eos", *guarantee)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bs := strings.Split(*brokers, ",")
+	var err error
+	switch *workload {
+	case "pass":
+		if *guarantee == "alo" {
+			_, err = passLoopALO(ctx, bs, *group, *input, *prefix+".main", 0, &clock{})
+		} else {
+			_, err = passLoopEOS(ctx, bs, *group, *input, *prefix+".main", 0, &clock{})
+		}
+	case "w1", "w2":
+		err = runWorkload(ctx, bs, filepath.Join(*topologies, *workload+".yaml"), *guarantee, *input, *prefix, *group)
+	default:
+		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2)", *workload)
+	}
+	if ctx.Err() != nil {
+		return nil // stopped by the harness
+	}
+	return err
+}
+
+// runWorkload runs the router on a bench topology: the harness's input,
+// PREFIX replaced in every topic, the group as application id.
+func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, prefix, group string) error {
+	cfg, err := topology.LoadFile(file)
+	if err != nil {
+		return err
+	}
+	for i := range cfg.Inputs {
+		cfg.Inputs[i].Topic = input
+	}
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		r.Topic = strings.ReplaceAll(r.Topic, "PREFIX", prefix)
+		if r.Window != nil {
+			r.Window.LateTopic = strings.ReplaceAll(r.Window.LateTopic, "PREFIX", prefix)
+		}
+	}
+	cfg.Dirty.Topic = strings.ReplaceAll(cfg.Dirty.Topic, "PREFIX", prefix)
+	g := topology.ExactlyOnce
+	if guarantee == "alo" {
+		g = topology.AtLeastOnce
+	}
+	if err := cfg.Apply(topology.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
+		return err
+	}
+	top, err := topology.Compile(cfg, filepath.Dir(file)+"/")
+	if err != nil {
+		return err
+	}
+	p, err := processor.New(top,
+		processor.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		processor.WithInstanceID("bench"))
+	if err != nil {
+		return err
+	}
+	fmt.Println(`{"started":true}`)
+	return p.Run(ctx)
+}
