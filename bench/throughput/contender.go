@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -29,7 +30,19 @@ func cmdContender(args []string) error {
 	prefix := fs.String("prefix", "", "prefix of the output topics (PREFIX.main, ...)")
 	group := fs.String("group", "", "consumer group, application id and transactional id")
 	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole process life to this file")
 	_ = fs.Parse(args)
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *brokers == "" || *input == "" || *prefix == "" || *group == "" {
 		return errors.New("contender: --brokers, --input, --prefix and --group are required")
 	}
