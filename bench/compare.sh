@@ -52,4 +52,4 @@ brokers=$(scripts/kafka.sh brokers)
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml | head -n1)
 
 "$BIN/throughput" compare --brokers "$brokers" --kafka-version "${SIDESTREAM_KAFKA_VERSION:-$version}" \
-	--command "bench/compare.sh $*" "${peers[@]}" "$@"
+	--command "bench/compare.sh${*:+ $*}" "${peers[@]}" "$@"

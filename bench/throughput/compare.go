@@ -43,6 +43,8 @@ var allContenders = []contender{
 	{"sidestream-w1-eos", "sidestream", "w1", "eos"},
 	{"sidestream-w2-alo", "sidestream", "w2", "alo"},
 	{"sidestream-w2-eos", "sidestream", "w2", "eos"},
+	{"sidestream-w3-alo", "sidestream", "w3", "alo"},
+	{"sidestream-w3-eos", "sidestream", "w3", "eos"},
 	{"streams-w1-alo", "kafka-streams", "w1", "alo"},
 	{"streams-w1-eos", "kafka-streams", "w1", "eos"},
 	{"streams-w2-alo", "kafka-streams", "w2", "alo"},
@@ -51,7 +53,7 @@ var allContenders = []contender{
 }
 
 // outputSuffixes are the topics every contender may write, PREFIX.<suffix>.
-var outputSuffixes = []string{"main", "warn", "error", "dirty", "window", "late"}
+var outputSuffixes = []string{"main", "warn", "error", "dirty", "window", "late", "assembled", "incomplete"}
 
 // valueSuffixes are the outputs that carry input values (and their ids):
 // the latency consumer reads these.
@@ -66,6 +68,13 @@ type compareEnv struct {
 func (c contender) command(env compareEnv, brokers, input, prefix, group string) (*exec.Cmd, error) {
 	switch c.Engine {
 	case "limit", "sidestream":
+		if c.Engine == "sidestream" {
+			// A workload this build cannot run (W3 before assembly
+			// existed) is skipped with the reason, not failed.
+			if _, err := workloadTopology(filepath.Join(env.topologies, c.Workload+".yaml"), "alo", "x", "x", "x", []string{"127.0.0.1:1"}); err != nil {
+				return nil, fmt.Errorf("this build cannot run %s: %v", c.Workload, err)
+			}
+		}
 		args := []string{"contender", "--workload", c.Workload, "--guarantee", c.Guarantee,
 			"--brokers", brokers, "--input", input, "--prefix", prefix, "--group", group, "--topologies", env.topologies}
 		if env.profileDir != "" {
@@ -279,18 +288,26 @@ func cmdCompare(args []string) error {
 			return fmt.Errorf("smoke: %w (logs in %s)", err, logDir)
 		}
 	}
-	n := 0
+	n, failed := 0, false
 	for r := 1; r <= *reps && !*smoke; r++ {
 		order := slices.Clone(active)
 		if r%2 == 0 {
 			slices.Reverse(order)
 		}
 		for _, c := range order {
+			if skipped[c.Name] != "" {
+				continue
+			}
 			n++
 			id := fmt.Sprintf("t%s-%d-%s", stamp, n, c.Name)
 			x, err := throughputRun(ctx, adm, env, c, bs, input, id, *records, rep.Bytes, *timeout)
 			if err != nil {
-				return fmt.Errorf("%s (rep %d): %w (logs in %s)", c.Name, r, err, logDir)
+				// One failing contender does not cost the others' figures:
+				// it leaves the session, and the table says why.
+				logf("%s (rep %d) failed, dropped from the session: %v (logs in %s)", c.Name, r, err, logDir)
+				skipped[c.Name] = "failed in rep " + strconv.Itoa(r) + ": " + firstLine(err.Error())
+				failed = true
+				continue
 			}
 			x.Rep = r
 			rep.Runs = append(rep.Runs, x)
@@ -299,14 +316,21 @@ func cmdCompare(args []string) error {
 		}
 	}
 	med := medians(rep.Runs)
+	for name := range med {
+		if skipped[name] != "" {
+			delete(med, name) // a contender that failed once is not reported
+		}
+	}
 	for _, c := range active {
-		if *smoke {
-			break
+		if *smoke || skipped[c.Name] != "" {
+			continue
 		}
 		id := fmt.Sprintf("l%s-%s", stamp, c.Name)
 		l, err := latencyRun(ctx, adm, env, c, bs, id, *records, 0.5*med[c.Name].RecordsPS, latDur)
 		if err != nil {
-			return fmt.Errorf("%s latency: %w (logs in %s)", c.Name, err, logDir)
+			logf("%s latency failed: %v (logs in %s)", c.Name, err, logDir)
+			failed = true
+			continue
 		}
 		rep.Latencies = append(rep.Latencies, l)
 		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen)", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed)
@@ -336,6 +360,9 @@ func cmdCompare(args []string) error {
 			return err
 		}
 	}
+	if failed {
+		return fmt.Errorf("some runs failed (the table says which; logs in %s)", logDir)
+	}
 	if *smoke {
 		for _, r := range rep.Rows {
 			if r.Skipped == "" && (r.RecordsPS <= 0 || r.Seen == "" || strings.HasPrefix(r.Seen, "0/")) {
@@ -345,6 +372,11 @@ func cmdCompare(args []string) error {
 		os.RemoveAll(logDir)
 	}
 	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
 
 func names() string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -60,10 +61,10 @@ func cmdContender(args []string) error {
 		} else {
 			_, err = passLoopEOS(ctx, bs, *group, *input, *prefix+".main", 0, &clock{})
 		}
-	case "w1", "w2":
+	case "w1", "w2", "w3":
 		err = runWorkload(ctx, bs, filepath.Join(*topologies, *workload+".yaml"), *guarantee, *input, *prefix, *group)
 	default:
-		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2)", *workload)
+		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2, w3)", *workload)
 	}
 	if ctx.Err() != nil {
 		return nil // stopped by the harness
@@ -74,29 +75,7 @@ func cmdContender(args []string) error {
 // runWorkload runs the router on a bench topology: the harness's input,
 // PREFIX replaced in every topic, the group as application id.
 func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, prefix, group string) error {
-	cfg, err := topology.LoadFile(file)
-	if err != nil {
-		return err
-	}
-	for i := range cfg.Inputs {
-		cfg.Inputs[i].Topic = input
-	}
-	for i := range cfg.Routes {
-		r := &cfg.Routes[i]
-		r.Topic = strings.ReplaceAll(r.Topic, "PREFIX", prefix)
-		if r.Window != nil {
-			r.Window.LateTopic = strings.ReplaceAll(r.Window.LateTopic, "PREFIX", prefix)
-		}
-	}
-	cfg.Dirty.Topic = strings.ReplaceAll(cfg.Dirty.Topic, "PREFIX", prefix)
-	g := topology.ExactlyOnce
-	if guarantee == "alo" {
-		g = topology.AtLeastOnce
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
-		return err
-	}
-	top, err := topology.Compile(cfg, filepath.Dir(file)+"/")
+	top, err := workloadTopology(file, guarantee, input, prefix, group, brokers)
 	if err != nil {
 		return err
 	}
@@ -108,4 +87,29 @@ func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, 
 	}
 	fmt.Println(`{"started":true}`)
 	return p.Run(ctx)
+}
+
+// workloadTopology loads and compiles a bench topology for one run.
+func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*topology.Topology, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	// PREFIX stands for the run's topic prefix in every topic of the file
+	// (routes, late, incomplete, dirty ...).
+	cfg, err := topology.Load(file, bytes.ReplaceAll(b, []byte("PREFIX"), []byte(prefix)))
+	if err != nil {
+		return nil, err
+	}
+	for i := range cfg.Inputs {
+		cfg.Inputs[i].Topic = input
+	}
+	g := topology.ExactlyOnce
+	if guarantee == "alo" {
+		g = topology.AtLeastOnce
+	}
+	if err := cfg.Apply(topology.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
+		return nil, err
+	}
+	return topology.Compile(cfg, filepath.Dir(file)+"/")
 }
