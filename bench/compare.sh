@@ -14,6 +14,8 @@
 #   SIDESTREAM_KAFKA_PORT (29192) and SIDESTREAM_KAFKA_DIR
 #   (/tmp/sidestream-bench-kafka): the broker. One already running there is
 #   used and left running; one this script starts is stopped at the end.
+#   SIDESTREAM_IT_BROKERS: use this broker (e.g. the one scripts/test.sh
+#   started) and start none.
 #   BENCH_SKIP_PEERS=1: do not build the Kafka Streams and Goka peers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,11 +46,15 @@ if [[ -z "${BENCH_SKIP_PEERS:-}" ]]; then
 	fi
 fi
 
-if ! scripts/kafka.sh status >/dev/null 2>&1; then
-	started=1
-	scripts/kafka.sh up >/dev/null
+if [[ -n "${SIDESTREAM_IT_BROKERS:-}" ]]; then
+	brokers=$SIDESTREAM_IT_BROKERS
+else
+	if ! scripts/kafka.sh status >/dev/null 2>&1; then
+		started=1
+		scripts/kafka.sh up >/dev/null
+	fi
+	brokers=$(scripts/kafka.sh brokers)
 fi
-brokers=$(scripts/kafka.sh brokers)
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml | head -n1)
 
 "$BIN/throughput" compare --brokers "$brokers" --kafka-version "${SIDESTREAM_KAFKA_VERSION:-$version}" \
