@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/readback"
 )
 
 // A contender is one program the compare harness measures.
@@ -121,6 +122,7 @@ type run struct {
 	Outputs    int64   `json:"output_offsets"`
 	StartupS   float64 `json:"startup_s"` // process start → first output record
 	LoadAvg    float64 `json:"loadavg_1m"`
+	Verified   bool    `json:"verified"` // outputs read back: every input id there (once under exactly-once)
 }
 
 // latency is one contender's end-to-end latency at a fixed offered load.
@@ -203,6 +205,7 @@ func cmdCompare(args []string) error {
 	png := fs.String("png", "docs/benchmarks-compare.png", "chart ('' for none)")
 	command := fs.String("command", "bench/compare.sh", "the command line to record")
 	timeout := fs.Duration("run-timeout", 5*time.Minute, "give up a run after")
+	verify := fs.Bool("verify", false, "read every run's outputs back and check every input id is there, once under exactly-once (always on with --smoke; slow at 1 M records)")
 	profileDir := fs.String("cpuprofile-dir", "", "the Go contenders (limit, sidestream) write a CPU profile of each process to DIR/<run id>.pprof")
 	_ = fs.Parse(args)
 	if *smoke {
@@ -266,7 +269,7 @@ func cmdCompare(args []string) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				x, err := throughputRun(ctx, adm, env, c, bs, input, fmt.Sprintf("t%s-%s", stamp, c.Name), *records, rep.Bytes, *timeout)
+				x, err := throughputRun(ctx, adm, env, c, bs, input, fmt.Sprintf("t%s-%s", stamp, c.Name), *records, rep.Bytes, *timeout, true)
 				if err != nil {
 					errs[i] = fmt.Errorf("%s: %w", c.Name, err)
 					return
@@ -280,7 +283,7 @@ func cmdCompare(args []string) error {
 				mu.Lock()
 				rep.Runs, rep.Latencies = append(rep.Runs, x), append(rep.Latencies, l)
 				mu.Unlock()
-				logf("smoke %-18s ok: %d records in %.1f s, latency p99 %.0f ms (%d/%d seen)", c.Name, x.Records, x.Seconds, l.P99MS, l.Seen, l.Timed)
+				logf("smoke %-18s ok: %d records in %.1f s, every id read back, latency p99 %.0f ms (%d/%d seen)", c.Name, x.Records, x.Seconds, l.P99MS, l.Seen, l.Timed)
 			}()
 		}
 		wg.Wait()
@@ -300,7 +303,7 @@ func cmdCompare(args []string) error {
 			}
 			n++
 			id := fmt.Sprintf("t%s-%d-%s", stamp, n, c.Name)
-			x, err := throughputRun(ctx, adm, env, c, bs, input, id, *records, rep.Bytes, *timeout)
+			x, err := throughputRun(ctx, adm, env, c, bs, input, id, *records, rep.Bytes, *timeout, *verify)
 			if err != nil {
 				// One failing contender does not cost the others' figures:
 				// it leaves the session, and the table says why.
@@ -543,7 +546,10 @@ func (p *proc) tail() string {
 // throughputRun starts a contender on the preloaded input and measures it
 // from its first output record to the moment its group has committed every
 // input offset (and, for windows, the repartition topics it consumes).
-func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, input, id string, n int, inBytes int64, timeout time.Duration) (run, error) {
+//
+// With verify, the value-carrying outputs are read back read_committed:
+// every input id must be there, once under exactly-once.
+func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, input, id string, n int, inBytes int64, timeout time.Duration, verify bool) (run, error) {
 	res := run{Contender: c.Name, Records: n}
 	outs := outputs(id, outputSuffixes)
 	if err := createTopics(ctx, adm, outs...); err != nil {
@@ -604,10 +610,42 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 	if end, err := adm.ListEndOffsets(ctx, outs...); err == nil {
 		res.Outputs = sumOffsets(end)
 	}
-	if res.Outputs < int64(n) && c.Workload != "w2" {
+	if res.Outputs < int64(n) {
 		return res, fmt.Errorf("outputs hold %d offsets for %d inputs", res.Outputs, n)
 	}
+	if verify {
+		if err := verifyIDs(ctx, brokers, outputs(id, valueSuffixes), n, c.Guarantee == "eos"); err != nil {
+			return res, fmt.Errorf("verify: %w", err)
+		}
+		res.Verified = true
+	}
 	return res, nil
+}
+
+// verifyIDs reads topics read_committed to their stable ends and checks
+// that every generated id e-1 ... e-n is there: once each when exactly.
+func verifyIDs(ctx context.Context, brokers, topics []string, n int, exactly bool) error {
+	rs, err := readback.ReadCommitted(ctx, brokers, topics...)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int, n)
+	for _, r := range rs {
+		seen[gen.IDOf(r.Key, r.Value)]++
+	}
+	missing, dup := 0, 0
+	for i := 1; i <= n; i++ {
+		switch k := seen["e-"+strconv.Itoa(i)]; {
+		case k == 0:
+			missing++
+		case k > 1:
+			dup++
+		}
+	}
+	if missing > 0 || (exactly && dup > 0) || len(seen) != n {
+		return fmt.Errorf("%d records read, %d distinct ids for %d inputs: %d missing, %d duplicated", len(rs), len(seen), n, missing, dup)
+	}
+	return nil
 }
 
 func sumOffsets(l kadm.ListedOffsets) int64 {
