@@ -938,7 +938,7 @@ func goals(rs []row) []goal {
 	for _, w := range []struct {
 		name string
 		min  float64
-	}{{"sidestream-w1-eos", 0.85}, {"sidestream-w2-eos", 0.6}} {
+	}{{"sidestream-w1-eos", 0.85}, {"sidestream-w2-eos", 0.6}, {"sidestream-w3-eos", 0.5}} {
 		r, ok := get(w.name)
 		v := 0.0
 		if ok && hasLimit {

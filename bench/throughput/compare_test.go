@@ -69,6 +69,7 @@ func TestGoals(t *testing.T) {
 	want := map[string]string{
 		"sidestream-w1-eos throughput / limit-alo":                  "yes",
 		"sidestream-w2-eos throughput / limit-alo":                  "no",
+		"sidestream-w3-eos throughput / limit-alo":                  "unmeasured",
 		"sidestream-w1-eos records per CPU-second / streams-w1-eos": "yes",
 		"sidestream-w1-eos peak RSS / streams-w1-eos":               "yes",
 		"sidestream-w2-eos records per CPU-second / streams-w2-eos": "unmeasured",
