@@ -7,6 +7,7 @@
 #   kcat    Kafka command line client used by the integration tests
 #   java    17+ (openjdk-17-jre-headless) to run the broker of scripts/kafka.sh
 #   mvn     (maven) to resolve the broker's jars from Maven Central
+#   javac   (openjdk-17-jdk-headless) to build the Kafka Streams peer of bench/compare.sh
 set -euo pipefail
 
 log() { printf 'install-deps.sh: %s\n' "$*" >&2; }
@@ -27,6 +28,7 @@ missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 java_ok || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
+command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
 
 ((${#missing[@]} == 0)) && exit 0
 

@@ -69,6 +69,10 @@ func main() {
 		err = cmdRun(os.Args[2:])
 	case "summarize":
 		err = cmdSummarize(os.Args[2:], os.Stdout)
+	case "compare":
+		err = cmdCompare(os.Args[2:])
+	case "contender":
+		err = cmdContender(os.Args[2:])
 	default:
 		usage()
 	}
@@ -79,7 +83,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: throughput broker|run|summarize [flags]  (see bench/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: throughput broker|run|summarize|compare|contender [flags]  (see bench/README.md)")
 	os.Exit(2)
 }
 
@@ -370,14 +374,14 @@ func createTopic(ctx context.Context, brokers []string, topic string, partitions
 }
 
 // passOpts are the consumer options the router uses too.
-func passOpts(brokers []string, group, topic string, clk *clock) []kgo.Opt {
+func passOpts(brokers []string, group, topic, out string, clk *clock) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DefaultProduceTopic(passOutput),
+		kgo.DefaultProduceTopic(out),
 		kgo.WithHooks(clk),
 	}
 }
@@ -392,7 +396,13 @@ func passAtLeastOnce(ctx context.Context, brokers []string, topic string, n int,
 	if err := createTopic(ctx, brokers, passOutput, 6); err != nil {
 		return 0, fmt.Errorf("create output: %w", err)
 	}
-	cl, err := kgo.NewClient(append(passOpts(brokers, "pass-alo", topic, clk), kgo.DisableAutoCommit())...)
+	return passLoopALO(ctx, brokers, "pass-alo", topic, passOutput, n, clk)
+}
+
+// passLoopALO is passAtLeastOnce's loop on an existing output topic; n <= 0
+// runs until ctx is cancelled (the compare harness's limit contender).
+func passLoopALO(ctx context.Context, brokers []string, group, topic, out string, n int, clk *clock) (commits int, err error) {
+	cl, err := kgo.NewClient(append(passOpts(brokers, group, topic, out, clk), kgo.DisableAutoCommit())...)
 	if err != nil {
 		return 0, err
 	}
@@ -400,7 +410,7 @@ func passAtLeastOnce(ctx context.Context, brokers []string, topic string, n int,
 	var perr atomic.Pointer[error]
 	consumed := 0
 	last := time.Now()
-	for consumed < n {
+	for n <= 0 || consumed < n {
 		pollCtx, cancel := context.WithDeadline(ctx, last.Add(100*time.Millisecond))
 		fs := cl.PollRecords(pollCtx, 10_000)
 		cancel()
@@ -415,7 +425,7 @@ func passAtLeastOnce(ctx context.Context, brokers []string, topic string, n int,
 				}
 			})
 		})
-		if time.Since(last) >= 100*time.Millisecond || consumed >= n {
+		if time.Since(last) >= 100*time.Millisecond || (n > 0 && consumed >= n) {
 			if err := cl.Flush(ctx); err != nil {
 				return commits, err
 			}
@@ -439,8 +449,14 @@ func passExactlyOnce(ctx context.Context, brokers []string, topic string, n int,
 	if err := createTopic(ctx, brokers, passOutput, 6); err != nil {
 		return 0, fmt.Errorf("create output: %w", err)
 	}
-	sess, err := kgo.NewGroupTransactSession(append(passOpts(brokers, "pass-eos", topic, clk),
-		kgo.TransactionalID("pass-eos"), kgo.TransactionTimeout(10*time.Second), kgo.RequireStableFetchOffsets())...)
+	return passLoopEOS(ctx, brokers, "pass-eos", topic, passOutput, n, clk)
+}
+
+// passLoopEOS is passExactlyOnce's loop on an existing output topic, with
+// the group as transactional id; n <= 0 runs until ctx is cancelled.
+func passLoopEOS(ctx context.Context, brokers []string, group, topic, out string, n int, clk *clock) (commits int, err error) {
+	sess, err := kgo.NewGroupTransactSession(append(passOpts(brokers, group, topic, out, clk),
+		kgo.TransactionalID(group), kgo.TransactionTimeout(10*time.Second), kgo.RequireStableFetchOffsets())...)
 	if err != nil {
 		return 0, err
 	}
@@ -448,12 +464,12 @@ func passExactlyOnce(ctx context.Context, brokers []string, topic string, n int,
 	endCtx := context.WithoutCancel(ctx)
 	var perr atomic.Pointer[error]
 	consumed := 0
-	for consumed < n {
+	for n <= 0 || consumed < n {
 		if err := sess.Begin(); err != nil {
 			return commits, err
 		}
 		start, pending := time.Now(), 0
-		for time.Since(start) < 100*time.Millisecond && consumed+pending < n {
+		for time.Since(start) < 100*time.Millisecond && (n <= 0 || consumed+pending < n) {
 			pollCtx, cancel := context.WithDeadline(ctx, start.Add(100*time.Millisecond))
 			fs := sess.PollRecords(pollCtx, 10_000)
 			cancel()

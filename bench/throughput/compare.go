@@ -1,0 +1,1074 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/readback"
+)
+
+// A contender is one program the compare harness measures.
+type contender struct {
+	Name      string `json:"name"`
+	Engine    string `json:"engine"`    // limit, sidestream, kafka-streams, goka
+	Workload  string `json:"workload"`  // pass, w1, w2
+	Guarantee string `json:"guarantee"` // alo, eos
+}
+
+// allContenders in table order.
+var allContenders = []contender{
+	{"limit-alo", "limit", "pass", "alo"},
+	{"limit-eos", "limit", "pass", "eos"},
+	{"sidestream-w1-alo", "sidestream", "w1", "alo"},
+	{"sidestream-w1-eos", "sidestream", "w1", "eos"},
+	{"sidestream-w2-alo", "sidestream", "w2", "alo"},
+	{"sidestream-w2-eos", "sidestream", "w2", "eos"},
+	{"sidestream-w3-alo", "sidestream", "w3", "alo"},
+	{"sidestream-w3-eos", "sidestream", "w3", "eos"},
+	{"streams-w1-alo", "kafka-streams", "w1", "alo"},
+	{"streams-w1-eos", "kafka-streams", "w1", "eos"},
+	{"streams-w2-alo", "kafka-streams", "w2", "alo"},
+	{"streams-w2-eos", "kafka-streams", "w2", "eos"},
+	{"goka-w1-alo", "goka", "w1", "alo"},
+}
+
+// outputSuffixes are the topics every contender may write, PREFIX.<suffix>.
+var outputSuffixes = []string{"main", "warn", "error", "dirty", "window", "late", "assembled", "incomplete"}
+
+// valueSuffixes are the outputs that carry input values (and their ids):
+// the latency consumer reads these.
+var valueSuffixes = []string{"main", "warn", "error", "dirty"}
+
+// compareEnv is what a contender's command needs.
+type compareEnv struct {
+	self, topologies, streamsDir, gokaBin, javaHeap, logDir string
+	profileDir                                              string // Go contenders write <id>.pprof here
+}
+
+func (c contender) command(env compareEnv, brokers, input, prefix, group string) (*exec.Cmd, error) {
+	switch c.Engine {
+	case "limit", "sidestream":
+		if c.Engine == "sidestream" {
+			// A workload this build cannot run (W3 before assembly
+			// existed) is skipped with the reason, not failed.
+			if _, err := workloadTopology(filepath.Join(env.topologies, c.Workload+".yaml"), "alo", "x", "x", "x", []string{"127.0.0.1:1"}); err != nil {
+				return nil, fmt.Errorf("this build cannot run %s: %v", c.Workload, err)
+			}
+		}
+		args := []string{"contender", "--workload", c.Workload, "--guarantee", c.Guarantee,
+			"--brokers", brokers, "--input", input, "--prefix", prefix, "--group", group, "--topologies", env.topologies}
+		if env.profileDir != "" {
+			args = append(args, "--cpuprofile", filepath.Join(env.profileDir, group+".pprof"))
+		}
+		return exec.Command(env.self, args...), nil
+	case "kafka-streams":
+		if env.streamsDir == "" {
+			return nil, errors.New("no --streams-dir")
+		}
+		if _, err := os.Stat(filepath.Join(env.streamsDir, "target", "classes")); err != nil {
+			return nil, fmt.Errorf("not built (mvn -q package in %s)", env.streamsDir)
+		}
+		g := "exactly_once_v2"
+		if c.Guarantee == "alo" {
+			g = "at_least_once"
+		}
+		cp := filepath.Join(env.streamsDir, "target", "classes") + ":" + filepath.Join(env.streamsDir, "target", "lib", "*")
+		return exec.Command("java", "-Xmx"+env.javaHeap, "-XX:+UseG1GC", "-cp", cp,
+			"sidestream.bench.StreamsPeer", brokers, input, prefix, group, c.Workload, g), nil
+	case "goka":
+		if env.gokaBin == "" {
+			return nil, errors.New("no --goka-bin")
+		}
+		if _, err := os.Stat(env.gokaBin); err != nil {
+			return nil, fmt.Errorf("not built: %w", err)
+		}
+		return exec.Command(env.gokaBin, brokers, input, prefix, group), nil
+	}
+	return nil, fmt.Errorf("unknown engine %q", c.Engine)
+}
+
+// run is one measured throughput run of one contender.
+type run struct {
+	Contender  string  `json:"contender"`
+	Rep        int     `json:"rep"`
+	Records    int     `json:"records"`
+	Seconds    float64 `json:"seconds"` // first output record → every input offset committed
+	RecordsPS  float64 `json:"records_per_s"`
+	MBPS       float64 `json:"mb_per_s"`
+	CPUSeconds float64 `json:"cpu_s"`       // contender process, user+system, over Seconds
+	CPUPerM    float64 `json:"cpu_s_per_m"` // CPU seconds per million records
+	PeakRSSMB  float64 `json:"peak_rss_mb"` // VmHWM of the contender process
+	Outputs    int64   `json:"output_offsets"`
+	StartupS   float64 `json:"startup_s"` // process start → first output record
+	LoadAvg    float64 `json:"loadavg_1m"`
+	Verified   bool    `json:"verified"` // outputs read back: every input id there (once under exactly-once)
+}
+
+// latency is one contender's end-to-end latency at a fixed offered load.
+type latency struct {
+	Contender string  `json:"contender"`
+	RatePS    float64 `json:"offered_per_s"`
+	Sent      int     `json:"sent"`
+	SentPS    float64 `json:"achieved_per_s"` // what the harness managed to send
+	Timed     int     `json:"timed"`          // sent records that carry an id (not the empty ones)
+	Seen      int     `json:"seen"`
+	P50MS     float64 `json:"p50_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	MaxMS     float64 `json:"max_ms"`
+}
+
+// row is one line of the table: medians of a contender's runs.
+type row struct {
+	contender
+	Runs      int     `json:"runs"`
+	RecordsPS float64 `json:"records_per_s"`
+	MBPS      float64 `json:"mb_per_s"`
+	CPUPerM   float64 `json:"cpu_s_per_m"`
+	PerCPUS   float64 `json:"records_per_cpu_s"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Ratio     float64 `json:"ratio_to_limit_alo"`
+	P50MS     float64 `json:"p50_ms"`
+	P99MS     float64 `json:"p99_ms"`
+	Seen      string  `json:"latency_seen"`
+	Skipped   string  `json:"skipped,omitempty"`
+}
+
+// report is the JSON the harness writes.
+type report struct {
+	Command   string    `json:"command"`
+	Time      time.Time `json:"time"`
+	Machine   machine   `json:"machine"`
+	Records   int       `json:"records"`
+	Bytes     int64     `json:"input_bytes"`
+	Reps      int       `json:"repetitions"`
+	LatencyS  float64   `json:"latency_seconds"`
+	Rows      []row     `json:"rows"`
+	Runs      []run     `json:"runs"`
+	Latencies []latency `json:"latencies"`
+	Goals     []goal    `json:"goals"`
+}
+
+type machine struct {
+	CPU          string `json:"cpu"`
+	Cores        int    `json:"cores"`
+	MemGB        int    `json:"mem_gb"`
+	Go           string `json:"go"`
+	Kafka        string `json:"kafka"`
+	LoadStart    string `json:"loadavg_start"`
+	LoadEnd      string `json:"loadavg_end"`
+	SharedLoaded bool   `json:"shared_loaded"`
+}
+
+type goal struct {
+	What     string  `json:"what"`
+	Want     string  `json:"want"`
+	Measured float64 `json:"measured"`
+	Met      *bool   `json:"met"` // nil: not measured (a contender missing)
+}
+
+func cmdCompare(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:29192", "the real broker (scripts/kafka.sh up)")
+	records := fs.Int("records", 1_000_000, "records to preload into the 6-partition input")
+	reps := fs.Int("reps", 3, "repetitions of every throughput run (order alternates)")
+	latSecs := fs.Float64("latency-seconds", 10, "length of the paced latency phase per contender")
+	only := fs.String("contenders", "", "comma-separated contenders (default all); names: "+names())
+	smoke := fs.Bool("smoke", false, "a quick check that every contender works: 3000 records, all contenders at once, a 1 s latency phase at 500 records/s, no files written")
+	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
+	streamsDir := fs.String("streams-dir", "bench/peers/kafka-streams", "the Kafka Streams peer (built with mvn package)")
+	gokaBin := fs.String("goka-bin", "", "the Goka peer binary (go build -C bench/peers/goka)")
+	javaHeap := fs.String("java-heap", "512m", "Kafka Streams maximum heap (-Xmx)")
+	kafkaVersion := fs.String("kafka-version", "", "broker version, for the record")
+	docs := fs.String("docs", "docs/benchmarks.md", "Markdown file whose compare section is replaced ('' for none)")
+	jsonOut := fs.String("json", "bench/results/compare.json", "JSON report ('' for none)")
+	png := fs.String("png", "docs/benchmarks-compare.png", "chart ('' for none)")
+	command := fs.String("command", "bench/compare.sh", "the command line to record")
+	timeout := fs.Duration("run-timeout", 5*time.Minute, "give up a run after")
+	verify := fs.Bool("verify", false, "read every run's outputs back and check every input id is there, once under exactly-once (always on with --smoke; slow at 1 M records)")
+	profileDir := fs.String("cpuprofile-dir", "", "the Go contenders (limit, sidestream) write a CPU profile of each process to DIR/<run id>.pprof")
+	_ = fs.Parse(args)
+	if *smoke {
+		*records, *reps, *latSecs = 3000, 1, 1
+		*docs, *jsonOut, *png = "", "", ""
+	}
+	cs, err := pick(*only)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logDir, err := os.MkdirTemp("", "sidestream-compare-")
+	if err != nil {
+		return err
+	}
+	env := compareEnv{self: self, topologies: *topologies, streamsDir: *streamsDir, gokaBin: *gokaBin, javaHeap: *javaHeap, logDir: logDir, profileDir: *profileDir}
+	bs := strings.Split(*brokers, ",")
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	rep := report{Command: *command, Time: time.Now().UTC(), Records: *records, Reps: *reps, LatencyS: *latSecs,
+		Machine: describeMachine(*kafkaVersion)}
+	stamp := strconv.FormatInt(time.Now().Unix(), 36)
+	input := "bench-logs-" + stamp
+	logf("preloading %d records into %s (6 partitions), not timed", *records, input)
+	if rep.Bytes, err = preloadTopic(ctx, adm, cl, input, *records, 1); err != nil {
+		return err
+	}
+
+	skipped := map[string]string{}
+	for _, c := range cs {
+		if _, err := c.command(env, "x", "x", "x", "x"); err != nil {
+			skipped[c.Name] = err.Error()
+			logf("%s: skipped: %v", c.Name, err)
+		}
+	}
+	var active []contender
+	for _, c := range cs {
+		if skipped[c.Name] == "" {
+			active = append(active, c)
+		}
+	}
+
+	latDur := time.Duration(*latSecs * float64(time.Second))
+	if *smoke {
+		// Numbers from a smoke run mean nothing, so its contenders run side
+		// by side: the check is that each one starts, finishes the input
+		// and answers the latency probe.
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errs := make([]error, len(active))
+		for i, c := range active {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				x, err := throughputRun(ctx, adm, env, c, bs, input, fmt.Sprintf("t%s-%s", stamp, c.Name), *records, rep.Bytes, *timeout, true)
+				if err != nil {
+					errs[i] = fmt.Errorf("%s: %w", c.Name, err)
+					return
+				}
+				l, err := latencyRun(ctx, adm, env, c, bs, fmt.Sprintf("l%s-%s", stamp, c.Name), *records, 500, latDur)
+				if err != nil {
+					errs[i] = fmt.Errorf("%s latency: %w", c.Name, err)
+					return
+				}
+				x.Rep = 1
+				mu.Lock()
+				rep.Runs, rep.Latencies = append(rep.Runs, x), append(rep.Latencies, l)
+				mu.Unlock()
+				logf("smoke %-18s ok: %d records in %.1f s, every id read back, latency p99 %.0f ms (%d/%d seen)", c.Name, x.Records, x.Seconds, l.P99MS, l.Seen, l.Timed)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("smoke: %w (logs in %s)", err, logDir)
+		}
+	}
+	n, failed := 0, false
+	for r := 1; r <= *reps && !*smoke; r++ {
+		order := slices.Clone(active)
+		if r%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, c := range order {
+			if skipped[c.Name] != "" {
+				continue
+			}
+			n++
+			id := fmt.Sprintf("t%s-%d-%s", stamp, n, c.Name)
+			x, err := throughputRun(ctx, adm, env, c, bs, input, id, *records, rep.Bytes, *timeout, *verify)
+			if err != nil {
+				// One failing contender does not cost the others' figures:
+				// it leaves the session, and the table says why.
+				logf("%s (rep %d) failed, dropped from the session: %v (logs in %s)", c.Name, r, err, logDir)
+				skipped[c.Name] = "failed in rep " + strconv.Itoa(r) + ": " + firstLine(err.Error())
+				failed = true
+				continue
+			}
+			x.Rep = r
+			rep.Runs = append(rep.Runs, x)
+			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)",
+				r, *reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg)
+		}
+	}
+	med := medians(rep.Runs)
+	for name := range med {
+		if skipped[name] != "" {
+			delete(med, name) // a contender that failed once is not reported
+		}
+	}
+	for _, c := range active {
+		if *smoke || skipped[c.Name] != "" {
+			continue
+		}
+		id := fmt.Sprintf("l%s-%s", stamp, c.Name)
+		l, err := latencyRun(ctx, adm, env, c, bs, id, *records, 0.5*med[c.Name].RecordsPS, latDur)
+		if err != nil {
+			logf("%s latency failed: %v (logs in %s)", c.Name, err, logDir)
+			failed = true
+			continue
+		}
+		rep.Latencies = append(rep.Latencies, l)
+		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen)", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed)
+	}
+	_ = deleteTopics(ctx, adm, func(t string) bool { return t == input })
+	rep.Machine.LoadEnd = loadavg()
+	rep.Rows = rows(cs, med, rep.Runs, rep.Latencies, skipped)
+	rep.Goals = goals(rep.Rows)
+
+	printTable(os.Stdout, rep)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if *png != "" {
+		if err := drawChart(*png, rep); err != nil {
+			return fmt.Errorf("chart: %w", err)
+		}
+	}
+	if *docs != "" {
+		if err := writeDocs(*docs, rep, *png); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return fmt.Errorf("some runs failed (the table says which; logs in %s)", logDir)
+	}
+	if *smoke {
+		for _, r := range rep.Rows {
+			if r.Skipped == "" && (r.RecordsPS <= 0 || r.Seen == "" || strings.HasPrefix(r.Seen, "0/")) {
+				return fmt.Errorf("smoke: %s measured nothing (%+v)", r.Name, r)
+			}
+		}
+		os.RemoveAll(logDir)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+func names() string {
+	var s []string
+	for _, c := range allContenders {
+		s = append(s, c.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func pick(only string) ([]contender, error) {
+	if only == "" {
+		return allContenders, nil
+	}
+	var cs []contender
+	for _, n := range strings.Split(only, ",") {
+		i := slices.IndexFunc(allContenders, func(c contender) bool { return c.Name == strings.TrimSpace(n) })
+		if i < 0 {
+			return nil, fmt.Errorf("unknown contender %q (%s)", n, names())
+		}
+		cs = append(cs, allContenders[i])
+	}
+	return cs, nil
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", a...)
+}
+
+// preloadTopic creates a 6-partition topic and fills it with n generated
+// log events; it returns their total value bytes.
+func preloadTopic(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic string, n int, seed uint64) (int64, error) {
+	if err := createTopics(ctx, adm, topic); err != nil {
+		return 0, err
+	}
+	g := gen.New(seed)
+	var total int64
+	var perr atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range n {
+		ev := g.Next()
+		total += int64(len(ev.Value))
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: ev.Key, Value: ev.Value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				perr.CompareAndSwap(nil, &err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if p := perr.Load(); p != nil {
+		return 0, fmt.Errorf("preload: %w", *p)
+	}
+	return total, nil
+}
+
+func createTopics(ctx context.Context, adm *kadm.Client, topics ...string) error {
+	resp, err := adm.CreateTopics(ctx, 6, 1, nil, topics...)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Sorted() {
+		if r.Err != nil && !strings.Contains(r.Err.Error(), "TOPIC_ALREADY_EXISTS") {
+			return fmt.Errorf("create %s: %w", r.Topic, r.Err)
+		}
+	}
+	// A new topic reaches the broker's metadata a moment after the
+	// controller answers: wait until every partition has a leader, so a
+	// contender started next finds its input.
+	for range 200 {
+		md, err := adm.Metadata(ctx, topics...)
+		if err != nil {
+			return err
+		}
+		ready := true
+		for _, t := range topics {
+			d, ok := md.Topics[t]
+			ready = ready && ok && d.Err == nil && len(d.Partitions) == 6
+			for _, p := range d.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+		}
+		if ready {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("topics %v have no leaders after 10 s", topics)
+}
+
+func deleteTopics(ctx context.Context, adm *kadm.Client, match func(string) bool) error {
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	var del []string
+	for _, t := range td.Names() {
+		if match(t) {
+			del = append(del, t)
+		}
+	}
+	if len(del) == 0 {
+		return nil
+	}
+	_, err = adm.DeleteTopics(ctx, del...)
+	return err
+}
+
+func outputs(prefix string, suffixes []string) []string {
+	var ts []string
+	for _, s := range suffixes {
+		ts = append(ts, prefix+"."+s)
+	}
+	return ts
+}
+
+// proc is a started contender process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan error
+	log  string
+}
+
+func startContender(env compareEnv, c contender, brokers []string, input, id string) (*proc, error) {
+	cmd, err := c.command(env, strings.Join(brokers, ","), input, id, id)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(env.logDir, id+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan error, 1), log: logPath}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	return p, nil
+}
+
+// stop ends the contender with SIGTERM, then SIGKILL after 30 s.
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// throughputRun starts a contender on the preloaded input and measures it
+// from its first output record to the moment its group has committed every
+// input offset (and, for windows, the repartition topics it consumes).
+//
+// With verify, the value-carrying outputs are read back read_committed:
+// every input id must be there, once under exactly-once.
+func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, input, id string, n int, inBytes int64, timeout time.Duration, verify bool) (run, error) {
+	res := run{Contender: c.Name, Records: n}
+	outs := outputs(id, outputSuffixes)
+	if err := createTopics(ctx, adm, outs...); err != nil {
+		return res, err
+	}
+	defer func() {
+		_ = deleteTopics(context.WithoutCancel(ctx), adm, func(t string) bool {
+			return strings.HasPrefix(t, id+".") || strings.HasPrefix(t, id+"-")
+		})
+	}()
+	inEnd, err := adm.ListEndOffsets(ctx, input)
+	if err != nil {
+		return res, err
+	}
+	begin := time.Now()
+	p, err := startContender(env, c, brokers, input, id)
+	if err != nil {
+		return res, err
+	}
+	defer p.stop()
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	var start time.Time
+	var cpu0 float64
+	deadline := time.After(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return res, fmt.Errorf("contender exited: %v\n%s", err, p.tail())
+		case <-deadline:
+			return res, fmt.Errorf("not done after %v\n%s", timeout, p.tail())
+		case <-tick.C:
+		}
+		if start.IsZero() {
+			end, err := adm.ListEndOffsets(ctx, outs...)
+			if err == nil && sumOffsets(end) > 0 {
+				start, cpu0 = time.Now(), cpuSeconds(pid)
+				res.StartupS = start.Sub(begin).Seconds()
+			}
+			continue
+		}
+		done, err := caughtUp(ctx, adm, id, input, inEnd)
+		if err != nil || !done {
+			continue
+		}
+		now, cpu1, hwm := time.Now(), cpuSeconds(pid), peakRSS(pid)
+		res.Seconds = now.Sub(start).Seconds()
+		res.CPUSeconds = cpu1 - cpu0
+		res.PeakRSSMB = hwm
+		break
+	}
+	res.RecordsPS = float64(n) / res.Seconds
+	res.MBPS = float64(inBytes) / res.Seconds / 1e6
+	res.CPUPerM = res.CPUSeconds / float64(n) * 1e6
+	res.LoadAvg, _ = strconv.ParseFloat(strings.Fields(loadavg())[0], 64)
+	if end, err := adm.ListEndOffsets(ctx, outs...); err == nil {
+		res.Outputs = sumOffsets(end)
+	}
+	if res.Outputs < int64(n) {
+		return res, fmt.Errorf("outputs hold %d offsets for %d inputs", res.Outputs, n)
+	}
+	if verify {
+		if err := verifyIDs(ctx, brokers, outputs(id, valueSuffixes), n, c.Guarantee == "eos"); err != nil {
+			return res, fmt.Errorf("verify: %w", err)
+		}
+		res.Verified = true
+	}
+	return res, nil
+}
+
+// verifyIDs reads topics read_committed to their stable ends and checks
+// that every generated id e-1 ... e-n is there: once each when exactly.
+func verifyIDs(ctx context.Context, brokers, topics []string, n int, exactly bool) error {
+	rs, err := readback.ReadCommitted(ctx, brokers, topics...)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]int, n)
+	for _, r := range rs {
+		seen[gen.IDOf(r.Key, r.Value)]++
+	}
+	missing, dup := 0, 0
+	for i := 1; i <= n; i++ {
+		switch k := seen["e-"+strconv.Itoa(i)]; {
+		case k == 0:
+			missing++
+		case k > 1:
+			dup++
+		}
+	}
+	if missing > 0 || (exactly && dup > 0) || len(seen) != n {
+		return fmt.Errorf("%d records read, %d distinct ids for %d inputs: %d missing, %d duplicated", len(rs), len(seen), n, missing, dup)
+	}
+	return nil
+}
+
+func sumOffsets(l kadm.ListedOffsets) int64 {
+	var s int64
+	l.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			s += o.Offset
+		}
+	})
+	return s
+}
+
+// caughtUp says whether the group has committed every input offset and is
+// within one offset (a transaction marker) of the end of every repartition
+// topic of its application.
+func caughtUp(ctx context.Context, adm *kadm.Client, group, input string, inEnd kadm.ListedOffsets) (bool, error) {
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		return false, err
+	}
+	for _, ps := range inEnd {
+		for p, o := range ps {
+			c, ok := committed.Lookup(input, p)
+			if !ok || c.At < o.Offset {
+				return false, nil
+			}
+		}
+	}
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return false, err
+	}
+	var rep []string
+	for _, t := range td.Names() {
+		if strings.HasPrefix(t, group+"-") && strings.HasSuffix(t, "-repartition") {
+			rep = append(rep, t)
+		}
+	}
+	if len(rep) == 0 {
+		return true, nil
+	}
+	end, err := adm.ListEndOffsets(ctx, rep...)
+	if err != nil {
+		return false, err
+	}
+	ok := true
+	end.Each(func(o kadm.ListedOffset) {
+		c, has := committed.Lookup(o.Topic, o.Partition)
+		at := int64(0)
+		if has {
+			at = c.At
+		}
+		if o.Offset-at > 1 {
+			ok = false
+		}
+	})
+	return ok, nil
+}
+
+// peakRSS is VmHWM of a process, in MB.
+func peakRSS(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
+}
+
+// latencyRun starts a contender on an empty input of its own and offers it
+// records at a fixed rate; a read_committed consumer of its outputs times
+// each record from the moment it was produced to the moment it is
+// visible. The records' event times continue where the preloaded stream's
+// ended.
+func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, id string, after int, rate float64, dur time.Duration) (latency, error) {
+	res := latency{Contender: c.Name, RatePS: rate}
+	input := id + ".in"
+	outs := outputs(id, outputSuffixes)
+	if err := createTopics(ctx, adm, append(outs, input)...); err != nil {
+		return res, err
+	}
+	defer func() {
+		_ = deleteTopics(context.WithoutCancel(ctx), adm, func(t string) bool {
+			return strings.HasPrefix(t, id+".") || strings.HasPrefix(t, id+"-")
+		})
+	}()
+	p, err := startContender(env, c, brokers, input, id)
+	if err != nil {
+		return res, err
+	}
+	defer p.stop()
+	total := int(rate*dur.Seconds()) + 1
+	sent := make([]atomic.Int64, total+1)
+	var seen atomic.Int64
+	var mu sync.Mutex
+	var lats []time.Duration
+	var warmSeen atomic.Bool
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputs(id, valueSuffixes)...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		return res, err
+	}
+	defer cons.Close()
+	cctx, stopCons := context.WithCancel(ctx)
+	consDone := make(chan struct{})
+	go func() {
+		defer close(consDone)
+		for cctx.Err() == nil {
+			fs := cons.PollFetches(cctx)
+			now := time.Now().UnixNano()
+			fs.EachRecord(func(r *kgo.Record) {
+				i, ok := idNumber(r.Value)
+				switch {
+				case !ok:
+					if bytes.Contains(r.Value, []byte(`"id":"w-`)) {
+						warmSeen.Store(true)
+					}
+				case i >= 1 && i <= total:
+					if t := sent[i].Swap(0); t > 0 {
+						seen.Add(1)
+						mu.Lock()
+						lats = append(lats, time.Duration(now-t))
+						mu.Unlock()
+					}
+				}
+			})
+		}
+	}()
+	defer func() { stopCons(); <-consDone }()
+
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(input), kgo.ProducerLinger(0))
+	if err != nil {
+		return res, err
+	}
+	defer prod.Close()
+	// A probe every 100 ms until the consumer sees one: then its position
+	// is set and the contender answers.
+	base := gen.New(1).Base + int64(after)*gen.New(1).Step + 10_000
+	wg := gen.New(7)
+	wg.BadFraction, wg.Base = 0, base
+	for i := 0; !warmSeen.Load(); i++ {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return res, fmt.Errorf("contender exited: %v\n%s", err, p.tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if i > 600 {
+			return res, fmt.Errorf("no output after 60 s\n%s", p.tail())
+		}
+		ev := wg.Next()
+		v := bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"w-`), 1)
+		prod.Produce(ctx, &kgo.Record{Value: v}, nil)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	g := gen.New(3)
+	g.Base = base
+	begin := time.Now()
+	interval := 5 * time.Millisecond
+	tick := time.NewTicker(interval)
+	due, timed := 0, 0
+	// The harness shares the machine: when it cannot offer the rate, the
+	// phase still ends on time and SentPS says what was offered.
+	for res.Sent < total && time.Since(begin) < dur {
+		<-tick.C
+		due = min(total, int(time.Since(begin).Seconds()*rate)+1)
+		for res.Sent < due {
+			ev := g.Next()
+			ev.Value = bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"l-`), 1)
+			res.Sent++
+			if _, ok := idNumber(ev.Value); ok { // an empty value carries no id to time
+				timed++
+				sent[res.Sent].Store(time.Now().UnixNano())
+			}
+			prod.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, nil)
+		}
+	}
+	tick.Stop()
+	res.SentPS = float64(res.Sent) / time.Since(begin).Seconds()
+	res.Timed = timed
+	drain := time.Now().Add(10 * time.Second)
+	for int(seen.Load()) < timed && time.Now().Before(drain) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Seen = len(lats)
+	if len(lats) > 0 {
+		slices.Sort(lats)
+		q := func(f float64) float64 { return float64(lats[int(f*float64(len(lats)-1))]) / 1e6 }
+		res.P50MS, res.P99MS, res.MaxMS = q(0.5), q(0.99), q(1)
+	}
+	return res, nil
+}
+
+// idNumber reads N of a latency record's "id":"l-N" without a regexp.
+func idNumber(v []byte) (int, bool) {
+	const mark = `"id":"l-`
+	i := bytes.Index(v, []byte(mark))
+	if i < 0 {
+		return 0, false
+	}
+	n, j := 0, i+len(mark)
+	for ; j < len(v) && v[j] >= '0' && v[j] <= '9'; j++ {
+		n = n*10 + int(v[j]-'0')
+	}
+	return n, j > i+len(mark)
+}
+
+func medians(runs []run) map[string]run {
+	by := map[string][]run{}
+	for _, r := range runs {
+		by[r.Contender] = append(by[r.Contender], r)
+	}
+	med := map[string]run{}
+	for name, xs := range by {
+		m := xs[0]
+		pickMed := func(f func(run) float64) float64 {
+			v := make([]float64, len(xs))
+			for i, x := range xs {
+				v[i] = f(x)
+			}
+			sort.Float64s(v)
+			return v[len(v)/2]
+		}
+		m.RecordsPS = pickMed(func(r run) float64 { return r.RecordsPS })
+		m.MBPS = pickMed(func(r run) float64 { return r.MBPS })
+		m.CPUPerM = pickMed(func(r run) float64 { return r.CPUPerM })
+		m.PeakRSSMB = pickMed(func(r run) float64 { return r.PeakRSSMB })
+		m.Rep = len(xs)
+		med[name] = m
+	}
+	return med
+}
+
+func rows(cs []contender, med map[string]run, runs []run, lats []latency, skipped map[string]string) []row {
+	limit := med["limit-alo"].RecordsPS
+	var out []row
+	for _, c := range cs {
+		r := row{contender: c, Skipped: skipped[c.Name]}
+		if m, ok := med[c.Name]; ok {
+			r.Runs, r.RecordsPS, r.MBPS, r.CPUPerM, r.PeakRSSMB = m.Rep, m.RecordsPS, m.MBPS, m.CPUPerM, m.PeakRSSMB
+			if m.CPUPerM > 0 {
+				r.PerCPUS = 1e6 / m.CPUPerM
+			}
+			if limit > 0 {
+				r.Ratio = m.RecordsPS / limit
+			}
+		}
+		for _, l := range lats {
+			if l.Contender == c.Name {
+				r.P50MS, r.P99MS, r.Seen = l.P50MS, l.P99MS, fmt.Sprintf("%d/%d", l.Seen, l.Timed)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func goals(rs []row) []goal {
+	get := func(name string) (row, bool) {
+		for _, r := range rs {
+			if r.Name == name && r.Skipped == "" && r.RecordsPS > 0 {
+				return r, true
+			}
+		}
+		return row{}, false
+	}
+	var gs []goal
+	add := func(what, want string, v float64, ok bool, met bool) {
+		g := goal{What: what, Want: want, Measured: v}
+		if ok {
+			g.Met = &met
+		}
+		gs = append(gs, g)
+	}
+	limit, hasLimit := get("limit-alo")
+	for _, w := range []struct {
+		name string
+		min  float64
+	}{{"sidestream-w1-eos", 0.85}, {"sidestream-w2-eos", 0.6}, {"sidestream-w3-eos", 0.5}} {
+		r, ok := get(w.name)
+		v := 0.0
+		if ok && hasLimit {
+			v = r.RecordsPS / limit.RecordsPS
+		}
+		add(w.name+" throughput / limit-alo", fmt.Sprintf("≥ %.2f", w.min), v, ok && hasLimit, v >= w.min)
+	}
+	for _, w := range []string{"w1", "w2"} {
+		s, ok1 := get("sidestream-" + w + "-eos")
+		k, ok2 := get("streams-" + w + "-eos")
+		v := 0.0
+		if ok1 && ok2 && k.PerCPUS > 0 {
+			v = s.PerCPUS / k.PerCPUS
+		}
+		add("sidestream-"+w+"-eos records per CPU-second / streams-"+w+"-eos", "≥ 2", v, ok1 && ok2, v >= 2)
+		rss := 0.0
+		if ok1 && ok2 && k.PeakRSSMB > 0 {
+			rss = s.PeakRSSMB / k.PeakRSSMB
+		}
+		add("sidestream-"+w+"-eos peak RSS / streams-"+w+"-eos", "≤ 0.25", rss, ok1 && ok2, rss <= 0.25)
+	}
+	for _, name := range []string{"sidestream-w1-eos", "sidestream-w2-eos"} {
+		r, ok := get(name)
+		ok = ok && r.Seen != ""
+		add(name+" p99 end-to-end latency at 50% load, ms", "≤ 120", r.P99MS, ok, r.P99MS <= 120)
+	}
+	return gs
+}
+
+func describeMachine(kafka string) machine {
+	m := machine{Cores: runtime.NumCPU(), Go: runtime.Version(), Kafka: kafka, LoadStart: loadavg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m.CPU = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(string(b))
+		if len(f) > 1 {
+			kb, _ := strconv.Atoi(f[1])
+			m.MemGB = (kb + 512*1024) / (1024 * 1024)
+		}
+	}
+	l, _ := strconv.ParseFloat(strings.Fields(m.LoadStart)[0], 64)
+	m.SharedLoaded = l > float64(m.Cores)/2
+	return m
+}
+
+func printTable(w io.Writer, rep report) {
+	fmt.Fprintln(w, markdownTable(rep))
+	fmt.Fprintln(w, markdownGoals(rep))
+}
+
+func markdownTable(rep report) string {
+	var b strings.Builder
+	b.WriteString("| contender | engine | workload | guarantee | runs | records/s | MB/s | ratio to limit-alo | CPU s per M records | records per CPU-s | peak RSS MB | p50 ms | p99 ms | latency records seen |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Rows {
+		if r.Skipped != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | skipped: %s | | | | | | | | |\n", r.Name, r.Engine, r.Workload, r.Guarantee, r.Skipped)
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %s |\n",
+			r.Name, r.Engine, r.Workload, r.Guarantee, r.Runs, r.RecordsPS, r.MBPS, r.Ratio, r.CPUPerM, r.PerCPUS, r.PeakRSSMB, r.P50MS, r.P99MS, r.Seen)
+	}
+	return b.String()
+}
+
+func markdownGoals(rep report) string {
+	var b strings.Builder
+	b.WriteString("| goal | wanted | measured | met |\n|---|---|---|---|\n")
+	for _, g := range rep.Goals {
+		met := "not measured"
+		if g.Met != nil {
+			met = map[bool]string{true: "**yes**", false: "**no**"}[*g.Met]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s |\n", g.What, g.Want, g.Measured, met)
+	}
+	return b.String()
+}
+
+// The harness owns the part of docs/benchmarks.md between these markers.
+const (
+	docsBegin = "<!-- compare:begin (written by bench/compare.sh; edit the harness, not this block) -->"
+	docsEnd   = "<!-- compare:end -->"
+)
+
+func writeDocs(path string, rep report, png string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(docsBegin + "\n")
+	fmt.Fprintf(&b, "Latest run: %s, `%s`, %d records (%.0f bytes each on average), %d repetitions, a %.0f s latency phase per contender.\n\n",
+		rep.Time.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Records, float64(rep.Bytes)/float64(max(rep.Records, 1)), rep.Reps, rep.LatencyS)
+	fmt.Fprintf(&b, "Machine: %s, %d cores, %d GB, %s, Apache Kafka %s (scripts/kafka.sh, same machine). `/proc/loadavg` at the start: `%s`, at the end: `%s`.\n\n",
+		rep.Machine.CPU, rep.Machine.Cores, rep.Machine.MemGB, rep.Machine.Go, rep.Machine.Kafka, rep.Machine.LoadStart, rep.Machine.LoadEnd)
+	b.WriteString(markdownTable(rep))
+	b.WriteString("\n")
+	b.WriteString(markdownGoals(rep))
+	if png != "" {
+		fmt.Fprintf(&b, "\n![throughput and latency per contender](%s)\n", relTo(filepath.Dir(path), png))
+	}
+	js, _ := json.MarshalIndent(struct {
+		Machine machine `json:"machine"`
+		Rows    []row   `json:"rows"`
+		Goals   []goal  `json:"goals"`
+	}{rep.Machine, rep.Rows, rep.Goals}, "", "  ")
+	b.WriteString("\n<details><summary>JSON (every run: bench/results/compare.json)</summary>\n\n```json\n")
+	b.Write(js)
+	b.WriteString("\n```\n\n</details>\n")
+	b.WriteString(docsEnd)
+	s := string(old)
+	i, j := strings.Index(s, docsBegin), strings.Index(s, docsEnd)
+	if i >= 0 && j > i {
+		s = s[:i] + b.String() + s[j+len(docsEnd):]
+	} else {
+		s = strings.TrimRight(s, "\n") + "\n\n## Against the limit and the peers: `bench/compare.sh`\n\n" + b.String() + "\n"
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func relTo(dir, path string) string {
+	r, err := filepath.Rel(dir, path)
+	if err != nil {
+		return path
+	}
+	return r
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestIDNumber(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{`{"id":"l-42","ts":1}`, 42, true},
+		{`{"ts":1,"id":"l-7"}`, 7, true},
+		{`{"id":"e-42"}`, 0, false},
+		{`{"id":"w-3"}`, 0, false},
+		{`{"id":"l-"}`, 0, false},
+		{``, 0, false},
+	} {
+		got, ok := idNumber([]byte(tc.in))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("idNumber(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 1<<40).Draw(t, "n")
+		pre := rapid.StringMatching(`[a-z{":,]{0,20}`).Draw(t, "pre")
+		v := pre + `"id":"l-` + strconv.Itoa(n) + `","level":"INFO"}`
+		if strings.Contains(pre, `"id":"l-`) {
+			t.Skip("prefix holds a marker")
+		}
+		got, ok := idNumber([]byte(v))
+		if !ok || got != n {
+			t.Fatalf("idNumber(%q) = %d, %v; want %d", v, got, ok, n)
+		}
+	})
+}
+
+func TestMediansTakeEachMeasureMedian(t *testing.T) {
+	runs := []run{
+		{Contender: "a", RecordsPS: 100, CPUPerM: 9, PeakRSSMB: 30},
+		{Contender: "a", RecordsPS: 300, CPUPerM: 1, PeakRSSMB: 10},
+		{Contender: "a", RecordsPS: 200, CPUPerM: 5, PeakRSSMB: 20},
+		{Contender: "b", RecordsPS: 50},
+	}
+	m := medians(runs)
+	if a := m["a"]; a.RecordsPS != 200 || a.CPUPerM != 5 || a.PeakRSSMB != 20 || a.Rep != 3 {
+		t.Errorf("median of a = %+v", a)
+	}
+	if b := m["b"]; b.RecordsPS != 50 || b.Rep != 1 {
+		t.Errorf("median of b = %+v", b)
+	}
+}
+
+func TestGoals(t *testing.T) {
+	rows := rows(allContenders, map[string]run{
+		"limit-alo":         {RecordsPS: 1000, CPUPerM: 1, PeakRSSMB: 20},
+		"sidestream-w1-eos": {RecordsPS: 900, CPUPerM: 4, PeakRSSMB: 30},
+		"sidestream-w2-eos": {RecordsPS: 500, CPUPerM: 10, PeakRSSMB: 40},
+		"streams-w1-eos":    {RecordsPS: 400, CPUPerM: 10, PeakRSSMB: 200},
+	}, nil, []latency{{Contender: "sidestream-w1-eos", P99MS: 100, Seen: 1, Sent: 1, Timed: 1}}, map[string]string{"streams-w2-eos": "not built"})
+	want := map[string]string{
+		"sidestream-w1-eos throughput / limit-alo":                  "yes",
+		"sidestream-w2-eos throughput / limit-alo":                  "no",
+		"sidestream-w3-eos throughput / limit-alo":                  "unmeasured",
+		"sidestream-w1-eos records per CPU-second / streams-w1-eos": "yes",
+		"sidestream-w1-eos peak RSS / streams-w1-eos":               "yes",
+		"sidestream-w2-eos records per CPU-second / streams-w2-eos": "unmeasured",
+		"sidestream-w2-eos peak RSS / streams-w2-eos":               "unmeasured",
+		"sidestream-w1-eos p99 end-to-end latency at 50% load, ms":  "yes",
+		"sidestream-w2-eos p99 end-to-end latency at 50% load, ms":  "unmeasured",
+	}
+	gs := goals(rows)
+	if len(gs) != len(want) {
+		t.Fatalf("%d goals, want %d: %+v", len(gs), len(want), gs)
+	}
+	for _, g := range gs {
+		got := "unmeasured"
+		if g.Met != nil {
+			got = map[bool]string{true: "yes", false: "no"}[*g.Met]
+		}
+		if want[g.What] != got {
+			t.Errorf("goal %q: %s (measured %.2f), want %s", g.What, got, g.Measured, want[g.What])
+		}
+	}
+}
+
+func TestWriteDocsReplacesOnlyItsBlock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "benchmarks.md")
+	if err := os.WriteFile(path, []byte("# Benchmarks\n\nolder text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := report{Command: "bench/compare.sh", Records: 10, Bytes: 3000, Reps: 3,
+		Rows: []row{{contender: allContenders[0], Runs: 3, RecordsPS: 1234}}}
+	for range 2 {
+		if err := writeDocs(path, rep, filepath.Join(dir, "c.png")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	s := string(b)
+	if !strings.HasPrefix(s, "# Benchmarks\n\nolder text\n") {
+		t.Errorf("the text before the block changed:\n%s", s)
+	}
+	if strings.Count(s, docsBegin) != 1 || strings.Count(s, docsEnd) != 1 || strings.Count(s, "## Against the limit") != 1 {
+		t.Errorf("want one block after two writes:\n%s", s)
+	}
+	if !strings.Contains(s, "| limit-alo | limit | pass | alo | 3 | 1234 |") || !strings.Contains(s, "](c.png)") {
+		t.Errorf("block lacks the row or the chart link:\n%s", s)
+	}
+}
+
+func TestDrawChart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.png")
+	rep := report{Reps: 3, Rows: []row{
+		{contender: allContenders[0], RecordsPS: 500000, P50MS: 10, P99MS: 40},
+		{contender: allContenders[3], RecordsPS: 200000, P50MS: 60, P99MS: 130},
+		{contender: allContenders[7], Skipped: "not built"},
+	}}
+	if err := drawChart(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two drawn lines (the skipped contender has none) below the header.
+	if h := img.Bounds().Dy(); h != 50+2*26+40 {
+		t.Errorf("chart height %d, want %d", h, 50+2*26+40)
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for in, want := range map[float64]float64{0: 0, 1: 1, 7: 10, 12: 20, 120: 200, 480000: 500000, 0.3: 0.5} {
+		if got := niceCeil(in); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.Float64Range(1e-3, 1e9).Draw(t, "v")
+		if c := niceCeil(v); c < v || c > 5*v {
+			t.Fatalf("niceCeil(%v) = %v", v, c)
+		}
+	})
+}
