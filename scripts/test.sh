@@ -95,3 +95,6 @@ if grep -q -- '--- SKIP' /tmp/sidestream-itest.log; then
   echo "integration tests were skipped although a broker was given: failing"
   exit 1
 fi
+
+step "benchmark harness smoke (every contender, outputs verified; no figures kept)"
+bench/compare.sh --smoke
