@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,38 +28,11 @@ type assemblyRun struct {
 func newAssemblyRun(base *scenario, tag string) *assemblyRun {
 	t := base.t
 	prefix := base.app + "-" + tag
-	s := &scenario{
-		t: t, name: base.name + "-" + tag, app: prefix, input: base.input, dir: t.TempDir(),
-		brokers: base.brokers, cl: base.cl, adm: base.adm, rng: base.rng,
-		events: base.events, byID: base.byID, want: map[string]int{}, started: base.started,
-	}
-	src, err := os.ReadFile("../examples/assemble-orders.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	y := string(src)
-	for _, r := range [][2]string{
-		{"application_id: assemble-orders\n", "application_id: " + s.app + "\n"},
-		{"  - topic: order-parts\n", "  - topic: " + s.input + "\n"},
+	s, top := base.derivedRun(tag, "../examples/assemble-orders.yaml", [][2]string{
+		{"application_id: assemble-orders\n", "application_id: " + prefix + "\n"},
+		{"  - topic: order-parts\n", "  - topic: " + base.input + "\n"},
 		{"topic: orders.", "topic: " + prefix + ".orders."}, // route, incomplete, duplicate and dirty topics
-	} {
-		if !strings.Contains(y, r[0]) {
-			t.Fatalf("examples/assemble-orders.yaml changed: %q not found; update itest.newAssemblyRun", r[0])
-		}
-		y = strings.ReplaceAll(y, r[0], r[1])
-	}
-	s.config = filepath.Join(s.dir, "topology.yaml")
-	if err := os.WriteFile(s.config, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := topology.LoadFile(s.config)
-	if err != nil {
-		t.Fatalf("per-run topology: %v", err)
-	}
-	top, err := topology.Compile(cfg, s.dir+"/")
-	if err != nil {
-		t.Fatalf("per-run topology: %v", err)
-	}
+	})
 	rt := top.Route("assembled")
 	if rt == nil || rt.Assembly == nil || rt.Assembly.Config.Time != topology.ClockEvent {
 		t.Fatalf("examples/assemble-orders.yaml changed: no event-time assembly route %q", "assembled")

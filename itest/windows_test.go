@@ -46,10 +46,12 @@ type windowRun struct {
 	changelog   string
 }
 
-// newWindowRun writes processor/testdata/errors-per-service.yaml with this
-// run's application id and topic names into its own temp dir. The run
-// shares base's input topic, events and clients.
-func newWindowRun(base *scenario, tag string) *windowRun {
+// derivedRun is a scenario of its own (application id base.app-tag, its
+// own temp dir) over base's input topic, events and clients, running the
+// topology at src with each replacement applied (every one must match, so
+// a changed file fails here, named). It returns the scenario, its
+// topology file written, and the compiled topology.
+func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *topology.Topology) {
 	t := base.t
 	prefix := base.app + "-" + tag
 	s := &scenario{
@@ -57,18 +59,14 @@ func newWindowRun(base *scenario, tag string) *windowRun {
 		brokers: base.brokers, cl: base.cl, adm: base.adm, rng: base.rng,
 		events: base.events, byID: base.byID, want: map[string]int{}, started: base.started,
 	}
-	src, err := os.ReadFile("../processor/testdata/errors-per-service.yaml")
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := string(src)
-	for _, r := range [][2]string{
-		{"application_id: errors-per-service\n", "application_id: " + s.app + "\n"},
-		{"  - topic: logs\n", "  - topic: " + s.input + "\n"},
-		{"topic: errors.", "topic: " + prefix + ".errors."}, // topic, late_topic and dirty topic
-	} {
+	y := string(b)
+	for _, r := range replacements {
 		if !strings.Contains(y, r[0]) {
-			t.Fatalf("processor/testdata/errors-per-service.yaml changed: %q not found; update itest.newWindowRun", r[0])
+			t.Fatalf("%s changed: %q not found; update the test that runs it", src, r[0])
 		}
 		y = strings.ReplaceAll(y, r[0], r[1])
 	}
@@ -84,6 +82,20 @@ func newWindowRun(base *scenario, tag string) *windowRun {
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
+	return s, top
+}
+
+// newWindowRun writes processor/testdata/errors-per-service.yaml with this
+// run's application id and topic names into its own temp dir. The run
+// shares base's input topic, events and clients.
+func newWindowRun(base *scenario, tag string) *windowRun {
+	t := base.t
+	prefix := base.app + "-" + tag
+	s, top := base.derivedRun(tag, "../processor/testdata/errors-per-service.yaml", [][2]string{
+		{"application_id: errors-per-service\n", "application_id: " + prefix + "\n"},
+		{"  - topic: logs\n", "  - topic: " + base.input + "\n"},
+		{"topic: errors.", "topic: " + prefix + ".errors."}, // topic, late_topic and dirty topic
+	})
 	rt := top.Route(winRoute)
 	if rt == nil || rt.Window == nil {
 		t.Fatalf("per-run topology has no window route %q", winRoute)

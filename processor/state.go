@@ -151,15 +151,9 @@ type AssemblyStateView struct {
 func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
 	p, rt := s.p, s.route.rt
 	topic := rt.Assembly.RepartitionTopic
-	n := p.ws.partitions.Load()
-	if n <= 0 {
-		return nil, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
-	}
-	part := keyPartition(p.part, topic, []byte(id), int(n))
-	if !p.st.assigned(topic, part) {
-		e := &NotOwnerError{Route: rt.Name, Key: id, Topic: topic, Partition: part}
-		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
-		return nil, e
+	part, err := p.ownedPartition(ctx, rt.Name, topic, id)
+	if err != nil {
+		return nil, err
 	}
 	t, ok := p.as.get(topic, part)
 	if !ok {
@@ -183,15 +177,9 @@ func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
 func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 	p, rt := s.p, s.route.rt
 	topic := rt.Window.RepartitionTopic
-	n := p.ws.partitions.Load()
-	if n <= 0 {
-		return nil, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
-	}
-	part := keyPartition(p.part, topic, []byte(key), int(n))
-	if !p.st.assigned(topic, part) {
-		e := &NotOwnerError{Route: rt.Name, Key: key, Topic: topic, Partition: part}
-		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
-		return nil, e
+	part, err := p.ownedPartition(ctx, rt.Name, topic, key)
+	if err != nil {
+		return nil, err
 	}
 	t, err := p.windowTask(topic, part)
 	if err != nil {
@@ -219,6 +207,24 @@ func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 		v.Windows[i] = w.Value
 	}
 	return v, nil
+}
+
+// ownedPartition is the partition of a stateful route's repartition topic
+// that holds key, when this instance owns it; otherwise a *NotOwnerError
+// naming the owner, or an *UnavailableError before the internal topics are
+// known.
+func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string) (int32, error) {
+	n := p.ws.partitions.Load()
+	if n <= 0 {
+		return 0, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
+	}
+	part := keyPartition(p.part, topic, []byte(key), int(n))
+	if !p.st.assigned(topic, part) {
+		e := &NotOwnerError{Route: route, Key: key, Topic: topic, Partition: part}
+		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
+		return 0, e
+	}
+	return part, nil
 }
 
 // keyPartition is the partition the producer writes a keyed record to.
