@@ -242,16 +242,21 @@ func dumpAll(t *testing.T, s changelog.Store) map[string]string {
 	return out
 }
 
-// countFinals checks that the final window results (before flushTS) and
-// the late route together count every ERROR event exactly once.
-func countFinals(t *testing.T, brokers []string, top *topology.Topology, flushTS int64, wantErrors int) {
+// countFinals checks that every final window result (before flushTS) is
+// the only final of its window, that late records carry the windows they
+// missed, and that the finals and the late route together count every
+// ERROR event exactly once. It returns the late records, the events
+// counted in finals, and the windows.
+func countFinals(t *testing.T, brokers []string, top *topology.Topology, flushTS int64, wantErrors int) (late, counted, windows int) {
 	t.Helper()
 	rt := top.Routes[0]
-	var late, counted int
 	finals := map[string]int{}
 	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
 		if r.Topic == rt.Window.Config.LateTopic {
 			late++
+			if h := headerStr(r.Headers, HeaderLateWins); h == "" {
+				t.Fatalf("late record without %s header", HeaderLateWins)
+			}
 			continue
 		}
 		var res struct {
@@ -276,4 +281,5 @@ func countFinals(t *testing.T, brokers []string, top *topology.Topology, flushTS
 	if counted+late != wantErrors {
 		t.Fatalf("ERROR events: %d counted in final windows + %d late = %d, want %d", counted, late, counted+late, wantErrors)
 	}
+	return late, counted, len(finals)
 }
