@@ -931,4 +931,19 @@ func (s *scenario) connect() {
 	if err != nil {
 		t.Fatalf("create input topic %s on %s: %v", s.input, strings.Join(s.brokers, ","), err)
 	}
+	// CreateTopics returns once the controller has the topic; a broker's
+	// metadata may lag a moment behind, and a router started in that
+	// moment rightly refuses a missing input topic.
+	for {
+		td, err := s.adm.ListTopics(ctx, s.input)
+		if err == nil {
+			if d, ok := td[s.input]; ok && d.Err == nil && len(d.Partitions) == inputPartitions {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("input topic %s not in the brokers' metadata after 30 s: %v", s.input, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
