@@ -72,13 +72,7 @@ func newScenario(t *testing.T, name string, n int) *scenario {
 	if brokers == "" {
 		t.Skipf("%s is not set: no real broker (scripts/kafka.sh up)", envBrokers)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("SIDESTREAM_IT_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("SIDESTREAM_IT_SEED=%q: %v", v, err)
-		}
-	}
+	seed := scenarioSeed(t)
 	t.Logf("seed %d (SIDESTREAM_IT_SEED=%d repeats the data and the fault schedule, not the timing)", seed, seed)
 	prefix := "it-" + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	s := &scenario{
@@ -96,7 +90,25 @@ func newScenario(t *testing.T, name string, n int) *scenario {
 	s.writeTopology(prefix)
 
 	s.connect()
+	s.generate(seed, n)
+	return s
+}
 
+// scenarioSeed is SIDESTREAM_IT_SEED, or a fresh seed.
+func scenarioSeed(t *testing.T) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("SIDESTREAM_IT_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("SIDESTREAM_IT_SEED=%q: %v", v, err)
+		}
+	}
+	return seed
+}
+
+// generate makes the scenario's n events from seed and the oracle's
+// count of each output topic.
+func (s *scenario) generate(seed uint64, n int) {
 	g := gen.New(seed)
 	s.events = make([]gen.Event, n)
 	for i := range s.events {
@@ -105,7 +117,6 @@ func newScenario(t *testing.T, name string, n int) *scenario {
 		s.byID[ev.ID] = ev
 		s.want[s.topicOf[gen.RouteOf[ev.Kind]]]++
 	}
-	return s
 }
 
 // writeTopology copies examples/logs-by-level.yaml and its schema into the

@@ -309,13 +309,7 @@ func envLookup(env []string) func(string) string {
 // secure ones.
 func newSecureScenario(t *testing.T, b *secureBroker, name string, n int) *scenario {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("SIDESTREAM_IT_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("SIDESTREAM_IT_SEED=%q: %v", v, err)
-		}
-	}
+	seed := scenarioSeed(t)
 	prefix := "it-" + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	s := &scenario{
 		t: t, name: name, app: prefix, input: prefix + ".logs", dir: t.TempDir(),
@@ -323,30 +317,8 @@ func newSecureScenario(t *testing.T, b *secureBroker, name string, n int) *scena
 		byID: make(map[string]*gen.Event, n), want: map[string]int{}, started: time.Now(),
 	}
 	s.writeTopology(prefix)
-	s.connect()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// A broker just started can answer metadata requests from a cache
-	// that does not have the new topic yet: the router would stop at
-	// once on a "missing" input.
-	for {
-		md, err := s.adm.ListTopics(ctx, s.input)
-		if err == nil && md.Has(s.input) && len(md[s.input].Partitions) == inputPartitions && md[s.input].Err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("input topic %s not in the metadata: %v", s.input, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	g := gen.New(seed)
-	s.events = make([]gen.Event, n)
-	for i := range s.events {
-		s.events[i] = g.Next()
-		ev := &s.events[i]
-		s.byID[ev.ID] = ev
-		s.want[s.topicOf[gen.RouteOf[ev.Kind]]]++
-	}
+	s.connect() // waits until the input topic is in the metadata
+	s.generate(seed, n)
 	return s
 }
 

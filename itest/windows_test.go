@@ -322,28 +322,15 @@ var tailRe = regexp.MustCompile(`window state restored.* from_offset=([0-9]+)`)
 
 // tailRestores counts the restores that started from a local checkpoint
 // (from_offset > 0): only the changelog's tail was read.
-func (s *scenario) tailRestores() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	seen := map[string]bool{}
-	for _, r := range s.routers {
-		if seen[r.logPath] {
-			continue
-		}
-		seen[r.logPath] = true
-		for _, l := range r.logLines(0, "window state restored") {
-			if m := tailRe.FindStringSubmatch(l); m != nil && m[1] != "0" {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (s *scenario) tailRestores() int { return s.countRestores(tailRe) }
 
 // restoresWithState counts the "window state restored" log lines of the
 // scenario's routers that restored at least one changelog record.
-func (s *scenario) restoresWithState() int {
+func (s *scenario) restoresWithState() int { return s.countRestores(restoredRe) }
+
+// countRestores counts the "window state restored" log lines of the
+// scenario's routers (each log once) whose field captured by re is not 0.
+func (s *scenario) countRestores(re *regexp.Regexp) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -354,7 +341,7 @@ func (s *scenario) restoresWithState() int {
 		}
 		seen[r.logPath] = true
 		for _, l := range r.logLines(0, "window state restored") {
-			if m := restoredRe.FindStringSubmatch(l); m != nil && m[1] != "0" {
+			if m := re.FindStringSubmatch(l); m != nil && m[1] != "0" {
 				n++
 			}
 		}
