@@ -15,6 +15,7 @@ import (
 //	"m"                                 meta: version, watermark, spec fingerprint
 //	"w" key start                       window: end, revision, aggregate states
 //	"t" time key start                  timer (empty value): the window's next action
+//	"s" source                          a source's maximum event time (aligned mode, aligned.go)
 //
 // A window's timer is at its end while it waits to fire (EmitUpdate and
 // watermark < end) and at end+grace otherwise, so a scan of "t" up to the

@@ -34,6 +34,13 @@ type Operator struct {
 	wm   int64
 	open int
 
+	// Aligned sources (aligned.go): each source's maximum event time, the
+	// sources named by SetSources, and the last minimum over them.
+	srcs     map[string]int64
+	expected []string
+	low      int64
+	lowOK    bool
+
 	in   []value // normalized inputs of the current record
 	kbuf []byte  // scratch keys
 	pbuf []byte  // scratch prefix (sessions)
@@ -68,6 +75,9 @@ func New(spec Spec, st Store) (*Operator, error) {
 	if err := st.Range(windowPrefix, func(_, _ []byte) bool { o.open++; return true }); err != nil {
 		return nil, fmt.Errorf("window: count windows: %w", err)
 	}
+	if err := o.loadSources(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -82,6 +92,20 @@ func (o *Operator) OpenWindows() int { return o.open }
 // integer or float type or json.Number). It then advances the watermark
 // by the record's event time and fires or purges what is due.
 func (o *Operator) Process(key string, eventTime int64, vals []any) (Output, error) {
+	out, err := o.apply1(key, eventTime, vals, o.wm)
+	if err != nil || out.Late != nil {
+		return out, err
+	}
+	if err := o.advance(eventTime-o.p.ooo, &out); err != nil {
+		return out, err
+	}
+	sortResults(out.Results)
+	return out, nil
+}
+
+// apply1 validates one record and applies it, judging which of its
+// windows are purged (and whether it is late) by the watermark judge.
+func (o *Operator) apply1(key string, eventTime int64, vals []any, judge int64) (Output, error) {
 	if eventTime < MinEventTime || eventTime > MaxEventTime {
 		return Output{}, &RecordError{Reason: ReasonEventTime, Detail: fmt.Sprintf("event time %d is outside [%d, %d]", eventTime, MinEventTime, MaxEventTime)}
 	}
@@ -101,19 +125,12 @@ func (o *Operator) Process(key string, eventTime int64, vals []any) (Output, err
 	var out Output
 	var err error
 	if o.p.kind == Session {
-		err = o.processSession(key, eventTime, &out)
+		err = o.processSession(key, eventTime, judge, &out)
 	} else {
-		err = o.processFixed(key, eventTime, &out)
+		err = o.processFixed(key, eventTime, judge, &out)
 	}
 	clear(o.in)
-	if err != nil || out.Late != nil {
-		return out, err
-	}
-	if err := o.advance(eventTime-o.p.ooo, &out); err != nil {
-		return out, err
-	}
-	sortResults(out.Results)
-	return out, nil
+	return out, err
 }
 
 // AdvanceWatermark raises the watermark to at least to (idle advance: the
@@ -187,7 +204,11 @@ func (o *Operator) deleteTimer(at int64, key string, start int64) error {
 
 // processFixed handles tumbling and hopping windows: the record belongs
 // to every window whose start is a multiple of advance in (t-size, t].
-func (o *Operator) processFixed(key string, t int64, out *Output) error {
+//
+// judge is the watermark that decides which windows are purged: the
+// task's own, or (aligned sources) the record's source's, never below the
+// task's.
+func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 	size, adv := o.p.size, o.p.advance
 	last := floorDiv(t, adv) * adv
 	first := -floorDiv(-(t-size+1), adv) * adv
@@ -197,7 +218,7 @@ func (o *Operator) processFixed(key string, t int64, out *Output) error {
 	}
 	var targets []target
 	for s := first; s <= last; s += adv {
-		if s+size+o.p.grace <= o.wm {
+		if s+size+o.p.grace <= judge {
 			continue // purged
 		}
 		w, ok, err := o.load(key, s)
@@ -213,7 +234,7 @@ func (o *Operator) processFixed(key string, t int64, out *Output) error {
 		targets = append(targets, target{w, !ok})
 	}
 	if len(targets) == 0 {
-		l := &Late{Watermark: o.wm, LateBy: o.wm - (last + size + o.p.grace)}
+		l := &Late{Watermark: judge, LateBy: judge - (last + size + o.p.grace)}
 		for s := first; s <= last; s += adv {
 			l.Windows = append(l.Windows, Span{s, s + size})
 		}
@@ -241,7 +262,7 @@ func (o *Operator) processFixed(key string, t int64, out *Output) error {
 
 // processSession merges the record's session [t, t+gap) with every open
 // session of key it overlaps or touches.
-func (o *Operator) processSession(key string, t int64, out *Output) error {
+func (o *Operator) processSession(key string, t, judge int64, out *Output) error {
 	lo, hi := t, t+o.p.gap
 	type comp struct{ start, end, rev int64 }
 	var comps []comp
@@ -273,8 +294,8 @@ func (o *Operator) processSession(key string, t int64, out *Output) error {
 	if err != nil {
 		return err
 	}
-	if len(comps) == 0 && hi+o.p.grace <= o.wm {
-		out.Late = &Late{Watermark: o.wm, Windows: []Span{{lo, hi}}, LateBy: o.wm - (hi + o.p.grace)}
+	if len(comps) == 0 && hi+o.p.grace <= judge {
+		out.Late = &Late{Watermark: judge, Windows: []Span{{lo, hi}}, LateBy: judge - (hi + o.p.grace)}
 		return nil
 	}
 	m := &win{key: key, start: lo, end: hi, aggs: make([]aggState, len(o.p.aggs))}

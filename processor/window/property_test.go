@@ -2,6 +2,7 @@ package window
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -342,6 +343,11 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 				t.Fatalf("two timers for %s", id)
 			}
 			timers[id] = tm.at
+		case nsSource:
+			src, rest, ok := readKey(k[1:])
+			if m, seen := o.srcs[src]; !ok || len(rest) != 0 || !seen || !bytes.Equal(v, binary.AppendVarint(nil, m)) {
+				t.Fatalf("source key %x = %x, operator has %v", k, v, o.srcs)
+			}
 		default:
 			t.Fatalf("unknown key %x", k)
 		}
