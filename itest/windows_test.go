@@ -88,13 +88,14 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 // newWindowRun writes processor/testdata/errors-per-service.yaml with this
 // run's application id and topic names into its own temp dir. The run
 // shares base's input topic, events and clients.
-func newWindowRun(base *scenario, tag string) *windowRun {
+func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 	t := base.t
 	prefix := base.app + "-" + tag
 	s, top := base.derivedRun(tag, "../processor/testdata/errors-per-service.yaml", [][2]string{
 		{"application_id: errors-per-service\n", "application_id: " + prefix + "\n"},
 		{"  - topic: logs\n", "  - topic: " + base.input + "\n"},
 		{"topic: errors.", "topic: " + prefix + ".errors."}, // topic, late_topic and dirty topic
+		{"      emit: update\n", "      emit: update\n      watermark: " + watermark + "\n"},
 	})
 	rt := top.Route(winRoute)
 	if rt == nil || rt.Window == nil {
@@ -103,7 +104,7 @@ func newWindowRun(base *scenario, tag string) *windowRun {
 	// The oracle (simulate) knows this window and these aggregates.
 	c := rt.Window.Config
 	if c.Type != topology.WindowTumbling || c.Size.D().Milliseconds() != winSize || c.Grace.D().Milliseconds() != winGrace ||
-		c.MaxOutOfOrderness.D() != 0 || c.IdleTimeout.D() != 0 || c.GroupBy != "service" ||
+		c.MaxOutOfOrderness.D() != 0 || c.IdleTimeout.D() != 0 || c.GroupBy != "service" || c.Watermark != watermark ||
 		len(c.Aggregates) != 2 || c.Aggregates[0] != (topology.Aggregate{Name: "n", Fn: "count"}) ||
 		c.Aggregates[1] != (topology.Aggregate{Name: "max_latency", Fn: "max", Of: "latency_ms"}) {
 		t.Fatalf("processor/testdata/errors-per-service.yaml changed its window (%+v); update itest's oracle", c)
@@ -276,7 +277,13 @@ type oracleWin struct {
 // final once the watermark reaches its end + grace. The event time and
 // the aggregated field come from the record's JSON value, not from the
 // router's headers.
-func simulate(t *testing.T, rep map[int32][]*kgo.Record) (map[string]oracleWin, map[string]bool) {
+//
+// With aligned watermarks a record is late when its window's end + grace
+// is at or below its own input partition's watermark (the header stage
+// one stamped: that partition's largest event time before the record),
+// and every window before the flush is final (the flush passed every
+// input partition). Marks carry no data and are skipped.
+func simulate(t *testing.T, rep map[int32][]*kgo.Record, aligned bool, flushTS int64) (map[string]oracleWin, map[string]bool) {
 	t.Helper()
 	finals, late := map[string]oracleWin{}, map[string]bool{}
 	for _, recs := range rep {
@@ -284,6 +291,21 @@ func simulate(t *testing.T, rep map[int32][]*kgo.Record) (map[string]oracleWin, 
 		open := map[string]oracleWin{}
 		ends := map[string]int64{}
 		for _, r := range recs {
+			if isMarkRecord(r) {
+				continue
+			}
+			if aligned {
+				wm = math.MinInt64
+				if h := headerOf(r, "sidestream.source.max_event_time"); h != "" {
+					v, err := strconv.ParseInt(h, 10, 64)
+					if err != nil {
+						t.Fatalf("repartition record %s/%d@%d: source max %q: %v", r.Topic, r.Partition, r.Offset, h, err)
+					}
+					wm = v
+				} else if _, ok := headerValue(r, "sidestream.source.max_event_time"); !ok {
+					t.Fatalf("repartition record %s/%d@%d has no source progress header", r.Topic, r.Partition, r.Offset)
+				}
+			}
 			var v struct {
 				ID      string  `json:"id"`
 				TS      int64   `json:"ts"`
@@ -305,10 +327,12 @@ func simulate(t *testing.T, rep map[int32][]*kgo.Record) (map[string]oracleWin, 
 			w.n++
 			open[key] = w
 			ends[key] = start + winSize
-			wm = max(wm, v.TS)
+			if !aligned {
+				wm = max(wm, v.TS)
+			}
 		}
 		for key, w := range open {
-			if ends[key]+winGrace <= wm {
+			if (!aligned && ends[key]+winGrace <= wm) || (aligned && ends[key]+winGrace <= flushTS) {
 				finals[key] = w
 			}
 		}
@@ -352,9 +376,9 @@ func (s *scenario) countRestores(re *regexp.Regexp) int {
 // TestWindowRestartEquivalence: the window route of
 // processor/testdata/errors-per-service.yaml (tumbling 10s, grace 1s, per
 // service, count and max latency, late route) over 60,000 generated
-// events whose event times are up to 5 s out of order, plus one
-// far-future ERROR per service at the end so every earlier window closes.
-// Two applications read the same input at the same time: run A, one
+// events whose event times are up to 5 s out of order, plus far-future
+// ERROR events at the end so every earlier window closes. Two
+// applications read the same input at the same time: run A, one
 // uninterrupted process; run B, a process killed with SIGKILL at random
 // moments 5 times and restarted each time, so stage two restores its
 // state from the changelog mid-stream and aborted batches are replayed.
@@ -362,42 +386,36 @@ func (s *scenario) countRestores(re *regexp.Regexp) int {
 // Each run must count every ERROR event exactly once (in its window's
 // final result or on the late route), with one final result per window,
 // and must agree with an independent simulation of stage two over its own
-// repartition topic. Then A and B must be identical: the final results,
-// the late records and the full multiset of results (every revision), as
-// DESIGN invariant 4 (event-time results depend only on the input and its
-// order within each partition, not on timing or restarts) requires.
+// repartition topic. Then A's and B's final results and late records must
+// be identical.
 //
-// The input is keyed by service, so all records of one group key come
-// from one input partition, and the repartition partition of a service is
-// its input partition (both use Kafka's murmur2 key hash over 6
-// partitions; the test checks it): stage two's input order is then a
-// function of the input alone, as invariant 4 presumes. Keyed by event id
-// (SIDESTREAM_IT_WINDOW_KEY=id, each service spread over all 6
-// partitions), each repartition partition is an interleaving of 6 input
-// partitions that depends on timing, stage two's watermark is the largest
-// event time of that interleaving, and A and B differ: the test then
-// fails, and documents a known violation of invariant 4 (see
-// docs/reliability.md). Each run still passes its own checks then.
-func TestWindowRestartEquivalence(t *testing.T) { windowRestartEquivalence(t, "memory") }
+// Here the input is keyed by event id: every service's records come from
+// all 6 input partitions, and each repartition partition interleaves them
+// in an order set by timing, different in A and B. The window's watermark
+// is aligned (the default): a record is late by its own input partition's
+// progress, a window closes when every input partition passed it, so the
+// finals and the late set do not depend on that order. Update revisions
+// (emit: update) do: they are reported, not compared. The flush is one
+// event per service on every input partition.
+func TestWindowRestartEquivalence(t *testing.T) { windowRestartEquivalence(t, "memory", "id", "aligned") }
 
 // TestWindowRestartEquivalencePebble is the same scenario with run B (and
 // its restarts) on the pebble store, A on memory: B restores only the
-// changelog after its local checkpoint, across kill -9, and its results
-// must equal A's to the last revision.
-func TestWindowRestartEquivalencePebble(t *testing.T) { windowRestartEquivalence(t, "pebble") }
+// changelog after its local checkpoint, across kill -9. Here the input is
+// keyed by service, so each repartition partition reads exactly one input
+// partition in its order, and the window uses watermark: max (the task's
+// largest event time): then every result, each update revision included,
+// must be identical.
+func TestWindowRestartEquivalencePebble(t *testing.T) {
+	windowRestartEquivalence(t, "pebble", "service", "max")
+}
 
-func windowRestartEquivalence(t *testing.T, store string) {
+func windowRestartEquivalence(t *testing.T, store, keyBy, watermark string) {
 	const n = 60_000
+	aligned := watermark == "aligned"
 	// base owns the input topic, the events and the seed; its own
 	// (logs-by-level) topology is never run.
 	base := newScenario(t, "window_restart_equivalence", n)
-	keyBy := os.Getenv("SIDESTREAM_IT_WINDOW_KEY")
-	if keyBy == "" {
-		keyBy = "service"
-	}
-	if keyBy != "service" && keyBy != "id" {
-		t.Fatalf("SIDESTREAM_IT_WINDOW_KEY=%q: want service or id", keyBy)
-	}
 	wantErrors := 0
 	for i := range base.events {
 		ev := &base.events[i]
@@ -413,16 +431,27 @@ func windowRestartEquivalence(t *testing.T, store string) {
 	// them in each partition). Its windows stay open.
 	g := gen.New(0)
 	flushTS := g.Base + int64(n)*g.Step + 3_600_000
+	flushes := 0
 	for _, svc := range windowServices {
-		id := "flush-" + svc
-		v := fmt.Appendf(nil, `{"id":%q,"ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, id, flushTS, svc)
-		base.events = append(base.events, gen.Event{ID: id, Key: []byte(svc), Value: v, Kind: "flush", TS: flushTS})
+		keys := [][]byte{[]byte(svc)}
+		if keyBy == "id" {
+			keys = keysForEveryPartition("flush-"+svc, 6)
+		}
+		for _, k := range keys {
+			id := "flush-" + string(k)
+			if keyBy == "service" {
+				id = "flush-" + svc
+			}
+			v := fmt.Appendf(nil, `{"id":%q,"ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, id, flushTS, svc)
+			base.events = append(base.events, gen.Event{ID: id, Key: k, Value: v, Kind: "flush", TS: flushTS})
+			flushes++
+		}
 	}
 	for i := range base.events { // the append may have moved them
 		base.byID[base.events[i].ID] = &base.events[i]
 	}
 
-	a, b := newWindowRun(base, "a"), newWindowRun(base, "b")
+	a, b := newWindowRun(base, "a", watermark), newWindowRun(base, "b", watermark)
 	p := base.startProducer(1500)
 	ra := a.startRouter("a", fastGroup...)
 	// With pebble, B (and its restarts, which inherit the environment)
@@ -452,6 +481,9 @@ func windowRestartEquivalence(t *testing.T, store string) {
 		sameParts := true
 		for part, recs := range rep {
 			for _, r := range recs {
+				if isMarkRecord(r) {
+					continue
+				}
 				ids[valueID(r.Value)]++
 				if m := serviceRe.FindSubmatch(r.Value); m == nil || string(m[1]) != string(r.Key) {
 					t.Errorf("run %s: repartition record %s keyed %q", w.tag, r.Value, r.Key)
@@ -468,9 +500,9 @@ func windowRestartEquivalence(t *testing.T, store string) {
 			}
 			dups += c - 1
 		}
-		if len(ids) != wantErrors+len(windowServices) || dups > 0 {
+		if len(ids) != wantErrors+flushes || dups > 0 {
 			t.Errorf("run %s: repartition topic holds %d distinct events (%d duplicates), want %d ERROR + %d flush",
-				w.tag, len(ids), dups, wantErrors, len(windowServices))
+				w.tag, len(ids), dups, wantErrors, flushes)
 		}
 		if keyBy == "service" && !sameParts {
 			t.Errorf("run %s: a repartition partition holds records of another input partition: the determinism this test relies on is gone", w.tag)
@@ -486,7 +518,7 @@ func windowRestartEquivalence(t *testing.T, store string) {
 			t.Errorf("run %s: want both final windows and late records: %d finals, %d late", w.tag, len(o.finals), len(o.lateIDs))
 		}
 		// Stage two against the oracle over its own input.
-		wantFinals, wantLate := simulate(t, rep)
+		wantFinals, wantLate := simulate(t, rep, aligned, flushTS)
 		if !maps.Equal(o.finalAgg, wantFinals) {
 			t.Errorf("run %s: final results differ from the simulation of its repartition topic: %s", w.tag, diffWins(o.finalAgg, wantFinals))
 		}
@@ -508,7 +540,7 @@ func windowRestartEquivalence(t *testing.T, store string) {
 	if !sameLate {
 		t.Errorf("late records differ between A (%d) and B (%d): %s", len(oa.lateIDs), len(ob.lateIDs), diffSets(oa.lateIDs, ob.lateIDs))
 	}
-	if !sameAll {
+	if !sameAll && !aligned {
 		t.Errorf("the results (every revision) differ between A (%d) and B (%d): %s", len(oa.all), len(ob.all), diffLists(oa.all, ob.all))
 	}
 	// What B's kills cost: records of aborted transactions (on its
@@ -520,11 +552,26 @@ func windowRestartEquivalence(t *testing.T, store string) {
 	if store == "pebble" && tails == 0 {
 		t.Errorf("run b on pebble never restored from a local checkpoint (no \"window state restored\" line with from_offset > 0)")
 	}
-	line := fmt.Sprintf("scenario=window_restart_equivalence records=%d kills=%d restarts=%d errors=%d finals=%d late=%d updates=%d restores_with_state=%d tail_restores=%d aborted_invisible=%d input_key=%s store_b=%s identical=%v elapsed=%s",
-		n+len(windowServices), b.kills, b.restarts, wantErrors, len(oa.finals), len(oa.lateIDs), oa.updates,
-		b.restoresWithState(), tails, aborted, keyBy, store, sameFinals && sameLate && sameAll, time.Since(base.started).Round(100*time.Millisecond))
+	line := fmt.Sprintf("scenario=window_restart_equivalence records=%d kills=%d restarts=%d errors=%d finals=%d late=%d updates=%d restores_with_state=%d tail_restores=%d aborted_invisible=%d input_key=%s watermark=%s store_b=%s identical_finals_late=%v identical_revisions=%v elapsed=%s",
+		n+flushes, b.kills, b.restarts, wantErrors, len(oa.finals), len(oa.lateIDs), oa.updates,
+		b.restoresWithState(), tails, aborted, keyBy, watermark, store, sameFinals && sameLate, sameAll, time.Since(base.started).Round(100*time.Millisecond))
 	t.Log(line)
 	fmt.Println(line)
+}
+
+// keysForEveryPartition returns one key per partition of n, each
+// prefix-j for the first j that Kafka's key hash (murmur2) sends there.
+func keysForEveryPartition(prefix string, n int) [][]byte {
+	p := kgo.StickyKeyPartitioner(nil).ForTopic("")
+	out := make([][]byte, n)
+	for j, found := 0, 0; found < n; j++ {
+		k := []byte(prefix + "-" + strconv.Itoa(j))
+		if part := p.Partition(&kgo.Record{Key: k}, n); out[part] == nil {
+			out[part] = k
+			found++
+		}
+	}
+	return out
 }
 
 // valueID is the "id" field of a record's JSON value (gen.IDOf knows
@@ -535,6 +582,21 @@ func valueID(v []byte) string {
 	}
 	_ = json.Unmarshal(v, &x)
 	return x.ID
+}
+
+// isMarkRecord: a watermark mark (a source's progress, no data).
+func isMarkRecord(r *kgo.Record) bool {
+	_, ok := headerValue(r, "sidestream.watermark.mark")
+	return ok
+}
+
+func headerValue(r *kgo.Record, k string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == k {
+			return string(h.Value), true
+		}
+	}
+	return "", false
 }
 
 func headerOf(r *kgo.Record, k string) string {

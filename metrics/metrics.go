@@ -53,6 +53,7 @@ const (
 	NameAssigned        = "sidestream_assigned_partitions"
 	NameStrandedRepairs = "sidestream_stranded_offsets_repairs_total"
 	NameClamped         = "sidestream_event_time_clamped_total"
+	NameMarks           = "sidestream_watermark_marks_total"
 	KafkaClientNamspace = "sidestream_kafka" // franz-go client metrics (kprom)
 )
 
@@ -150,6 +151,7 @@ type Metrics struct {
 	Dropped        *prometheus.CounterVec // reason
 	DirtyTruncated prometheus.Counter
 	Clamped        prometheus.Counter
+	Marks          *prometheus.CounterVec
 	BatchDuration  prometheus.Histogram
 	CommitDuration prometheus.Histogram
 	Commits        prometheus.Counter
@@ -217,6 +219,9 @@ func New() *Metrics {
 			Name: NameCommitDuration, Help: "Time to commit (flush, offsets, end transaction), in seconds.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		Marks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameMarks, Help: "Watermark marks (a source's progress, for aligned watermarks) written by stage one and read by window tasks, committed.",
+		}, []string{"direction"}),
 		Clamped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: NameClamped, Help: "Event times beyond event_time.max_ahead set to the bound (on_ahead: clamp).",
 		}),
@@ -256,7 +261,7 @@ func New() *Metrics {
 	r.MustRegister(m.StateWipes)
 	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
 		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
-	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped,
+	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped, m.Marks,
 		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
@@ -286,6 +291,8 @@ type Tally struct {
 	Late          map[string]int
 	WindowResults map[[2]string]int // route, kind
 	Changelog     map[string]int
+	// Aligned watermarks: marks written by stage one, read by stage two.
+	MarksWritten, MarksRead int
 	// Redriven counts input records with a redrive mark, by topic.
 	Redriven map[string]int
 	// Assembly stage.
@@ -306,6 +313,8 @@ func (t *Tally) Add(o *Tally) {
 	t.Routed += o.Routed
 	t.Truncated += o.Truncated
 	t.Clamped += o.Clamped
+	t.MarksWritten += o.MarksWritten
+	t.MarksRead += o.MarksRead
 	addCounts(t.Consumed, o.Consumed)
 	addCounts(t.Routes, o.Routes)
 	addCounts(t.Dirty, o.Dirty)
@@ -329,7 +338,8 @@ func addCounts[K comparable](dst, src map[K]int) {
 // Empty reports whether the tally counts nothing at all (no records, no
 // window results, no state changes).
 func (t *Tally) Empty() bool {
-	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0 && len(t.Assemblies) == 0
+	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0 && len(t.Assemblies) == 0 &&
+		t.MarksWritten == 0 && t.MarksRead == 0
 }
 
 // Records is the number of input records the tally covers.
@@ -358,6 +368,8 @@ func (m *Metrics) Observe(t *Tally) {
 	}
 	m.DirtyTruncated.Add(float64(t.Truncated))
 	m.Clamped.Add(float64(t.Clamped))
+	m.Marks.WithLabelValues("written").Add(float64(t.MarksWritten))
+	m.Marks.WithLabelValues("read").Add(float64(t.MarksRead))
 	for k, v := range t.Aggregated {
 		m.Aggregated.WithLabelValues(k).Add(float64(v))
 	}

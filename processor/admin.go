@@ -118,9 +118,14 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 		return nil
 	}
 	var parts int32
+	var sources []string
 	for _, t := range p.top.InputTopics() {
 		parts = max(parts, int32(len(inputs[t].Partitions)))
+		for _, pd := range inputs[t].Partitions.Sorted() {
+			sources = append(sources, sourceID(t, pd.Partition))
+		}
 	}
+	p.ws.setSources(sources)
 	internal := append(append([]string{}, rep...), cl...)
 	md, err := adm.ListTopics(ctx, internal...)
 	if err != nil {

@@ -191,7 +191,7 @@ func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Outp
 				}
 				value = v
 			}
-			hs := repartitionHeaders(r, d.EventTime)
+			hs := repartitionHeaders(r, d.EventTime, math.MinInt64, false)
 			hs = append(hs, kgo.RecordHeader{Key: HeaderPart, Value: []byte(pn.Name)})
 			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
 		}

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -70,6 +71,13 @@ func partRoutes(t *topology.Topology) map[string]string {
 // It never panics on any input: a panic in an operator is recovered and
 // sends the record to dirty with stage "internal".
 func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record) {
+	return e.processFrom(r, nil, tally)
+}
+
+// processFrom is process for a record of a source whose progress sp
+// tracks (nil: none): a decoded record raises it, and the records it
+// writes to window repartition topics carry it as it was before.
+func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tally) (out []*kgo.Record) {
 	tally.Consumed[r.Topic]++
 	if isRedriven(r) {
 		tally.Redriven[r.Topic]++
@@ -88,6 +96,11 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 	}
 	if d.Clamped {
 		tally.Clamped++
+	}
+	before := int64(math.MinInt64)
+	if sp != nil {
+		before = sp.max
+		sp.max = max(sp.max, d.EventTime)
 	}
 	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
 	if len(r.Headers) > 0 {
@@ -118,7 +131,8 @@ func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record
 		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 		if o.Route.Window != nil {
 			rec.Topic = o.Route.Window.RepartitionTopic
-			rec.Headers = repartitionHeaders(r, d.EventTime)
+			aligned := sp != nil && o.Route.Window.Config.Watermark == topology.WatermarkAligned
+			rec.Headers = repartitionHeaders(r, d.EventTime, before, aligned)
 		}
 		if recordSize(rec) > e.maxRec {
 			// One oversized output makes the whole record dirty: writing
@@ -197,10 +211,18 @@ func recordSize(r *kgo.Record) int {
 }
 
 // repartitionHeaders carry what stage two needs from stage one: the event
-// time (extracted once) and where the record came from.
-func repartitionHeaders(r *kgo.Record, eventTime int64) []kgo.RecordHeader {
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+5)
+// time (extracted once), where the record came from and, when aligned,
+// its source's maximum event time before it.
+func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
 	hs = append(hs, r.Headers...)
+	if aligned {
+		var b []byte
+		if before != math.MinInt64 {
+			b = []byte(strconv.FormatInt(before, 10))
+		}
+		hs = append(hs, kgo.RecordHeader{Key: HeaderSourceMax, Value: b})
+	}
 	return append(hs,
 		kgo.RecordHeader{Key: HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
 		kgo.RecordHeader{Key: HeaderSourceKey, Value: r.Key},
@@ -213,6 +235,9 @@ func repartitionHeaders(r *kgo.Record, eventTime int64) []kgo.RecordHeader {
 // processRepartitioned is stage two for one record of a repartition
 // topic, with the same never-panic contract as process.
 func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) (out []*kgo.Record) {
+	if isMark(r) {
+		return e.processMark(r, t, tally)
+	}
 	tally.Consumed[r.Topic]++
 	defer func() {
 		if p := recover(); p != nil {

@@ -49,13 +49,44 @@ func drain(t *testing.T, r *running, inputs int) {
 		s := r.p.Metrics().Snapshot()
 		in := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues("logs"))
 		stage2 := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
-		if int(in) >= inputs && stage2 >= s.Routed {
+		if int(in) >= inputs && stage2 >= s.Routed && marksRead(r) {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not drained: %v inputs of %d, %+v", in, inputs, s)
 		}
 	}
+}
+
+// marksRead: every watermark mark this instance wrote was read back
+// (each mark of a commit moves the windows only once stage two reads it).
+func marksRead(r *running) bool {
+	m := r.p.Metrics().Marks
+	return testutil.ToFloat64(m.WithLabelValues("read")) >= testutil.ToFloat64(m.WithLabelValues("written"))
+}
+
+// flushEveryPartition writes, to every partition of logs, one ERROR event
+// per service at flushTS: every input partition's progress passes every
+// window before it, so aligned watermarks close them all. It returns how
+// many records it wrote.
+func flushEveryPartition(t *testing.T, brokers []string, flushTS int64) int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	n := 0
+	for p := range int32(6) {
+		for _, svc := range []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"} {
+			v := fmt.Sprintf(`{"id":"flush-%s-%d","ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, svc, p, flushTS, svc)
+			if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(svc), Value: []byte(v), Partition: p}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+	}
+	return n
 }
 
 func restored(r *running) int {
@@ -216,19 +247,9 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 
 	// Close every window, then check every ERROR event was counted once.
 	flushTS := gn.Base + int64(4*phase+200)*gn.Step + 3_600_000
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, svc := range []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"} {
-		v := fmt.Sprintf(`{"id":"flush-%s","ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, svc, flushTS, svc)
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(svc), Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
+	flushes := flushEveryPartition(t, brokers, flushTS)
 	f := start(t, top, "b", pebble)
-	drain(t, f, 8)
+	drain(t, f, flushes)
 	f.stop(t)
 	countFinals(t, brokers, top, flushTS, wantErrors)
 }

@@ -88,6 +88,7 @@ type Processor struct {
 	st      *status
 	ws      *windowStage
 	as      *assemblyStage
+	src     *sourceTracker // stage one's source progress (aligned watermarks)
 	part    kgo.Partitioner // the producer's: state queries locate keys with it
 	adm     *kadm.Client    // set by Run; used by restores
 	admCl   *kgo.Client     // the client under adm
@@ -154,6 +155,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	p := &Processor{
 		as:   as,
 		ws:   ws,
+		src:  newSourceTracker(),
 		part: newPartitioner(top),
 		top:  top,
 		opts: op,
@@ -324,6 +326,9 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 	}
 	var taskErr error
 	var taskErrOnce sync.Once
+	if err := p.loadSources(parts); err != nil {
+		return total, err
+	}
 	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
 		if p.ws.isRepartition(ftp.Topic) {
 			t, err := p.windowTask(ftp.Topic, ftp.Partition)
@@ -360,8 +365,12 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			t.mu.Unlock()
 			p.observeAssemblyTask(t)
 		} else {
+			var sp *srcProgress
+			if len(p.ws.routes) > 0 {
+				sp = p.src.get(ftp.Topic, ftp.Partition)
+			}
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.process(r, tally) {
+				for _, out := range p.eng.processFrom(r, sp, tally) {
 					produce(out)
 				}
 			}

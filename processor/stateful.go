@@ -104,6 +104,7 @@ func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*chan
 func (p *Processor) dropState(parts map[string][]int32) {
 	p.ws.drop(parts)
 	p.as.drop(parts)
+	p.src.drop(parts)
 }
 
 // changelogRecords are the changelog records of every stateful stage.

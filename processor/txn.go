@@ -90,6 +90,9 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				break
 			}
 		}
+		for _, r := range p.marks(pending) {
+			produce(r)
+		}
 		for _, r := range p.changelogRecords(pending) {
 			produceChangelog(r)
 		}
@@ -124,7 +127,9 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	if prodErr != nil {
 		want = kgo.TryAbort
 	}
-	committed, err := sess.End(ctx, want)
+	// Each input partition's offset carries its source progress, in the
+	// same transaction (sources.go).
+	committed, err := sess.End(kgo.PreTxnCommitFnContext(ctx, p.src.txnCommitMeta), want)
 	p.m.CommitDuration.Observe(time.Since(start).Seconds())
 	switch {
 	case err != nil:
@@ -183,6 +188,9 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	// and from the revoke callback, never both at once.
 	commit := func() error {
 		start := time.Now()
+		for _, r := range p.marks(pending) {
+			produce(r)
+		}
 		for _, r := range p.changelogRecords(pending) {
 			produceChangelog(r)
 		}
@@ -192,7 +200,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		if err := perr.get(); err != nil {
 			return fmt.Errorf("produce: %w", err)
 		}
-		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
+		if err := cl.CommitUncommittedOffsets(kgo.PreCommitFnContext(flushCtx, p.src.commitMeta)); err != nil {
 			p.samples.discard()
 			return fmt.Errorf("commit offsets: %w", err)
 		}

@@ -54,20 +54,10 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 
 	// Close every window: one far-future event per service.
 	flushTS := gen.New(21).Base + int64(n)*10 + 3_600_000
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("logs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, svc := range []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"} {
-		v := fmt.Sprintf(`{"id":"flush-%s","ts":%d,"level":"ERROR","service":%q,"latency_ms":1}`, svc, flushTS, svc)
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Key: []byte(svc), Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cl.Close()
+	flushes := flushEveryPartition(t, c.ListenAddrs(), flushTS)
 
 	b := start(t, top, "a")
-	total := n + 8
+	total := n + flushes
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		sb := b.p.Metrics().Snapshot()
@@ -77,7 +67,7 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 		// Every input and every repartitioned ERROR record is consumed
 		// (stage one's dirty records never reach the repartition topic,
 		// so Dirty cannot stand in for stage two's progress).
-		if int(inputs) >= total && stage2 >= sa.Routed+sb.Routed {
+		if int(inputs) >= total && stage2 >= sa.Routed+sb.Routed && marksRead(b) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -58,6 +58,10 @@ type windowTask struct {
 	op    *window.Operator
 	// Wall-clock times for idle advance: the last record, the last advance.
 	lastRecord, lastAdvance time.Time
+	// Aligned watermarks: when the task was built and when it last heard
+	// from each source, for idle_timeout.
+	built     time.Time
+	lastHeard map[string]time.Time
 	// failed is set when the store failed; the task is then unusable.
 	failed error
 }
@@ -84,6 +88,22 @@ type windowStage struct {
 	// checkpoint once the transaction commits.
 	offMu  sync.Mutex
 	clNext map[tp]int64
+	// sources are the input partitions every task's watermark waits for
+	// (aligned watermarks), set once the inputs are described.
+	srcMu   sync.Mutex
+	sources []string
+}
+
+func (ws *windowStage) setSources(s []string) {
+	ws.srcMu.Lock()
+	ws.sources = s
+	ws.srcMu.Unlock()
+}
+
+func (ws *windowStage) sourceIDs() []string {
+	ws.srcMu.Lock()
+	defer ws.srcMu.Unlock()
+	return ws.sources
 }
 
 func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
@@ -283,8 +303,9 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
 	}
+	op.SetSources(p.ws.sourceIDs())
 	st.ResetChanges()
-	t := &windowTask{route: wr, part: part, st: st, op: op}
+	t := &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}
 	if !p.ws.putIf(gen, topic, part, t) {
 		_ = st.Close()
 		return nil, errStateMoved
@@ -477,7 +498,23 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
-	out, err := t.op.Process(string(r.Key), et, vals)
+	var out window.Output
+	var err error
+	if h, ok := headerBytes(r.Headers, HeaderSourceMax); ok {
+		// Aligned: judged by the source's own progress (sources.go).
+		before := int64(math.MinInt64)
+		if len(h) > 0 {
+			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
+				return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "%s header %q is not a number", HeaderSourceMax, h), tally)}
+			}
+		}
+		src := sourceID(m.Topic, m.Partition)
+		t.heard(src)
+		out, err = t.op.ProcessAligned(src, string(r.Key), et, vals, before)
+	} else {
+		// Written without source progress: the task's own watermark.
+		out, err = t.op.Process(string(r.Key), et, vals)
+	}
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
@@ -597,13 +634,17 @@ func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 // partitioner writes changelog records to the partition of their task and
 // everything else with franz-go's default (Kafka-compatible key hashing).
 type partitioner struct {
-	manual map[string]bool
-	def    kgo.Partitioner
+	manual      map[string]bool
+	repartition map[string]bool // window repartition topics: marks go to a named partition
+	def         kgo.Partitioner
 }
 
 func newPartitioner(t *topology.Topology) kgo.Partitioner {
 	_, cl := t.InternalTopics()
-	p := partitioner{manual: map[string]bool{}, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+	p := partitioner{manual: map[string]bool{}, repartition: map[string]bool{}, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
+	for _, r := range t.Windows() {
+		p.repartition[r.Window.RepartitionTopic] = true
+	}
 	for _, c := range cl {
 		p.manual[c] = true
 	}
@@ -614,7 +655,33 @@ func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
 	if p.manual[topic] {
 		return kgo.ManualPartitioner().ForTopic(topic)
 	}
+	if p.repartition[topic] {
+		return markAware{kgo.StickyKeyPartitioner(nil).ForTopic(topic)}
+	}
 	return p.def.ForTopic(topic)
+}
+
+// markAware writes marks to the partition they name and every other
+// record of a window repartition topic by its key's hash (Kafka's
+// murmur2, what state queries use to locate a key).
+type markAware struct{ keyed kgo.TopicPartitioner }
+
+func (markAware) RequiresConsistency(*kgo.Record) bool { return true }
+
+func (m markAware) Partition(r *kgo.Record, n int) int {
+	if isMark(r) {
+		return int(r.Partition)
+	}
+	return m.keyed.Partition(r, n)
+}
+
+func headerBytes(hs []kgo.RecordHeader, k string) ([]byte, bool) {
+	for _, h := range hs {
+		if h.Key == k {
+			return h.Value, true
+		}
+	}
+	return nil, false
 }
 
 func headerStr(hs []kgo.RecordHeader, k string) string {
@@ -682,10 +749,56 @@ func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally 
 	return nil
 }
 
+// heard notes that a source spoke (a record or a mark): an idle source
+// counts again from now on.
+func (t *windowTask) heard(src string) {
+	t.lastHeard[src] = time.Now()
+	if t.op.Idle(src) {
+		_, _ = t.op.SetIdle(src, false) // taking a source back in only notes it
+	}
+}
+
+// idleSources leaves out of an aligned task's minimum every source not
+// heard from for idle_timeout, so a quiet or empty input partition does
+// not hold the windows for ever.
+func (p *Processor) idleSources(t *windowTask, now time.Time, idle time.Duration, produce func(*kgo.Record), tally *metrics.Tally) error {
+	srcs := map[string]bool{}
+	for _, s := range t.op.Expected() {
+		srcs[s] = true
+	}
+	for s := range t.op.Sources() {
+		srcs[s] = true
+	}
+	for s := range srcs {
+		last, ok := t.lastHeard[s]
+		if !ok {
+			last = t.built
+		}
+		if t.op.Idle(s) || now.Sub(last) < idle {
+			continue
+		}
+		out, err := t.op.SetIdle(s, true)
+		if err != nil {
+			return fmt.Errorf("route %q partition %d: source %s idle: %w", t.route.rt.Name, t.part, s, err)
+		}
+		p.log.Info("input partition idle: left out of the window watermark until it speaks again",
+			"route", t.route.rt.Name, "partition", t.part, "source", s, "idle_timeout", idle)
+		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+			produce(r)
+		}
+	}
+	return nil
+}
+
 func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	idle := t.route.rt.Window.Config.IdleTimeout.D()
+	if idle > 0 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
+		if err := p.idleSources(t, now, idle, produce, tally); err != nil {
+			return err
+		}
+	}
 	wm := t.op.Watermark()
 	if idle <= 0 || wm == math.MinInt64 || t.lastRecord.IsZero() || now.Sub(t.lastRecord) < idle {
 		return nil

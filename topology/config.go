@@ -265,6 +265,9 @@ const (
 	WindowSession  = "session"
 	EmitUpdate     = "update"
 	EmitFinal      = "final"
+	// Watermark kinds of a window route.
+	WatermarkAligned = "aligned"
+	WatermarkMax     = "max"
 )
 
 // Window configures an event-time window route.
@@ -282,6 +285,12 @@ type Window struct {
 	// IdleTimeout, when set, advances a quiet task's watermark with the
 	// wall clock (liveness over determinism; default off).
 	IdleTimeout Span `yaml:"idle_timeout"`
+	// Watermark is aligned (default: the minimum over input partitions,
+	// each record judged late by its own partition's progress, so results
+	// do not depend on timing) or max (the largest event time the task has
+	// read, as Kafka Streams' stream time: never held by a quiet
+	// partition, but which records are late depends on timing).
+	Watermark string `yaml:"watermark"`
 	// Emit is update (first result and each late update) or final.
 	Emit string `yaml:"emit"`
 	// GroupBy is the group key expression (default: the input key).
@@ -386,6 +395,9 @@ func (c *Config) applyDefaults() {
 		c.Routing.Match = MatchFirst
 	}
 	for i := range c.Routes {
+		if w := c.Routes[i].Window; w != nil && w.Watermark == "" {
+			w.Watermark = WatermarkAligned
+		}
 		if w := c.Routes[i].Window; w != nil && w.Emit == "" {
 			w.Emit = EmitUpdate
 		}

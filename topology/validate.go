@@ -599,6 +599,9 @@ func (d *doc) validateWindow(p string, r Route, useTopic func(path, owner string
 	ms(wp+".gap", w.Gap.D())
 	ms(wp+".grace", w.Grace.D())
 	ms(wp+".max_out_of_orderness", w.MaxOutOfOrderness.D())
+	if w.Watermark != WatermarkAligned && w.Watermark != WatermarkMax {
+		d.at(wp+".watermark", "%s.watermark must be %q or %q, got %q", wp, WatermarkAligned, WatermarkMax, w.Watermark)
+	}
 	if w.Emit != EmitUpdate && w.Emit != EmitFinal {
 		d.at(wp+".emit", "%s.emit must be %q or %q, got %q", wp, EmitUpdate, EmitFinal, w.Emit)
 	}

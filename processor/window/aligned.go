@@ -91,11 +91,22 @@ func (o *Operator) HeldBy() (string, int64) {
 	return src, low
 }
 
-// lowest is the minimum progress over expected and known sources, and
-// the source that has it.
+// lowest is the minimum progress over expected and known sources that
+// are not idle, and the source that has it. When every source is idle it
+// is the minimum over those that made progress: an all-quiet task keeps
+// what its sources reached.
 func (o *Operator) lowest() (int64, string) {
 	low, held := int64(math.MaxInt64), ""
+	idleLow, idleHeld := int64(math.MaxInt64), ""
+	for s, m := range o.srcs {
+		if o.idle[s] && (m < idleLow || (m == idleLow && s < idleHeld)) {
+			idleLow, idleHeld = m, s
+		}
+	}
 	for _, s := range o.expected {
+		if o.idle[s] {
+			continue
+		}
 		m, ok := o.srcs[s]
 		if !ok {
 			return math.MinInt64, s
@@ -105,15 +116,55 @@ func (o *Operator) lowest() (int64, string) {
 		}
 	}
 	for s, m := range o.srcs {
+		if o.idle[s] {
+			continue
+		}
 		if m < low || (m == low && s < held) {
 			low, held = m, s
 		}
 	}
-	if held == "" {
-		return math.MinInt64, ""
+	switch {
+	case held != "":
+		return low, held
+	case idleHeld != "":
+		return idleLow, idleHeld
 	}
-	return low, held
+	return math.MinInt64, ""
 }
+
+// SetIdle leaves a source out of the minimum (idle, by the caller's
+// wall clock: the one place timing enters, see idle_timeout) or takes it
+// back in. Leaving one out may advance the watermark; taking one back in
+// never lowers it. With every source idle the watermark is the minimum
+// over the sources that made progress.
+func (o *Operator) SetIdle(src string, idle bool) (Output, error) {
+	var out Output
+	if o.idle[src] == idle {
+		return out, nil
+	}
+	if o.idle == nil {
+		o.idle = map[string]bool{}
+	}
+	if idle {
+		o.idle[src] = true
+	} else {
+		delete(o.idle, src)
+	}
+	low, _ := o.lowest()
+	o.low, o.lowOK = low, true
+	if low == math.MinInt64 {
+		return out, nil
+	}
+	err := o.advance(min(low-o.p.ooo, maxWatermark), &out)
+	sortResults(out.Results)
+	return out, err
+}
+
+// Idle reports whether SetIdle left src out.
+func (o *Operator) Idle(src string) bool { return o.idle[src] }
+
+// Expected is what SetSources named.
+func (o *Operator) Expected() []string { return o.expected }
 
 // ProcessAligned is Process for a record of source src whose maximum
 // event time before this record was srcMax (math.MinInt64 when it had

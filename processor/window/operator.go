@@ -38,6 +38,7 @@ type Operator struct {
 	// sources named by SetSources, and the last minimum over them.
 	srcs     map[string]int64
 	expected []string
+	idle     map[string]bool
 	low      int64
 	lowOK    bool
 

@@ -1,0 +1,254 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Aligned watermarks, stage one (window/aligned.go is stage two).
+//
+// Each input partition is a source. Stage one keeps, per source, the
+// maximum event time of the records it decoded, in offset order. It
+// stamps every record it writes to a window's repartition topic with that
+// maximum as it was before the record (HeaderSourceMax), and at each
+// commit writes a mark with the new maximum to every partition of every
+// window repartition topic (HeaderMark), so a task hears of a source's
+// progress even when none of its records went there. The maximum is
+// committed as the metadata of the source's offset, in the same
+// transaction as the offset, and restored from there: a replay after a
+// crash stamps every record exactly as the first run did.
+const (
+	// HeaderSourceMax is the source's maximum event time before the
+	// record, in epoch ms; empty when the source had none yet.
+	HeaderSourceMax = "sidestream.source.max_event_time"
+	// HeaderMark makes a record a mark: no data, only a source's progress
+	// (HeaderSourceMax, with HeaderTopic and HeaderPartition naming it).
+	HeaderMark = "sidestream.watermark.mark"
+	// ReasonBadMark: a record marked as a watermark mark that is not a
+	// valid one (a foreign writer on a repartition topic).
+	ReasonBadMark = "bad_watermark_mark"
+)
+
+// srcProgress is one source's progress. Only the goroutine processing the
+// partition touches max during a poll; the commit path reads it after.
+type srcProgress struct {
+	max  int64 // maximum event time decoded, math.MinInt64 before any
+	sent int64 // the maximum last written as a mark in this session
+}
+
+// sourceTracker holds the progress of the input partitions this process
+// consumes. It is dropped with the other state (revoke, abort, new
+// session) and restored from the committed offsets' metadata.
+type sourceTracker struct {
+	mu    sync.Mutex
+	parts map[tp]*srcProgress
+}
+
+func newSourceTracker() *sourceTracker { return &sourceTracker{parts: map[tp]*srcProgress{}} }
+
+func (s *sourceTracker) get(topic string, part int32) *srcProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parts[tp{topic, part}]
+}
+
+func (s *sourceTracker) drop(parts map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if parts == nil {
+		clear(s.parts)
+		return
+	}
+	for t, ps := range parts {
+		for _, p := range ps {
+			delete(s.parts, tp{t, p})
+		}
+	}
+}
+
+// offsetMeta is the committed offset metadata of an input partition.
+type offsetMeta struct {
+	MaxEventTime *int64 `json:"max_event_time,omitempty"`
+}
+
+func encodeOffsetMeta(max int64) string {
+	b, _ := json.Marshal(offsetMeta{MaxEventTime: &max})
+	return string(b)
+}
+
+// decodeOffsetMeta reads what encodeOffsetMeta wrote; anything else (no
+// commit yet, a commit of another client) is no progress.
+func decodeOffsetMeta(s string) int64 {
+	var m offsetMeta
+	if json.Unmarshal([]byte(s), &m) != nil || m.MaxEventTime == nil ||
+		*m.MaxEventTime < window.MinEventTime || *m.MaxEventTime > window.MaxEventTime {
+		return math.MinInt64
+	}
+	return *m.MaxEventTime
+}
+
+// loadSources restores the progress of input partitions not held yet
+// from their committed offsets' metadata (stable offsets only: an open
+// transaction's commit is waited for).
+func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
+	if len(p.ws.routes) == 0 {
+		return nil
+	}
+	var missing []tp
+	for _, f := range ftps {
+		if p.ws.isRepartition(f.Topic) || p.as.isRepartition(f.Topic) {
+			continue
+		}
+		if p.src.get(f.Topic, f.Partition) == nil {
+			missing = append(missing, tp{f.Topic, f.Partition})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+30*time.Second)
+	defer cancel()
+	var resp kadm.OffsetResponses
+	for {
+		var err error
+		resp, err = p.adm.FetchOffsets(kadm.RequireStable(ctx), p.top.Config.ApplicationID)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restore source progress from the committed offsets of group %s: %w", p.top.Config.ApplicationID, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	p.src.mu.Lock()
+	defer p.src.mu.Unlock()
+	for _, k := range missing {
+		m := int64(math.MinInt64)
+		if o, ok := resp.Lookup(k.topic, k.partition); ok {
+			m = decodeOffsetMeta(o.Metadata)
+		}
+		p.src.parts[k] = &srcProgress{max: m, sent: math.MinInt64}
+	}
+	return nil
+}
+
+// txnCommitMeta puts each source's progress into the metadata of its
+// offset in a transactional offset commit.
+func (s *sourceTracker) txnCommitMeta(req *kmsg.TxnOffsetCommitRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			if sp := s.parts[tp{t.Topic, t.Partitions[j].Partition}]; sp != nil && sp.max != math.MinInt64 {
+				m := encodeOffsetMeta(sp.max)
+				t.Partitions[j].Metadata = &m
+			}
+		}
+	}
+	return nil
+}
+
+// commitMeta is txnCommitMeta for a plain offset commit (at-least-once).
+func (s *sourceTracker) commitMeta(req *kmsg.OffsetCommitRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			if sp := s.parts[tp{t.Topic, t.Partitions[j].Partition}]; sp != nil && sp.max != math.MinInt64 {
+				m := encodeOffsetMeta(sp.max)
+				t.Partitions[j].Metadata = &m
+			}
+		}
+	}
+	return nil
+}
+
+// marks are the mark records of this commit: every source whose maximum
+// moved since its last mark, to every partition of every window
+// repartition topic.
+func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
+	parts := p.ws.partitions.Load()
+	if len(p.ws.routes) == 0 || parts == 0 {
+		return nil
+	}
+	p.src.mu.Lock()
+	defer p.src.mu.Unlock()
+	var out []*kgo.Record
+	for k, sp := range p.src.parts {
+		if sp.max == math.MinInt64 || sp.max == sp.sent {
+			continue
+		}
+		sp.sent = sp.max
+		hs := []kgo.RecordHeader{
+			{Key: HeaderMark, Value: []byte("1")},
+			{Key: HeaderTopic, Value: []byte(k.topic)},
+			{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(k.partition)))},
+			{Key: HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
+		}
+		for topic, wr := range p.ws.routes {
+			if wr.rt.Window.Config.Watermark != topology.WatermarkAligned {
+				continue
+			}
+			for q := range parts {
+				out = append(out, &kgo.Record{Topic: topic, Partition: q, Headers: hs, Value: []byte{}})
+				tally.MarksWritten++
+			}
+		}
+	}
+	return out
+}
+
+// isMark reports whether r is a mark (its first header says so).
+func isMark(r *kgo.Record) bool {
+	return len(r.Headers) > 0 && r.Headers[0].Key == HeaderMark
+}
+
+// sourceID names a source in a window task's store.
+func sourceID(topic string, part int32) string { return topic + "/" + strconv.Itoa(int(part)) }
+
+// processMark is stage two for one mark: the source's progress moves the
+// task's watermark. A malformed mark goes to dirty (it is counted as
+// consumed then, like any record that goes there).
+func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+	topic := headerStr(r.Headers, HeaderTopic)
+	part, okp := headerInt(r.Headers, HeaderPartition)
+	m, okm := headerInt(r.Headers, HeaderSourceMax)
+	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
+		tally.Consumed[r.Topic]++
+		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}
+	}
+	src := sourceID(topic, int32(part))
+	t.heard(src)
+	out, err := t.op.Mark(src, m)
+	if err != nil {
+		tally.Consumed[r.Topic]++
+		var we *window.RecordError
+		if errors.As(err, &we) {
+			return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}
+		}
+		t.failed = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
+		return nil
+	}
+	tally.MarksRead++
+	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally)
+}
