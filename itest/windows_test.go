@@ -397,7 +397,9 @@ func (s *scenario) countRestores(re *regexp.Regexp) int {
 // finals and the late set do not depend on that order. Update revisions
 // (emit: update) do: they are reported, not compared. The flush is one
 // event per service on every input partition.
-func TestWindowRestartEquivalence(t *testing.T) { windowRestartEquivalence(t, "memory", "id", "aligned") }
+func TestWindowRestartEquivalence(t *testing.T) {
+	windowRestartEquivalence(t, "memory", "id", "aligned")
+}
 
 // TestWindowRestartEquivalencePebble is the same scenario with run B (and
 // its restarts) on the pebble store, A on memory: B restores only the

@@ -88,7 +88,7 @@ type Processor struct {
 	st      *status
 	ws      *windowStage
 	as      *assemblyStage
-	src     *sourceTracker // stage one's source progress (aligned watermarks)
+	src     *sourceTracker  // stage one's source progress (aligned watermarks)
 	part    kgo.Partitioner // the producer's: state queries locate keys with it
 	adm     *kadm.Client    // set by Run; used by restores
 	admCl   *kgo.Client     // the client under adm
