@@ -421,6 +421,14 @@ func (p *Processor) observeTask(t *windowTask) {
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
+	if t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
+		src, at := t.op.HeldBy()
+		var atp *int64
+		if at != math.MinInt64 {
+			atp = &at
+		}
+		p.st.heldBy(t.route.rt.Window.RepartitionTopic, t.part, src, atp)
+	}
 	if ck, ok := t.st.(changelog.Checkpointer); ok {
 		if off, ok := ck.Checkpoint(); ok {
 			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)

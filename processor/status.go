@@ -23,6 +23,11 @@ type TaskStatus struct {
 	OpenWindows  int    `json:"open_windows,omitempty"`
 	StoreEntries int    `json:"store_entries,omitempty"`
 	StoreBytes   int64  `json:"store_bytes,omitempty"`
+	// HeldBy (aligned watermarks) is the input partition with the least
+	// progress, which the task's watermark waits for, and HeldAt its
+	// largest event time (absent: not heard from yet).
+	HeldBy string `json:"held_by,omitempty"`
+	HeldAt *int64 `json:"held_at,omitempty"`
 
 	// active is when the task was assigned or last made progress.
 	active time.Time
@@ -187,6 +192,14 @@ func (s *status) lastCommitAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastCommit
+}
+
+func (s *status) heldBy(topic string, p int32, src string, at *int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.tasks[tp{topic, p}]; t != nil {
+		t.HeldBy, t.HeldAt = src, at
+	}
 }
 
 func (s *status) window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {

@@ -126,6 +126,22 @@ func TestWindowIdleAdvance(t *testing.T) {
 			r := start(t, top, "a")
 			waitConsumed(t, r.p.Metrics(), 10, 30*time.Second) // 5 inputs + 5 repartitioned
 			time.Sleep(3 * time.Second)
+			if idle == 0 {
+				// The window waits for the input partitions that never
+				// spoke, and /tasks says so.
+				held := 0
+				for _, ts := range r.p.Tasks() {
+					if ts.Topic == top.Routes[0].Window.RepartitionTopic && ts.Route != "" {
+						if ts.HeldBy == "" || ts.HeldAt != nil {
+							t.Fatalf("task %s[%d] held by %q at %v, want a silent input partition", ts.Topic, ts.Partition, ts.HeldBy, ts.HeldAt)
+						}
+						held++
+					}
+				}
+				if held == 0 {
+					t.Fatal("no window task reported what holds it")
+				}
+			}
 			r.stop(t)
 			s := r.p.Metrics().Snapshot()
 			if idle == 0 && s.Results["final"]+s.Results["first"] != 0 {

@@ -309,3 +309,44 @@ func TestAlignedRestore(t *testing.T) {
 		t.Fatalf("b at 10 purges k@0: %+v %v", out, err)
 	}
 }
+
+// TestAlignedIdle: an idle source is left out of the minimum; back in, it
+// never lowers the watermark; with every source idle the minimum is over
+// those that made progress.
+func TestAlignedIdle(t *testing.T) {
+	o, _ := newOp(t, Spec{Kind: Tumbling, Size: msd(10), Aggregations: []Aggregation{{Name: "n", Kind: Count}}, Emit: EmitFinal})
+	o.SetSources([]string{"a", "b", "c"})
+	if _, err := o.ProcessAligned("a", "k", 5, []any{true}, math.MinInt64); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Mark("a", 100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Mark("c", 50); err != nil {
+		t.Fatal(err)
+	}
+	out, err := o.SetIdle("b", true)
+	if err != nil || len(out.Results) != 1 || out.Results[0].Key != "k@0" || o.Watermark() != 50 {
+		t.Fatalf("b idle: want k@0 purged at min(a 100, c 50): %+v %v wm %d", out, err, o.Watermark())
+	}
+	if out, err = o.SetIdle("b", false); err != nil || len(out.Results) != 0 || o.Watermark() != 50 {
+		t.Fatalf("b back: %+v %v wm %d", out, err, o.Watermark())
+	}
+	if src, m := o.HeldBy(); src != "b" || m != math.MinInt64 {
+		t.Fatalf("held by %q at %d, want b (back, not heard from)", src, m)
+	}
+	for _, s := range []string{"a", "b", "c"} {
+		if _, err := o.SetIdle(s, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src, m := o.HeldBy(); src != "c" || m != 50 || o.Watermark() != 50 {
+		t.Fatalf("all idle: held by %q at %d, wm %d; want c at 50", src, m, o.Watermark())
+	}
+	if _, err := o.SetIdle("c", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Mark("c", 80); err != nil || o.Watermark() != 80 {
+		t.Fatalf("c alone not idle at 80: wm %d %v", o.Watermark(), err)
+	}
+}
