@@ -114,7 +114,7 @@ func newAdmin(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, err
 // partition holds exactly the state of the same repartition partition.
 func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, inputs kadm.TopicDetails) error {
 	rep, cl := p.top.InternalTopics()
-	if len(rep) == 0 {
+	if len(rep)+len(cl) == 0 {
 		return nil
 	}
 	var parts int32
@@ -126,6 +126,15 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 		}
 	}
 	p.ws.setSources(sources)
+	if len(p.ws.direct) > 0 {
+		// repartition: false pairs partition i of every input with the
+		// window task i: the inputs must agree on their partition count.
+		for _, t := range p.top.InputTopics() {
+			if n := int32(len(inputs[t].Partitions)); n != parts {
+				return fmt.Errorf("a window route has repartition: false, but input %q has %d partitions and another input %d: co-partitioning is broken", t, n, parts)
+			}
+		}
+	}
 	internal := append(append([]string{}, rep...), cl...)
 	md, err := adm.ListTopics(ctx, internal...)
 	if err != nil {

@@ -369,9 +369,23 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			if len(p.ws.routes) > 0 {
 				sp = p.src.get(ftp.Topic, ftp.Partition)
 			}
+			var direct *directTasks
+			if len(p.ws.direct) > 0 {
+				direct = &directTasks{p: p, part: ftp.Partition, tally: tally, produce: produce}
+			}
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processFrom(r, sp, tally) {
+					if direct != nil && p.ws.direct[out.Topic] != nil {
+						direct.process(out, r)
+						continue
+					}
 					produce(out)
+				}
+			}
+			if direct != nil {
+				if err := direct.finish(ftp.Topic, sp); err != nil {
+					taskErrOnce.Do(func() { taskErr = err })
+					return
 				}
 			}
 		}

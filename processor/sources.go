@@ -206,7 +206,7 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 			{Key: HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
 		}
 		for topic, wr := range p.ws.routes {
-			if wr.rt.Window.Config.Watermark != topology.WatermarkAligned {
+			if wr.rt.Window.Config.Watermark != topology.WatermarkAligned || wr.rt.Window.Direct {
 				continue
 			}
 			for q := range parts {

@@ -219,9 +219,14 @@ func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string
 		return 0, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
 	}
 	part := keyPartition(p.part, topic, []byte(key), int(n))
-	if !p.st.assigned(topic, part) {
-		e := &NotOwnerError{Route: route, Key: key, Topic: topic, Partition: part}
-		e.Owner, e.OwnerErr = p.partitionOwner(ctx, topic, part)
+	owned := topic
+	if p.ws.direct[topic] != nil {
+		// No repartition topic: the task is the input partition's.
+		owned = p.top.InputTopics()[0]
+	}
+	if !p.st.assigned(owned, part) {
+		e := &NotOwnerError{Route: route, Key: key, Topic: owned, Partition: part}
+		e.Owner, e.OwnerErr = p.partitionOwner(ctx, owned, part)
 		return 0, e
 	}
 	return part, nil

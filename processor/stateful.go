@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -102,7 +103,7 @@ func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*chan
 // dropState forgets the state of every stateful stage: all of it (nil)
 // or that of the given partitions.
 func (p *Processor) dropState(parts map[string][]int32) {
-	p.ws.drop(parts)
+	p.ws.drop(p.withDirect(parts))
 	p.as.drop(parts)
 	p.src.drop(parts)
 }
@@ -110,4 +111,27 @@ func (p *Processor) dropState(parts map[string][]int32) {
 // changelogRecords are the changelog records of every stateful stage.
 func (p *Processor) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 	return append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
+}
+
+// withDirect adds to parts, for every window route without a
+// repartition topic, the tasks of the input partitions in parts (they are
+// known by the route's repartition topic name). Nil stays nil: all.
+func (p *Processor) withDirect(parts map[string][]int32) map[string][]int32 {
+	if parts == nil || len(p.ws.direct) == 0 {
+		return parts
+	}
+	out := make(map[string][]int32, len(parts)+len(p.ws.direct))
+	for t, ps := range parts {
+		out[t] = append(out[t], ps...)
+	}
+	for _, in := range p.top.InputTopics() {
+		for rep := range p.ws.direct {
+			for _, part := range parts[in] {
+				if !slices.Contains(out[rep], part) {
+					out[rep] = append(out[rep], part)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -69,6 +69,7 @@ type windowTask struct {
 // windowStage owns the window tasks of this process.
 type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
+	direct map[string]*windowRoute // the routes without one (repartition: false), by its name
 	mu     sync.Mutex
 	tasks  map[tp]*windowTask
 	// building serialises the restore of one partition, so a state query
@@ -107,7 +108,7 @@ func (ws *windowStage) sourceIDs() []string {
 }
 
 func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
+	ws := &windowStage{routes: map[string]*windowRoute{}, direct: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
 		building: map[tp]*sync.Mutex{}, gens: map[tp]uint64{}, builder: b, clNext: map[tp]int64{}}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
@@ -115,6 +116,9 @@ func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, er
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
 		ws.routes[r.Window.RepartitionTopic] = &windowRoute{rt: r, spec: spec}
+		if r.Window.Direct {
+			ws.direct[r.Window.RepartitionTopic] = ws.routes[r.Window.RepartitionTopic]
+		}
 	}
 	return ws, nil
 }
@@ -303,7 +307,17 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
 	}
-	op.SetSources(p.ws.sourceIDs())
+	if wr.rt.Window.Direct {
+		// The task is the input partition's own: its only sources are
+		// that partition of each input.
+		var srcs []string
+		for _, in := range p.top.InputTopics() {
+			srcs = append(srcs, sourceID(in, part))
+		}
+		op.SetSources(srcs)
+	} else {
+		op.SetSources(p.ws.sourceIDs())
+	}
 	st.ResetChanges()
 	t := &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}
 	if !p.ws.putIf(gen, topic, part, t) {
@@ -821,4 +835,85 @@ func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*
 	}
 	p.observeTask(t)
 	return nil
+}
+
+// ReasonNotPartitioned: a window route without a repartition topic
+// (repartition: false) got a record whose group key belongs to another
+// partition: the input is not partitioned by the group key.
+const ReasonNotPartitioned = "not_partitioned_by_group_key"
+
+// directTasks runs the window routes without a repartition topic inside
+// one input partition's processing: what stage one would have written to
+// the repartition topic goes straight to the task of the same partition.
+// It holds each task's lock from its first record to finish.
+type directTasks struct {
+	p       *Processor
+	part    int32
+	tally   *metrics.Tally
+	produce func(*kgo.Record)
+	tasks   map[string]*windowTask
+	err     error
+}
+
+// process runs one record stage one addressed to a direct route's
+// (virtual) repartition topic. in is the input record it came from.
+func (d *directTasks) process(out, in *kgo.Record) {
+	if d.err != nil {
+		return // the batch aborts: nothing of it commits
+	}
+	t := d.tasks[out.Topic]
+	if t == nil {
+		var err error
+		if t, err = d.p.windowTask(out.Topic, d.part); err != nil {
+			d.err = err
+			return
+		}
+		t.mu.Lock()
+		if d.tasks == nil {
+			d.tasks = map[string]*windowTask{}
+		}
+		d.tasks[out.Topic] = t
+	}
+	out.Partition, out.Offset = d.part, in.Offset
+	if n := d.p.ws.partitions.Load(); n > 0 {
+		if kp := keyPartition(d.p.part, out.Topic, out.Key, int(n)); kp != d.part {
+			// The input record itself goes to dirty (a redrive after the
+			// input is fixed brings it back through every route).
+			d.tally.Consumed[out.Topic]++
+			d.produce(d.p.eng.dirty(in, recErr(StageWindow, ReasonNotPartitioned,
+				"route %q has repartition: false, but group key %q belongs to partition %d, not %d: the input is not partitioned by the group key (Kafka's murmur2 key hash)",
+				t.route.rt.Name, out.Key, kp, d.part), d.tally))
+			return
+		}
+	}
+	for _, r := range d.p.eng.processRepartitioned(out, t, d.tally) {
+		d.produce(r)
+	}
+	if t.failed != nil {
+		d.err = t.failed
+	}
+}
+
+// finish tells each task its input partition's progress (aligned: its
+// only sources are this partition of each input), publishes the tasks'
+// gauges and releases them.
+func (d *directTasks) finish(topic string, sp *srcProgress) error {
+	now := time.Now()
+	for _, t := range d.tasks {
+		if d.err == nil && sp != nil && sp.max != math.MinInt64 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
+			src := sourceID(topic, d.part)
+			t.heard(src)
+			out, err := t.op.Mark(src, sp.max)
+			if err != nil {
+				d.err = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
+			}
+			for _, r := range d.p.eng.windowResults(t.route.rt, out.Results, now, d.tally) {
+				d.produce(r)
+			}
+		}
+		t.lastRecord = now
+		d.p.observeTask(t)
+		t.mu.Unlock()
+	}
+	return d.err
 }

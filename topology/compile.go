@@ -64,6 +64,11 @@ type WindowNode struct {
 	Aggregates       []CompiledAggregate
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Direct (repartition: false): the input is already partitioned by the
+	// group key; the window runs in the input partition's task and
+	// RepartitionTopic is only the name its tasks are known by (no such
+	// topic is created).
+	Direct bool
 }
 
 // CompiledAggregate is one compiled aggregation.
@@ -128,6 +133,7 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 				Config:           *w,
 				RepartitionTopic: cfg.ApplicationID + "-" + r.Name + "-repartition",
 				ChangelogTopic:   cfg.ApplicationID + "-" + r.Name + "-changelog",
+				Direct:           w.Repartition != nil && !*w.Repartition,
 			}
 			if w.GroupBy != "" {
 				if wn.GroupBy, err = CompileExpr(w.GroupBy, false); err != nil {
@@ -232,7 +238,9 @@ func (t *Topology) Windows() []*RouteNode {
 // router creates and owns.
 func (t *Topology) InternalTopics() (repartition, changelog []string) {
 	for _, r := range t.Windows() {
-		repartition = append(repartition, r.Window.RepartitionTopic)
+		if !r.Window.Direct {
+			repartition = append(repartition, r.Window.RepartitionTopic)
+		}
 		changelog = append(changelog, r.Window.ChangelogTopic)
 	}
 	for _, r := range t.Assemblies() {

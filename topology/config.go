@@ -291,6 +291,12 @@ type Window struct {
 	// read, as Kafka Streams' stream time: never held by a quiet
 	// partition, but which records are late depends on timing).
 	Watermark string `yaml:"watermark"`
+	// Repartition false says the input is already partitioned by the
+	// group key (Kafka's default murmur2 key hash, the same partition
+	// count on every input): the window then runs in the input partition's
+	// own task, with no repartition topic. A record whose group key
+	// belongs to another partition goes to dirty. Default true.
+	Repartition *bool `yaml:"repartition"`
 	// Emit is update (first result and each late update) or final.
 	Emit string `yaml:"emit"`
 	// GroupBy is the group key expression (default: the input key).
