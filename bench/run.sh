@@ -25,6 +25,7 @@ REPS=${REPS:-3}
 MODES=${MODES:-"passthrough-alo passthrough-eos router-alo router-eos"}
 OUT=${OUT:-bench/results/run-$(date +%Y%m%d-%H%M%S).jsonl}
 RUN_ARGS=${RUN_ARGS:-}         # extra flags for every run (see bench/README.md)
+BROKER_ARGS=${BROKER_ARGS:-}   # extra flags for the broker, e.g. --key-by service
 LABEL_SUFFIX=${LABEL_SUFFIX:-} # appended to the mode in the results
 MAX_OTHER=${MAX_OTHER:-0.25}   # cores; 0 disables the check
 RETRIES=${RETRIES:-5}
@@ -66,7 +67,7 @@ wait_quiet() {
 # start_broker starts a loaded broker and sets broker_pid and addr.
 start_broker() {
 	local out="$WORK/broker-$1.out"
-	"$BIN" broker --records "$N" >"$out" 2>"$WORK/broker.err" &
+	"$BIN" broker --records "$N" ${BROKER_ARGS:-} >"$out" 2>"$WORK/broker.err" &
 	broker_pid=$!
 	for _ in $(seq 900); do
 		grep -q '"ready"' "$out" && break

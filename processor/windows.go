@@ -852,6 +852,7 @@ type directTasks struct {
 	tally   *metrics.Tally
 	produce func(*kgo.Record)
 	tasks   map[string]*windowTask
+	hash    kgo.TopicPartitioner // built once: a partitioner's construction seeds a random source
 	err     error
 }
 
@@ -876,7 +877,10 @@ func (d *directTasks) process(out, in *kgo.Record) {
 	}
 	out.Partition, out.Offset = d.part, in.Offset
 	if n := d.p.ws.partitions.Load(); n > 0 {
-		if kp := keyPartition(d.p.part, out.Topic, out.Key, int(n)); kp != d.part {
+		if d.hash == nil {
+			d.hash = d.p.part.ForTopic(out.Topic)
+		}
+		if kp := int32(d.hash.Partition(out, int(n))); kp != d.part {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"io"
 	"log/slog"
 	"os"
@@ -96,7 +97,11 @@ func cmdBroker(args []string) error {
 	partitions := fs.Int("partitions", 6, "input partitions")
 	records := fs.Int("records", 1_000_000, "records to preload")
 	seed := fs.Uint64("seed", 1, "generator seed")
+	keyBy := fs.String("key-by", "id", "record key of the preloaded events: id (the event id) or service (the service field, so the input is partitioned by it)")
 	_ = fs.Parse(args)
+	if *keyBy != "id" && *keyBy != "service" {
+		return fmt.Errorf("--key-by %q: want id or service", *keyBy)
+	}
 
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(*partitions), *topic)}
 	if *port != 0 {
@@ -108,7 +113,7 @@ func cmdBroker(args []string) error {
 	}
 	defer c.Close()
 	start := time.Now()
-	if err := preload(c.ListenAddrs(), *topic, *records, *seed); err != nil {
+	if err := preload(c.ListenAddrs(), *topic, *records, *seed, *keyBy == "service"); err != nil {
 		return err
 	}
 	runtime.GC()
@@ -123,7 +128,7 @@ func cmdBroker(args []string) error {
 	return nil
 }
 
-func preload(brokers []string, topic string, n int, seed uint64) error {
+func preload(brokers []string, topic string, n int, seed uint64, byService bool) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
 	if err != nil {
@@ -134,7 +139,11 @@ func preload(brokers []string, topic string, n int, seed uint64) error {
 	var perr atomic.Pointer[error]
 	for range n {
 		ev := g.Next()
-		cl.Produce(context.Background(), &kgo.Record{Key: ev.Key, Value: ev.Value}, func(_ *kgo.Record, err error) {
+		key := ev.Key
+		if byService {
+			key = serviceKey(ev.Value)
+		}
+		cl.Produce(context.Background(), &kgo.Record{Key: key, Value: ev.Value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				perr.CompareAndSwap(nil, &err)
 			}
@@ -543,8 +552,14 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	// Done when every input record is committed and, with window routes,
-	// stage two has committed every record stage one repartitioned.
+	// stage two has committed every record stage one repartitioned (a
+	// route with repartition: false counts them under the same name).
 	rep, _ := top.InternalTopics()
+	for _, r := range top.Windows() {
+		if r.Window.Direct {
+			rep = append(rep, r.Window.RepartitionTopic)
+		}
+	}
 	consumed := func(topics []string) int {
 		c := 0
 		for _, t := range topics {
@@ -714,4 +729,12 @@ func kilo(v float64) string {
 		return fmt.Sprintf("%.2f M", v/1e6)
 	}
 	return fmt.Sprintf("%.0f k", v/1e3)
+}
+
+// serviceKey is the "service" field of an event (nil for a malformed one).
+func serviceKey(v []byte) []byte {
+	if s := gjson.GetBytes(v, "service"); s.Type == gjson.String && s.Str != "" {
+		return []byte(s.Str)
+	}
+	return nil
 }
