@@ -104,6 +104,7 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
+		Limits: windowLimits(c.Limits),
 	}
 	switch c.Type {
 	case topology.WindowTumbling:
@@ -490,6 +491,12 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		return nil
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
+	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
+	if ov := out.Overflow; ov != nil {
+		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
+		recs = append(recs, overflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
+		return recs
+	}
 	if out.Late != nil {
 		tally.Late[rt.Name]++
 		recs = append(recs, e.lateRecord(rt, r, m.Key, out.Late))
@@ -506,6 +513,8 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		switch {
 		case res.Retract:
 			kind = "retract"
+		case res.Evicted:
+			kind = "evicted"
 		case res.Final:
 			kind = "final"
 		case res.Revision == 1:
@@ -529,13 +538,17 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 			value = v
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		recs = append(recs, &kgo.Record{
+		rec := &kgo.Record{
 			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
 			Headers: []kgo.RecordHeader{
 				{Key: HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
 				{Key: HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
 			},
-		})
+		}
+		if res.Evicted {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: HeaderEvicted, Value: []byte("true")})
+		}
+		recs = append(recs, rec)
 	}
 	return recs
 }

@@ -47,6 +47,13 @@ type Reasons struct {
 	Complete      string `json:"complete,omitempty"`
 	DuplicateOf   string `json:"duplicate_of,omitempty"`
 
+	// Overflow route: the route whose state limit refused the record,
+	// the limit (max_entries, max_bytes), its bound and the task's size.
+	OverflowRoute string `json:"overflow_route,omitempty"`
+	OverflowLimit string `json:"overflow_limit,omitempty"`
+	OverflowMax   *int64 `json:"overflow_max,omitempty"`
+	OverflowSize  *int64 `json:"overflow_size,omitempty"`
+
 	// Redrive marks of a record re-injected by router redrive.
 	RedriveOrigin string `json:"redrive_origin,omitempty"`
 	RedriveRun    string `json:"redrive_run,omitempty"`
@@ -107,6 +114,14 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 			r.Complete = v
 		case processor.HeaderDuplicateOf:
 			r.DuplicateOf = v
+		case processor.HeaderOverflowRoute:
+			r.OverflowRoute = v
+		case processor.HeaderOverflowLimit:
+			r.OverflowLimit = v
+		case processor.HeaderOverflowMax:
+			r.OverflowMax = num(h.Value)
+		case processor.HeaderOverflowSize:
+			r.OverflowSize = num(h.Value)
 		case processor.HeaderRedriveOrigin:
 			r.RedriveOrigin = v
 		case processor.HeaderRedriveRun:
@@ -133,6 +148,8 @@ func (r Reasons) Code() string {
 		return r.Reason
 	case r.IsLate():
 		return "late"
+	case r.OverflowRoute != "":
+		return "overflow"
 	case r.DuplicateOf != "":
 		return "duplicate"
 	case r.Missing != "":
@@ -180,6 +197,13 @@ func (r Reasons) Lines() []string {
 		}
 		if r.LateWindows != "" {
 			l += "; missed window " + r.LateWindows
+		}
+		out = append(out, l)
+	}
+	if r.OverflowRoute != "" {
+		l := "overflow: route " + r.OverflowRoute + "'s task was full"
+		if r.OverflowLimit != "" && r.OverflowMax != nil && r.OverflowSize != nil {
+			l += fmt.Sprintf(" (%s %d, at %d)", r.OverflowLimit, *r.OverflowMax, *r.OverflowSize)
 		}
 		out = append(out, l)
 	}

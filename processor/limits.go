@@ -1,0 +1,48 @@
+package processor
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Headers of a record a full task sent to its route's overflow route
+// (limits.on_overflow: route), and of an evicted window result.
+const (
+	HeaderOverflowRoute = "sidestream.overflow.route"
+	HeaderOverflowLimit = "sidestream.overflow.limit" // max_entries or max_bytes
+	HeaderOverflowMax   = "sidestream.overflow.max"   // the configured bound
+	HeaderOverflowSize  = "sidestream.overflow.size"  // the task's size when the record arrived
+	HeaderEvicted       = "sidestream.window.evicted"
+)
+
+// windowLimits is the operator's form of a route's limits block.
+func windowLimits(l *topology.Limits) window.Limits {
+	if l == nil {
+		return window.Limits{}
+	}
+	wl := window.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: window.OverflowRoute}
+	if l.OnOverflow == topology.OverflowEvict {
+		wl.Policy = window.OverflowEvict
+	}
+	return wl
+}
+
+// overflowRecord is the repartitioned record, value unchanged, on the
+// route's overflow route, keyed by its source key, with the limit it met.
+// The stage-one headers (source topic, partition, offset, event time)
+// stay, so tail shows where it came from and redrive can replay it.
+func overflowRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderOverflowRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: HeaderOverflowLimit, Value: []byte(limit)},
+		kgo.RecordHeader{Key: HeaderOverflowMax, Value: []byte(strconv.FormatInt(maxv, 10))},
+		kgo.RecordHeader{Key: HeaderOverflowSize, Value: []byte(strconv.FormatInt(size, 10))},
+	)
+	return &kgo.Record{Topic: rt.OverflowTopic(), Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
