@@ -381,7 +381,8 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-	}, p.opts.kgoOpts...)...)
+	}, append(bufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
+		FetchMaxPartitionBytes: p.top.Config.Client.FetchMaxPartitionBytes}), p.opts.kgoOpts...)...)...)
 	if err != nil {
 		return 0, from, err
 	}
