@@ -501,6 +501,9 @@ const (
 	NameStateOverflow = "sidestream_state_overflow_total"
 	PolicyRoute       = "route"
 	PolicyEvict       = "evict"
+	// ResultEvicted is the sidestream_assemblies_total result of an
+	// incomplete assembly that on_overflow: evict emitted early.
+	ResultEvicted = "evicted"
 )
 
 // AddOverflow counts n state limit decisions of route under policy.

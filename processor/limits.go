@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -17,7 +18,22 @@ const (
 	HeaderOverflowMax   = "sidestream.overflow.max"   // the configured bound
 	HeaderOverflowSize  = "sidestream.overflow.size"  // the task's size when the record arrived
 	HeaderEvicted       = "sidestream.window.evicted"
+	// HeaderAssemblyEvicted is "true" on an incomplete assembly that
+	// on_overflow: evict emitted before its TTL.
+	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
 )
+
+// assemblyLimits is the operator's form of a route's limits block.
+func assemblyLimits(l *topology.Limits) assembly.Limits {
+	if l == nil {
+		return assembly.Limits{}
+	}
+	al := assembly.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: assembly.OverflowRoute}
+	if l.OnOverflow == topology.OverflowEvict {
+		al.Policy = assembly.OverflowEvict
+	}
+	return al
+}
 
 // windowLimits is the operator's form of a route's limits block.
 func windowLimits(l *topology.Limits) window.Limits {

@@ -46,6 +46,9 @@ type Reasons struct {
 	Missing       string `json:"missing_parts,omitempty"`
 	Complete      string `json:"complete,omitempty"`
 	DuplicateOf   string `json:"duplicate_of,omitempty"`
+	// Evicted: an incomplete assembly emitted before its TTL because the
+	// route's task was full (limits.on_overflow: evict).
+	Evicted bool `json:"evicted,omitempty"`
 
 	// Overflow route: the route whose state limit refused the record,
 	// the limit (max_entries, max_bytes), its bound and the task's size.
@@ -114,6 +117,8 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 			r.Complete = v
 		case processor.HeaderDuplicateOf:
 			r.DuplicateOf = v
+		case processor.HeaderAssemblyEvicted:
+			r.Evicted = v == "true"
 		case processor.HeaderOverflowRoute:
 			r.OverflowRoute = v
 		case processor.HeaderOverflowLimit:
@@ -212,6 +217,9 @@ func (r Reasons) Lines() []string {
 		out = append(out, fmt.Sprintf("duplicate: a part of %s, which assembly route %s completed already", r.DuplicateOf, r.AssemblyRoute))
 	case r.Missing != "":
 		l := "incomplete: assembly route " + r.AssemblyRoute + " timed out missing " + r.Missing
+		if r.Evicted {
+			l = "incomplete: assembly route " + r.AssemblyRoute + " evicted it early (its task was full) missing " + r.Missing
+		}
 		if r.AssemblyParts != "" {
 			l += "; held " + r.AssemblyParts
 		}

@@ -29,8 +29,8 @@ var ErrSpecChanged = errors.New("window: store was written with a different spec
 // store may hold part of a call's writes, so the caller must abort the
 // transaction and rebuild the operator from the changelog.
 type Operator struct {
-	p    params
-	st   Store
+	p     params
+	st    Store
 	wm    int64
 	open  int
 	bytes int64 // StateBytes
