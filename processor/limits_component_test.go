@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -142,6 +143,101 @@ func TestWindowLimitsComponent(t *testing.T) {
 				}
 				if s.Evicted != float64(evicted) || s.Aggregated != n+1 {
 					t.Fatalf("snapshot %+v", s)
+				}
+			}
+		})
+	}
+}
+
+// TestAssemblyLimitsComponent: 300 orders with distinct ids into one
+// assembly task with max_entries 100, then the payments of some of them.
+// Route: orders 100..299 go to the overflow route (exactly 200) and the
+// first 100 complete with their payments. Evict: orders 100..299 each
+// evict the oldest open one (200 incomplete records marked evicted), and
+// the last 100 complete. Both conserve every record.
+func TestAssemblyLimitsComponent(t *testing.T) {
+	const n, maxEntries = 300, 100
+	for _, policy := range []string{topology.OverflowRoute, topology.OverflowEvict} {
+		t.Run(policy, func(t *testing.T) {
+			c := newCluster(t, kfake.SeedTopics(1, "orders", "payments"))
+			limits := "{max_entries: 100, on_overflow: evict}"
+			if policy == topology.OverflowRoute {
+				limits = "{max_entries: 100, overflow_topic: joined.overflow}"
+			}
+			src := `application_id: alimited
+inputs: [{topic: orders}, {topic: payments}]
+event_time: {field: ts}
+routing: {default: drop}
+routes:
+  - name: joined
+    topic: joined.out
+    assemble:
+      id: id
+      ttl: 1h
+      time: event
+      incomplete_topic: joined.incomplete
+      parts:
+        - {name: order, source: orders}
+        - {name: payment, source: payments}
+      limits: ` + limits + `
+dirty: {topic: joined.dirty}
+`
+			cfg, err := topology.Load("alimited.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.Apply(topology.Overrides{Brokers: c.ListenAddrs()}); err != nil {
+				t.Fatal(err)
+			}
+			top, err := topology.Compile(cfg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parts []gen.Part
+			for i := range n {
+				parts = append(parts, gen.Part{Topic: "orders", Value: fmt.Appendf(nil, `{"id":"o-%03d","ts":%d}`, i, 1000+i)})
+			}
+			paid := 0 // the ids still open at the end: the first 100 (route) or the last 100 (evict)
+			if policy == topology.OverflowEvict {
+				paid = n - maxEntries
+			}
+			var payments []gen.Part
+			for i := paid; i < paid+maxEntries; i++ {
+				payments = append(payments, gen.Part{Topic: "payments", Value: fmt.Appendf(nil, `{"id":"o-%03d","ts":%d}`, i, 2000+i)})
+			}
+			// Payments only once every order is through stage two, so the
+			// order in which the task sees them is fixed.
+			produceParts(t, c.ListenAddrs(), parts)
+			r := start(t, top, "a")
+			waitConsumed(t, r.p.Metrics(), 2*len(parts), time.Minute)
+			produceParts(t, c.ListenAddrs(), payments)
+			waitConsumed(t, r.p.Metrics(), 2*(len(parts)+len(payments)), time.Minute)
+			r.stop(t)
+			m := r.p.Metrics()
+			s := m.Snapshot()
+			if !s.Conserved() {
+				t.Fatalf("not conserved: %+v", s)
+			}
+			if got := testutil.ToFloat64(m.StateOverflow.WithLabelValues("joined", policy)); got != n-maxEntries {
+				t.Fatalf("%s count %v, want %d", policy, got, n-maxEntries)
+			}
+			if got := len(readCommitted(t, c.ListenAddrs(), "joined.out")); got != maxEntries || s.Assemblies["completed"] != maxEntries {
+				t.Fatalf("%d assembled, want %d (%+v)", got, maxEntries, s)
+			}
+			switch policy {
+			case topology.OverflowRoute:
+				if got := len(readCommitted(t, c.ListenAddrs(), "joined.overflow")); got != n-maxEntries {
+					t.Fatalf("%d overflow records, want %d", got, n-maxEntries)
+				}
+			case topology.OverflowEvict:
+				inc := readCommitted(t, c.ListenAddrs(), "joined.incomplete")
+				for _, rec := range inc {
+					if headerStr(rec.Headers, HeaderAssemblyEvicted) != "true" || !bytes.Contains(rec.Value, []byte(`"evicted":true`)) {
+						t.Fatalf("incomplete record not marked evicted: %s", rec.Value)
+					}
+				}
+				if len(inc) != n-maxEntries || s.Assemblies["evicted"] != float64(n-maxEntries) {
+					t.Fatalf("%d evicted incomplete records, want %d (%+v)", len(inc), n-maxEntries, s)
 				}
 			}
 		})
