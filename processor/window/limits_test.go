@@ -294,3 +294,33 @@ func TestLimitsValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsPebbleMatchesMemory: the same limited stream over the Pebble
+// store (which seeks timers from the watermark) and the memory store
+// gives the same outputs and the same byte estimate.
+func TestLimitsPebbleMatchesMemory(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := genLimited(rt)
+		ops := genOps(rt, s, 100)
+		m, _ := newOp(rt, s)
+		pst, err := changelog.OpenPebbleInMemory()
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer pst.Close()
+		p, err := New(s, pst)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for i, o := range ops {
+			om, em := call(m, o)
+			op, ep := call(p, o)
+			if fmt.Sprint(em) != fmt.Sprint(ep) || !reflect.DeepEqual(om, op) {
+				rt.Fatalf("op %d %v: memory %+v %v, pebble %+v %v", i, o, om, em, op, ep)
+			}
+			if m.StateBytes() != p.StateBytes() || m.OpenWindows() != p.OpenWindows() {
+				rt.Fatalf("op %d: memory %d/%d, pebble %d/%d", i, m.OpenWindows(), m.StateBytes(), p.OpenWindows(), p.StateBytes())
+			}
+		}
+	})
+}
