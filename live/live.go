@@ -63,6 +63,9 @@ func New(top *topology.Topology, m *metrics.Metrics, o Options) *State {
 		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
 			s.kinds[a.Config.IncompleteTopic] = sideroute.KindIncomplete
 		}
+		if ot := r.OverflowTopic(); ot != "" {
+			s.kinds[ot] = sideroute.KindOverflow
+		}
 	}
 	return s
 }

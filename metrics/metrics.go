@@ -185,6 +185,8 @@ type Metrics struct {
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
 	assemblyMetrics
+	// StateOverflow: state limit decisions, by route and policy.
+	StateOverflow *prometheus.CounterVec
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -268,6 +270,9 @@ func New() *Metrics {
 	r.MustRegister(m.Redriven)
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
 	m.assemblyMetrics = newAssemblyMetrics(r)
+	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
+		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
+	r.MustRegister(m.StateOverflow)
 	return m
 }
 
@@ -299,6 +304,9 @@ type Tally struct {
 	AssemblyParts map[[2]string]int // route, outcome
 	Assemblies    map[[2]string]int // route, result
 	AssemblyObs   []AssemblyObs
+	// StateOverflow counts state limit decisions, by route and policy
+	// (nil until the first; see AddOverflow).
+	StateOverflow map[[2]string]int
 }
 
 // NewTally returns an empty tally.
@@ -327,6 +335,9 @@ func (t *Tally) Add(o *Tally) {
 	addCounts(t.AssemblyParts, o.AssemblyParts)
 	addCounts(t.Assemblies, o.Assemblies)
 	t.AssemblyObs = append(t.AssemblyObs, o.AssemblyObs...)
+	for k, v := range o.StateOverflow {
+		t.AddOverflow(k[0], k[1], v)
+	}
 }
 
 func addCounts[K comparable](dst, src map[K]int) {
@@ -386,6 +397,7 @@ func (m *Metrics) Observe(t *Tally) {
 		m.Redriven.WithLabelValues(k).Add(float64(v))
 	}
 	m.observeAssemblies(t)
+	m.observeLimits(t)
 }
 
 // Snapshot is the current value of the record counters, summed over
@@ -407,6 +419,10 @@ type Snapshot struct {
 	// Assembly stage: parts by outcome, assemblies by result.
 	AssemblyParts map[string]float64 `json:"assembly_parts"`
 	Assemblies    map[string]float64 `json:"assemblies"`
+	// State limits: records sent to overflow routes (on_overflow: route)
+	// and windows or assemblies evicted (on_overflow: evict).
+	Overflowed float64 `json:"overflowed"`
+	Evicted    float64 `json:"evicted"`
 }
 
 // Snapshot gathers the registry and sums the record counters.
@@ -450,6 +466,14 @@ func (m *Metrics) Snapshot() Snapshot {
 						s.Results[l.GetValue()] += v
 					}
 				}
+			case NameStateOverflow:
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == "policy" && l.GetValue() == PolicyRoute {
+						s.Overflowed += v
+					} else if l.GetName() == "policy" {
+						s.Evicted += v
+					}
+				}
 			case NameAssemblyParts, NameAssemblies:
 				for _, l := range mt.GetLabel() {
 					switch l.GetName() {
@@ -467,7 +491,8 @@ func (m *Metrics) Snapshot() Snapshot {
 
 // Conserved reports whether every consumed record is accounted for:
 // consumed = routed + dirty + dropped + aggregated + late + assembly
-// parts. Consumed counts input and repartition records: a record routed
+// parts + overflowed (repartitioned records a state limit sent to an
+// overflow route). Consumed counts input and repartition records: a record routed
 // to a window route or taken as a part counts as routed at stage one, and
 // its repartitioned copy as aggregated, late, an assembly part (any
 // outcome) or dirty at stage two.
@@ -476,5 +501,36 @@ func (s Snapshot) Conserved() bool {
 	for _, v := range s.AssemblyParts {
 		parts += v
 	}
-	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts
+	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts+s.Overflowed
+}
+
+// State limits (limits: on window and assembly routes).
+// NameStateOverflow counts, by route and policy, the records a full task
+// sent to the route's overflow route (policy route; these are a term of
+// the conservation sum) and the windows or assemblies it evicted early
+// (policy evict).
+const (
+	NameStateOverflow = "sidestream_state_overflow_total"
+	PolicyRoute       = "route"
+	PolicyEvict       = "evict"
+	// ResultEvicted is the sidestream_assemblies_total result of an
+	// incomplete assembly that on_overflow: evict emitted early.
+	ResultEvicted = "evicted"
+)
+
+// AddOverflow counts n state limit decisions of route under policy.
+func (t *Tally) AddOverflow(route, policy string, n int) {
+	if n == 0 {
+		return
+	}
+	if t.StateOverflow == nil {
+		t.StateOverflow = map[[2]string]int{}
+	}
+	t.StateOverflow[[2]string{route, policy}] += n
+}
+
+func (m *Metrics) observeLimits(t *Tally) {
+	for k, v := range t.StateOverflow {
+		m.StateOverflow.WithLabelValues(k[0], k[1]).Add(float64(v))
+	}
 }

@@ -77,6 +77,7 @@ func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
 		if c.Duplicates == topology.FirstWins {
 			s.Duplicates = assembly.FirstWins
 		}
+		s.Limits = assemblyLimits(c.Limits)
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
@@ -232,6 +233,18 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		panic(fmt.Sprintf("assembly state of route %q partition %d: %v", name, t.part, err))
 	}
 	var recs []*kgo.Record
+	tally.AddOverflow(name, metrics.PolicyEvict, out.Evicted)
+	if ov := out.Overflow; ov != nil {
+		// Refused: the part is not an assembly part of any outcome; the
+		// overflow count is its conservation term. Its time may still
+		// have expired assemblies.
+		tally.AddOverflow(name, metrics.PolicyRoute, 1)
+		recs = append(recs, e.fit(ar, overflowRecord(ar.rt, r, r.Key, ov.Limit, ov.Max, ov.Size), tally))
+		for i := range out.Incomplete {
+			recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
+		}
+		return recs
+	}
 	switch {
 	case out.Duplicate:
 		tally.AssemblyParts[[2]string{name, metrics.PartCompleted}]++
@@ -265,6 +278,9 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 	if !a.Complete {
 		topic, result = ar.rt.Assembly.Config.IncompleteTopic, metrics.ResultExpired
 	}
+	if a.Evicted {
+		result = metrics.ResultEvicted
+	}
 	tally.Assemblies[[2]string{name, result}]++
 	tally.AssemblyObs = append(tally.AssemblyObs, metrics.AssemblyObs{Route: name, Parts: len(a.Parts), Complete: a.Complete,
 		Seconds: float64(a.Done-a.First) / 1000})
@@ -273,6 +289,7 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 		{Key: HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
 		{Key: HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
 		{Key: HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
+		{Key: HeaderAssemblyEvicted, Value: []byte(strconv.FormatBool(a.Evicted))},
 	}}, tally)
 }
 

@@ -265,6 +265,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	if p.opts.staticGroup {
 		o = append(o, kgo.InstanceID(p.opts.instanceID))
 	}
+	o = append(o, bufferOpts(cfg.Client)...)
 	return append(o, p.opts.kgoOpts...)
 }
 

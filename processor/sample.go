@@ -41,6 +41,9 @@ func newSideSamples(p *Processor) *sideSamples {
 		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
 			s.topics = append(s.topics, a.Config.IncompleteTopic)
 		}
+		if ot := r.OverflowTopic(); ot != "" {
+			s.topics = append(s.topics, ot)
+		}
 	}
 	return s
 }

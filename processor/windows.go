@@ -128,6 +128,7 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
+		Limits: windowLimits(c.Limits),
 	}
 	switch c.Type {
 	case topology.WindowTumbling:
@@ -415,7 +416,8 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-	}, p.opts.kgoOpts...)...)
+	}, append(bufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
+		FetchMaxPartitionBytes: p.top.Config.Client.FetchMaxPartitionBytes}), p.opts.kgoOpts...)...)...)
 	if err != nil {
 		return 0, from, err
 	}
@@ -541,6 +543,12 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		return nil
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
+	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
+	if ov := out.Overflow; ov != nil {
+		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
+		recs = append(recs, overflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
+		return recs
+	}
 	if out.Late != nil {
 		tally.Late[rt.Name]++
 		recs = append(recs, e.lateRecord(rt, r, m.Key, out.Late))
@@ -557,6 +565,8 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		switch {
 		case res.Retract:
 			kind = "retract"
+		case res.Evicted:
+			kind = "evicted"
 		case res.Final:
 			kind = "final"
 		case res.Revision == 1:
@@ -580,13 +590,17 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 			value = v
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		recs = append(recs, &kgo.Record{
+		rec := &kgo.Record{
 			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
 			Headers: []kgo.RecordHeader{
 				{Key: HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
 				{Key: HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
 			},
-		})
+		}
+		if res.Evicted {
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: HeaderEvicted, Value: []byte("true")})
+		}
+		recs = append(recs, rec)
 	}
 	return recs
 }

@@ -31,6 +31,11 @@ go vet ./...
 step "unit and component tests (embedded broker)"
 go test -count=1 -race -timeout 20m $(go list ./... | grep -v /itest)
 
+step "bounded memory: 1,000,000 distinct keys under GOMEMLIMIT and a state limit"
+# Without -race: a race build's memory is not the router's (the test file
+# is excluded from race builds, so the run above does not skip it).
+go test -count=1 -timeout 5m -v -run TestMillionKeysBoundedMemory ./internal/membound 2>&1 | grep -E '^(---|ok|FAIL|panic)|keys in'
+
 step "fuzz ($FUZZTIME each)"
 for pkg in $(go list ./... | grep -v /itest); do
   dir=$(go list -f '{{.Dir}}' "$pkg")

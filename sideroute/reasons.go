@@ -46,6 +46,16 @@ type Reasons struct {
 	Missing       string `json:"missing_parts,omitempty"`
 	Complete      string `json:"complete,omitempty"`
 	DuplicateOf   string `json:"duplicate_of,omitempty"`
+	// Evicted: an incomplete assembly emitted before its TTL because the
+	// route's task was full (limits.on_overflow: evict).
+	Evicted bool `json:"evicted,omitempty"`
+
+	// Overflow route: the route whose state limit refused the record,
+	// the limit (max_entries, max_bytes), its bound and the task's size.
+	OverflowRoute string `json:"overflow_route,omitempty"`
+	OverflowLimit string `json:"overflow_limit,omitempty"`
+	OverflowMax   *int64 `json:"overflow_max,omitempty"`
+	OverflowSize  *int64 `json:"overflow_size,omitempty"`
 
 	// Redrive marks of a record re-injected by router redrive.
 	RedriveOrigin string `json:"redrive_origin,omitempty"`
@@ -107,6 +117,16 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 			r.Complete = v
 		case processor.HeaderDuplicateOf:
 			r.DuplicateOf = v
+		case processor.HeaderAssemblyEvicted:
+			r.Evicted = v == "true"
+		case processor.HeaderOverflowRoute:
+			r.OverflowRoute = v
+		case processor.HeaderOverflowLimit:
+			r.OverflowLimit = v
+		case processor.HeaderOverflowMax:
+			r.OverflowMax = num(h.Value)
+		case processor.HeaderOverflowSize:
+			r.OverflowSize = num(h.Value)
 		case processor.HeaderRedriveOrigin:
 			r.RedriveOrigin = v
 		case processor.HeaderRedriveRun:
@@ -133,6 +153,8 @@ func (r Reasons) Code() string {
 		return r.Reason
 	case r.IsLate():
 		return "late"
+	case r.OverflowRoute != "":
+		return "overflow"
 	case r.DuplicateOf != "":
 		return "duplicate"
 	case r.Missing != "":
@@ -183,11 +205,21 @@ func (r Reasons) Lines() []string {
 		}
 		out = append(out, l)
 	}
+	if r.OverflowRoute != "" {
+		l := "overflow: route " + r.OverflowRoute + "'s task was full"
+		if r.OverflowLimit != "" && r.OverflowMax != nil && r.OverflowSize != nil {
+			l += fmt.Sprintf(" (%s %d, at %d)", r.OverflowLimit, *r.OverflowMax, *r.OverflowSize)
+		}
+		out = append(out, l)
+	}
 	switch {
 	case r.DuplicateOf != "":
 		out = append(out, fmt.Sprintf("duplicate: a part of %s, which assembly route %s completed already", r.DuplicateOf, r.AssemblyRoute))
 	case r.Missing != "":
 		l := "incomplete: assembly route " + r.AssemblyRoute + " timed out missing " + r.Missing
+		if r.Evicted {
+			l = "incomplete: assembly route " + r.AssemblyRoute + " evicted it early (its task was full) missing " + r.Missing
+		}
 		if r.AssemblyParts != "" {
 			l += "; held " + r.AssemblyParts
 		}

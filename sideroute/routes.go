@@ -15,7 +15,13 @@ const (
 	// The side routes of an assembly route.
 	KindIncomplete = "incomplete" // assemblies whose TTL passed
 	KindDuplicate  = "duplicate"  // parts of an ID completed within the retention
+	// KindOverflow: records a full window or assembly task refused
+	// (limits.on_overflow: route).
+	KindOverflow = "overflow"
 )
+
+// OverflowSuffix names a route's overflow route: "revenue.overflow".
+const OverflowSuffix = topology.OverflowSuffix
 
 // LateSuffix names a window route's late route: "revenue.late". Route
 // names cannot hold a dot, so it never clashes with a route.
@@ -34,13 +40,15 @@ type Target struct {
 	Kind  string `json:"kind"`
 	// Window is the window route a late route belongs to.
 	Window string `json:"window,omitempty"`
+	// Route is the window or assembly route an overflow route belongs to.
+	Route string `json:"route,omitempty"`
 	// Assembly is the assembly route an incomplete or duplicate route
 	// belongs to.
 	Assembly string `json:"assembly,omitempty"`
 }
 
 // Targets lists every addressable route of top in config order, then the
-// dirty route, then the late, incomplete and duplicate routes.
+// dirty route, then the late, incomplete, duplicate and overflow routes.
 func Targets(top *topology.Topology) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
@@ -55,6 +63,9 @@ func Targets(top *topology.Topology) []Target {
 			if a.Config.DuplicateTopic != "" {
 				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Config.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
 			}
+		}
+		if ot := r.OverflowTopic(); ot != "" {
+			late = append(late, Target{Name: r.Name + OverflowSuffix, Topic: ot, Kind: KindOverflow, Route: r.Name})
 		}
 	}
 	out = append(out, Target{Name: "dirty", Topic: top.Dirty.Topic, Kind: KindDirty})

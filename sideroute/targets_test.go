@@ -56,3 +56,55 @@ func TestAssemblyTargets(t *testing.T) {
 		t.Errorf("duplicate record: code %q, lines %q", dup.Code(), dup.Lines())
 	}
 }
+
+// TestOverflowTargets: a limited route with on_overflow: route has its
+// overflow topic addressable as NAME.overflow; evict has none; the
+// overflow headers decode to a reason a person can read.
+func TestOverflowTargets(t *testing.T) {
+	src := `application_id: app
+inputs: [{topic: in}]
+routing: {default: drop}
+routes:
+  - name: per_user
+    topic: per-user
+    window:
+      type: tumbling
+      size: 1m
+      late_topic: per-user.late
+      aggregates: [{name: n, fn: count}]
+      limits: {max_entries: 10, overflow_topic: per-user.overflow}
+  - name: evicting
+    topic: evicting
+    window:
+      type: tumbling
+      size: 1m
+      late_topic: evicting.late
+      aggregates: [{name: n, fn: count}]
+      limits: {max_entries: 10, on_overflow: evict}
+dirty: {topic: in.dirty}
+`
+	cfg, err := topology.Load("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Resolve(top, "per_user.overflow")
+	if err != nil || tg.Topic != "per-user.overflow" || tg.Kind != KindOverflow || tg.Route != "per_user" {
+		t.Fatalf("per_user.overflow: %+v, %v", tg, err)
+	}
+	if _, err := Resolve(top, "evicting.overflow"); err == nil {
+		t.Fatal("an evicting route has no overflow route")
+	}
+	rs := Decode([]kgo.RecordHeader{
+		{Key: processor.HeaderOverflowRoute, Value: []byte("per_user")},
+		{Key: processor.HeaderOverflowLimit, Value: []byte("max_entries")},
+		{Key: processor.HeaderOverflowMax, Value: []byte("10")},
+		{Key: processor.HeaderOverflowSize, Value: []byte("10")},
+	})
+	if rs.Code() != "overflow" || !strings.Contains(strings.Join(rs.Lines(), "\n"), "overflow: route per_user's task was full (max_entries 10, at 10)") {
+		t.Errorf("overflow record: code %q, lines %q", rs.Code(), rs.Lines())
+	}
+}

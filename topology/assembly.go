@@ -42,6 +42,8 @@ type Assemble struct {
 	// DuplicateTopic receives parts of IDs completed within the
 	// retention (required when retention is set).
 	DuplicateTopic string `yaml:"duplicate_topic"`
+	// Limits bound each task's open assemblies (default: no bound).
+	Limits *Limits `yaml:"limits"`
 }
 
 // AssemblePart is one part of an assembly.
@@ -217,6 +219,7 @@ func (d *doc) validateAssembly(p string, r Route, routes []Route, useTopic func(
 		d.at(ap+".duplicate_topic", "%s.duplicate_topic is never written without a retention; set retention or remove it", ap)
 	}
 	useTopic(ap+".duplicate_topic", fmt.Sprintf("the duplicate route of %q", r.Name), false, a.DuplicateTopic)
+	d.validateLimits(ap, r.Name, a.Limits, 1, "the incomplete route", useTopic)
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {

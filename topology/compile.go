@@ -213,6 +213,9 @@ func (t *Topology) OutputTopics() []string {
 		if r.Window != nil {
 			out = append(out, r.Window.Config.LateTopic)
 		}
+		if ot := r.OverflowTopic(); ot != "" {
+			out = append(out, ot)
+		}
 		if a := r.Assembly; a != nil {
 			out = append(out, a.Config.IncompleteTopic)
 			if a.Config.DuplicateTopic != "" {

@@ -63,6 +63,8 @@ type Config struct {
 	Shutdown       Duration      `yaml:"shutdown_timeout"`
 	Security       Security      `yaml:"security"`
 	State          State         `yaml:"state"`
+	// Client bounds the Kafka client's fetch and produce buffers.
+	Client Client `yaml:"client"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at
@@ -305,6 +307,8 @@ type Window struct {
 	LateTopic string `yaml:"late_topic"`
 	// Aggregates computed per window, in output order.
 	Aggregates []Aggregate `yaml:"aggregates"`
+	// Limits bound each task's open windows (default: no bound).
+	Limits *Limits `yaml:"limits"`
 }
 
 // Aggregate is one aggregation of a window route.
@@ -439,5 +443,14 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Security.Protocol == "" {
 		c.Security.Protocol = ProtocolPlaintext
+	}
+	c.Client.applyDefaults(c.Dirty.MaxRecordBytes)
+	for i := range c.Routes {
+		if w := c.Routes[i].Window; w != nil {
+			w.Limits.applyDefaults()
+		}
+		if a := c.Routes[i].Assemble; a != nil {
+			a.Limits.applyDefaults()
+		}
 	}
 }

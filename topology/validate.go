@@ -49,6 +49,7 @@ func (d *doc) validate() {
 		d.at("guarantee", "guarantee must be %q or %q, got %q", ExactlyOnce, AtLeastOnce, c.Guarantee)
 	}
 	d.validateState()
+	d.validateClient()
 	if c.CommitRecords < 0 {
 		d.at("commit_records", "commit_records must be positive, got %d", c.CommitRecords)
 	}
@@ -612,6 +613,11 @@ func (d *doc) validateWindow(p string, r Route, useTopic func(path, owner string
 		d.at(wp, "%s.late_topic is required: records whose windows are already closed go there, never silently away", wp)
 	}
 	useTopic(wp+".late_topic", fmt.Sprintf("the late route of %q", r.Name), false, w.LateTopic)
+	perRecord := int64(1)
+	if w.Type == WindowHopping && w.Advance > 0 {
+		perRecord = int64((w.Size + w.Advance - 1) / w.Advance)
+	}
+	d.validateLimits(wp, r.Name, w.Limits, perRecord, "the route's topic, marked evicted", useTopic)
 	if len(w.Aggregates) == 0 {
 		d.at(wp, "%s.aggregates: at least one aggregate is required (e.g. {name: n, fn: count})", wp)
 	}

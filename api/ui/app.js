@@ -245,9 +245,9 @@ function sampleCard(s) {
   return d;
 }
 
-const shown = { dirty: -1, late: -1, incomplete: -1 };
+const shown = { dirty: -1, late: -1, incomplete: -1, overflow: -1 };
 function updateSamples(v) {
-  for (const kind of ["dirty", "late", "incomplete"]) {
+  for (const kind of ["dirty", "late", "incomplete", "overflow"]) {
     const list = v.samples[kind] || [];
     const last = list.length ? list[list.length - 1].seq : -1;
     if (last === shown[kind]) continue;

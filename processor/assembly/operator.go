@@ -48,6 +48,8 @@ type Spec struct {
 	// 0 remembers nothing.
 	Retention  time.Duration
 	Duplicates DuplicateMode
+	// Limits bound the open assemblies (default: none).
+	Limits Limits
 }
 
 // Validate checks the spec.
@@ -84,7 +86,7 @@ func (s Spec) Validate() error {
 	if s.Duplicates != LastWins && s.Duplicates != FirstWins {
 		return fmt.Errorf("assembly: unknown duplicate mode %d", s.Duplicates)
 	}
-	return nil
+	return s.Limits.validate()
 }
 
 // Part is one part held by an assembly.
@@ -104,6 +106,9 @@ type Assembly struct {
 	Last     int64    // time of the last part accepted
 	Done     int64    // completing part's time, or the deadline when expired
 	Value    []byte   // the JSON value (see the package doc)
+	// Evicted: an incomplete assembly OverflowEvict emitted before its
+	// deadline (Done is the deadline it had); the value has "evicted":true.
+	Evicted bool
 }
 
 // Output is what one call produced.
@@ -119,6 +124,12 @@ type Output struct {
 	DuplicatePart bool
 	// Opened: the part opened a new assembly.
 	Opened bool
+	// Overflow: Limits refused the part (OverflowRoute); no state changed
+	// and the caller writes it to the overflow route.
+	Overflow *Overflow
+	// Evicted counts the assemblies OverflowEvict emitted for this part;
+	// they are in Incomplete with Evicted set.
+	Evicted int
 }
 
 // Held is what the store holds for one ID (the state query).
@@ -151,6 +162,7 @@ type Operator struct {
 	st       Store
 	clock    int64
 	open     int
+	bytes    int64 // StateBytes
 	kbuf     []byte
 	vbuf     []byte
 }
@@ -208,7 +220,11 @@ func New(spec Spec, st Store) (*Operator, error) {
 		}
 		o.clock = c
 	}
-	if err := st.Range(assemblyPrefix, func(_, _ []byte) bool { o.open++; return true }); err != nil {
+	if err := st.Range(assemblyPrefix, func(k, v []byte) bool {
+		o.open++
+		o.bytes += assemblyCost(len(k)-1, len(v))
+		return true
+	}); err != nil {
 		return nil, fmt.Errorf("assembly: count assemblies: %w", err)
 	}
 	return o, nil
@@ -275,6 +291,10 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		a = state{first: t, deadline: t + o.s.TTL.Milliseconds()}
 		out.Opened = true
 	}
+	var oldCost int64
+	if ok {
+		oldCost = assemblyCost(len(id), len(b))
+	}
 	name := o.s.Parts[pi]
 	i := slices.IndexFunc(a.parts, func(p Part) bool { return p.Name == name })
 	switch {
@@ -288,8 +308,16 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		a.parts = append(a.parts, Part{Name: name, Time: t, Value: value})
 	}
 	a.last = t
+	if !ok && !o.complete(a) && o.s.Limits.enabled() {
+		o.vbuf = a.append(o.vbuf[:0])
+		if admitted, err := o.admit(assemblyCost(len(id), len(o.vbuf)), out); !admitted || err != nil {
+			out.Opened = false
+			return err
+		}
+	}
 	if o.complete(a) {
 		if ok {
+			o.bytes -= oldCost
 			o.open--
 			if err := o.st.Delete(akey); err != nil {
 				return err
@@ -318,6 +346,7 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		}
 	}
 	o.vbuf = a.append(o.vbuf[:0])
+	o.bytes += assemblyCost(len(id), len(o.vbuf)) - oldCost
 	return o.st.Set(o.key(nsAssembly, id), o.vbuf)
 }
 
@@ -391,6 +420,7 @@ func (o *Operator) advance(c int64, out *Output) error {
 				return err
 			}
 			o.open--
+			o.bytes -= assemblyCost(len(id), len(b))
 			out.Incomplete = append(out.Incomplete, o.emit(id, a, false, at))
 		default:
 			return fmt.Errorf("timer key %q: %w", k, errCorrupt)

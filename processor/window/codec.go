@@ -150,6 +150,7 @@ type win struct {
 	start, end int64
 	rev        int64
 	aggs       []aggState
+	size       int64 // StateBytes of the stored copy, 0 when not stored
 }
 
 // encodeWindow appends the stored value of w: uvarint(end-start),

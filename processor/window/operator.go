@@ -29,10 +29,11 @@ var ErrSpecChanged = errors.New("window: store was written with a different spec
 // store may hold part of a call's writes, so the caller must abort the
 // transaction and rebuild the operator from the changelog.
 type Operator struct {
-	p    params
-	st   Store
-	wm   int64
-	open int
+	p     params
+	st    Store
+	wm    int64
+	open  int
+	bytes int64 // StateBytes
 
 	// Aligned sources (aligned.go): each source's maximum event time, the
 	// sources named by SetSources, and the last minimum over them.
@@ -73,7 +74,11 @@ func New(spec Spec, st Store) (*Operator, error) {
 		}
 		o.wm = m.watermark
 	}
-	if err := st.Range(windowPrefix, func(_, _ []byte) bool { o.open++; return true }); err != nil {
+	if err := st.Range(windowPrefix, func(k, v []byte) bool {
+		o.open++
+		o.bytes += windowCost(len(k), len(v))
+		return true
+	}); err != nil {
 		return nil, fmt.Errorf("window: count windows: %w", err)
 	}
 	if err := o.loadSources(); err != nil {
@@ -184,12 +189,18 @@ func (o *Operator) load(key string, start int64) (*win, bool, error) {
 		return nil, false, err
 	}
 	w, err := decodeWindow(b, key, start, o.p.aggs)
+	if err == nil {
+		w.size = windowCost(len(o.kbuf), len(b))
+	}
 	return w, true, err
 }
 
 func (o *Operator) save(w *win) error {
 	o.kbuf = appendWindowKey(o.kbuf[:0], w.key, w.start)
 	o.vbuf = appendWindow(o.vbuf[:0], w, o.p.aggs)
+	c := windowCost(len(o.kbuf), len(o.vbuf))
+	o.bytes += c - w.size
+	w.size = c
 	return o.st.Set(o.kbuf, o.vbuf)
 }
 
@@ -242,6 +253,22 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 		out.Late = l
 		return nil
 	}
+	if o.p.lim.enabled() {
+		var add int
+		var addBytes int64
+		for _, tg := range targets {
+			if tg.isNew {
+				add++
+			}
+			addBytes += o.cost(tg.w) - tg.w.size
+		}
+		keep := func(k string, s int64) bool {
+			return k == key && slices.ContainsFunc(targets, func(tg target) bool { return !tg.isNew && tg.w.start == s })
+		}
+		if ok, err := o.admit(add, addBytes, keep, len(targets), out); !ok || err != nil {
+			return err
+		}
+	}
 	for _, tg := range targets {
 		w := tg.w
 		if o.p.emit == EmitUpdate && o.wm >= w.end {
@@ -265,7 +292,7 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 // session of key it overlaps or touches.
 func (o *Operator) processSession(key string, t, judge int64, out *Output) error {
 	lo, hi := t, t+o.p.gap
-	type comp struct{ start, end, rev int64 }
+	type comp struct{ start, end, rev, size int64 }
 	var comps []comp
 	var rerr error
 	o.pbuf = appendWindowPrefix(o.pbuf[:0], key)
@@ -285,7 +312,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 			return false
 		}
 		if end >= lo {
-			comps = append(comps, comp{start, end, rev})
+			comps = append(comps, comp{start, end, rev, 0})
 		}
 		return true
 	})
@@ -300,7 +327,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 		return nil
 	}
 	m := &win{key: key, start: lo, end: hi, aggs: make([]aggState, len(o.p.aggs))}
-	for _, c := range comps {
+	for i, c := range comps {
 		w, ok, err := o.load(key, c.start)
 		if err != nil {
 			return err
@@ -309,6 +336,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 			return fmt.Errorf("%w: session %q@%d vanished", errCorrupt, key, c.start)
 		}
 		m.start, m.end, m.rev = min(m.start, w.start), max(m.end, w.end), max(m.rev, w.rev)
+		comps[i].size = w.size
 		for i, a := range o.p.aggs {
 			if !m.aggs[i].merge(a.Kind, w.aggs[i]) {
 				return &RecordError{Reason: ReasonAggOverflow, Aggregate: a.Name, Detail: "merged session would not be finite"}
@@ -318,8 +346,14 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 	if err := o.apply(m, t); err != nil {
 		return err
 	}
+	if len(comps) == 0 && o.p.lim.enabled() {
+		if ok, err := o.admit(1, o.cost(m), nil, 0, out); !ok || err != nil {
+			return err
+		}
+	}
 	kept := false
 	for _, c := range comps {
+		o.bytes -= c.size // m, saved below, is counted whole
 		if err := o.deleteTimer(o.timerAt(c.end), key, c.start); err != nil {
 			return err
 		}
@@ -416,6 +450,7 @@ func (o *Operator) advance(to int64, out *Output) error {
 				return err
 			}
 			o.open--
+			o.bytes -= w.size
 			continue
 		}
 		// A fire timer (EmitUpdate, at end): emit, then wait for the purge.

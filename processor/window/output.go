@@ -13,6 +13,13 @@ type Output struct {
 	// Late is set when the record was late: it changed nothing and goes to
 	// the late route unchanged.
 	Late *Late
+	// Overflow is set when Limits refused the record (OverflowRoute): it
+	// changed no window and goes to the overflow route unchanged. It
+	// still moved the watermark (Results may hold what that closed).
+	Overflow *Overflow
+	// Evicted counts the windows OverflowEvict purged early for this
+	// record; their results are in Results with Evicted set.
+	Evicted int
 }
 
 // Result is one emitted window result.
@@ -33,7 +40,11 @@ type Result struct {
 	Revision   int64
 	Final      bool
 	Retract    bool
-	Value      []byte
+	// Evicted: a final result emitted early by OverflowEvict; the value
+	// carries "evicted":true. A later record for the same window opens
+	// it again (same Key, revision from 1).
+	Evicted bool
+	Value   []byte
 }
 
 // Span is a window [Start, End).

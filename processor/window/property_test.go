@@ -312,6 +312,7 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 	t.Helper()
 	wins := map[string]*win{}
 	var order []*win
+	var bytes int64
 	timers := map[string]int64{}
 	err := st.Range(nil, func(k, v []byte) bool {
 		switch k[0] {
@@ -330,6 +331,7 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			bytes += windowCost(len(k), len(v))
 			id := fmt.Sprintf("%q@%d", key, start)
 			wins[id] = w
 			order = append(order, w)
@@ -358,6 +360,9 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 	}
 	if len(wins) != o.OpenWindows() || len(timers) != len(wins) {
 		t.Fatalf("%d windows, %d timers, OpenWindows %d", len(wins), len(timers), o.OpenWindows())
+	}
+	if bytes != o.StateBytes() {
+		t.Fatalf("stored windows take %d bytes, StateBytes %d", bytes, o.StateBytes())
 	}
 	for id, w := range wins {
 		at, ok := timers[id]

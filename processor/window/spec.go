@@ -142,6 +142,9 @@ type Spec struct {
 	// Aggregations, at least one, unique names. Process takes one value
 	// per aggregation, in this order.
 	Aggregations []Aggregation
+	// Limits bound the task's state (default: none). They are not part
+	// of the spec's fingerprint: changing them keeps the stored state.
+	Limits Limits
 }
 
 // ErrSpec is wrapped by every Spec validation error.
@@ -171,6 +174,7 @@ type params struct {
 	emit               EmitMode
 	aggs               []Aggregation
 	fingerprint        uint64
+	lim                Limits
 }
 
 func (s Spec) compile() (params, error) {
@@ -237,6 +241,14 @@ func (s Spec) compile() (params, error) {
 		}
 	}
 	p.aggs = append([]Aggregation(nil), s.Aggregations...)
+	perRecord := int64(1)
+	if p.kind == Hopping {
+		perRecord = (p.size + p.advance - 1) / p.advance
+	}
+	if err := s.Limits.validate(perRecord); err != nil {
+		return p, err
+	}
+	p.lim = s.Limits
 	h := fnv.New64a()
 	fmt.Fprintf(h, "v1|%d|%d|%d|%d|%d|%d|%d", p.kind, p.size, p.advance, p.gap, p.ooo, p.grace, p.emit)
 	for _, a := range p.aggs {

@@ -1,0 +1,86 @@
+package processor
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// Headers of a record a full task sent to its route's overflow route
+// (limits.on_overflow: route), and of an evicted window result.
+const (
+	HeaderOverflowRoute = "sidestream.overflow.route"
+	HeaderOverflowLimit = "sidestream.overflow.limit" // max_entries or max_bytes
+	HeaderOverflowMax   = "sidestream.overflow.max"   // the configured bound
+	HeaderOverflowSize  = "sidestream.overflow.size"  // the task's size when the record arrived
+	HeaderEvicted       = "sidestream.window.evicted"
+	// HeaderAssemblyEvicted is "true" on an incomplete assembly that
+	// on_overflow: evict emitted before its TTL.
+	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
+)
+
+// assemblyLimits is the operator's form of a route's limits block.
+func assemblyLimits(l *topology.Limits) assembly.Limits {
+	if l == nil {
+		return assembly.Limits{}
+	}
+	al := assembly.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: assembly.OverflowRoute}
+	if l.OnOverflow == topology.OverflowEvict {
+		al.Policy = assembly.OverflowEvict
+	}
+	return al
+}
+
+// windowLimits is the operator's form of a route's limits block.
+func windowLimits(l *topology.Limits) window.Limits {
+	if l == nil {
+		return window.Limits{}
+	}
+	wl := window.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: window.OverflowRoute}
+	if l.OnOverflow == topology.OverflowEvict {
+		wl.Policy = window.OverflowEvict
+	}
+	return wl
+}
+
+// overflowRecord is the repartitioned record, value unchanged, on the
+// route's overflow route, keyed by its source key, with the limit it met.
+// The stage-one headers (source topic, partition, offset, event time)
+// stay, so tail shows where it came from and redrive can replay it.
+func overflowRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderOverflowRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: HeaderOverflowLimit, Value: []byte(limit)},
+		kgo.RecordHeader{Key: HeaderOverflowMax, Value: []byte(strconv.FormatInt(maxv, 10))},
+		kgo.RecordHeader{Key: HeaderOverflowSize, Value: []byte(strconv.FormatInt(size, 10))},
+	)
+	return &kgo.Record{Topic: rt.OverflowTopic(), Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
+
+// bufferOpts bound the client's fetch and produce buffers (the client
+// section); a zero field keeps franz-go's default.
+func bufferOpts(c topology.Client) []kgo.Opt {
+	var o []kgo.Opt
+	if c.FetchMaxBytes > 0 {
+		o = append(o, kgo.FetchMaxBytes(c.FetchMaxBytes))
+	}
+	if c.FetchMaxPartitionBytes > 0 {
+		o = append(o, kgo.FetchMaxPartitionBytes(c.FetchMaxPartitionBytes))
+	}
+	if c.MaxConcurrentFetches > 0 {
+		o = append(o, kgo.MaxConcurrentFetches(c.MaxConcurrentFetches))
+	}
+	if c.MaxBufferedRecords > 0 {
+		o = append(o, kgo.MaxBufferedRecords(c.MaxBufferedRecords))
+	}
+	if c.MaxBufferedBytes > 0 {
+		o = append(o, kgo.MaxBufferedBytes(c.MaxBufferedBytes))
+	}
+	return o
+}
