@@ -347,7 +347,7 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 			timers[id] = tm.at
 		case nsSource:
 			src, rest, ok := readKey(k[1:])
-			if m, seen := o.srcs[src]; !ok || len(rest) != 0 || !seen || !bytes.Equal(v, binary.AppendVarint(nil, m)) {
+			if m, seen := o.srcs[src]; !ok || len(rest) != 0 || !seen || string(v) != string(binary.AppendVarint(nil, m)) {
 				t.Fatalf("source key %x = %x, operator has %v", k, v, o.srcs)
 			}
 		default:
