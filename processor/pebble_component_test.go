@@ -121,6 +121,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	a := start(t, top, "a", pebble)
 	drain(t, a, phase)
 	a.stop(t)
+	checkSourceProgress(t, brokers, top)
 	if restored(a) != 0 {
 		t.Fatalf("a restored %d records from an empty changelog", restored(a))
 	}
@@ -303,4 +304,42 @@ func countFinals(t *testing.T, brokers []string, top *topology.Topology, flushTS
 		t.Fatalf("ERROR events: %d counted in final windows + %d late = %d, want %d", counted, late, counted+late, wantErrors)
 	}
 	return late, counted, len(finals)
+}
+
+// checkSourceProgress: the committed offset of every input partition
+// carries, as its metadata, the largest event time decoded in that
+// partition before the offset (what aligned watermarks restore from).
+func checkSourceProgress(t *testing.T, brokers []string, top *topology.Topology) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), top.Config.ApplicationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	dec := newDecoder(top)
+	for _, r := range readCommitted(t, brokers, "logs") {
+		o, ok := offs.Lookup("logs", r.Partition)
+		if !ok || r.Offset >= o.At {
+			continue
+		}
+		if d, rerr := dec.decode(r.Topic, r.Value, r.Timestamp); rerr == nil {
+			if m, seen := want[r.Partition]; !seen || d.EventTime > m {
+				want[r.Partition] = d.EventTime
+			}
+		}
+	}
+	if len(want) == 0 {
+		t.Fatal("no input partition has a committed offset past a decodable record")
+	}
+	for part, m := range want {
+		o, _ := offs.Lookup("logs", part)
+		if got := decodeOffsetMeta(o.Metadata); got != m {
+			t.Errorf("logs[%d] committed at %d with metadata %q: max event time %d, want %d", part, o.At, o.Metadata, got, m)
+		}
+	}
 }
