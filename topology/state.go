@@ -24,7 +24,26 @@ type State struct {
 	// Dir holds one directory per changelog partition (store: pebble).
 	// It must not be shared by two running instances.
 	Dir string `yaml:"dir"`
+	// OnChangelogLoss says what a stateful task does when its changelog
+	// no longer holds the state it must restore (records deleted, topic
+	// deleted or recreated, a local checkpoint outside the partition):
+	// fail (the default, also when empty) keeps the task from processing
+	// and reports it; start_empty starts it with what the changelog still
+	// holds, logged at WARN and counted.
+	OnChangelogLoss ChangelogLoss `yaml:"on_changelog_loss"`
 }
+
+// ChangelogLoss is the state.on_changelog_loss setting.
+type ChangelogLoss string
+
+const (
+	ChangelogLossFail       ChangelogLoss = "fail"
+	ChangelogLossStartEmpty ChangelogLoss = "start_empty"
+)
+
+// StartEmptyOnLoss reports whether state.on_changelog_loss allows a task
+// to start without the state its changelog lost.
+func (s State) StartEmptyOnLoss() bool { return s.OnChangelogLoss == ChangelogLossStartEmpty }
 
 // The environment variables of the state settings.
 const (
@@ -37,6 +56,9 @@ const (
 func (d *doc) validateState() {
 	if s := d.cfg.State.Store; s != StoreMemory && s != StorePebble {
 		d.at("state.store", "state.store must be %q or %q, got %q", StoreMemory, StorePebble, s)
+	}
+	if l := d.cfg.State.OnChangelogLoss; l != "" && l != ChangelogLossFail && l != ChangelogLossStartEmpty {
+		d.at("state.on_changelog_loss", "state.on_changelog_loss must be %q or %q, got %q", ChangelogLossFail, ChangelogLossStartEmpty, l)
 	}
 }
 
