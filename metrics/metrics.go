@@ -183,6 +183,7 @@ type Metrics struct {
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
 	assemblyMetrics
+	faultMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -263,6 +264,7 @@ func New() *Metrics {
 	r.MustRegister(m.Redriven)
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
 	m.assemblyMetrics = newAssemblyMetrics(r)
+	m.faultMetrics = newFaultMetrics(r)
 	return m
 }
 
@@ -465,4 +467,33 @@ func (s Snapshot) Conserved() bool {
 		parts += v
 	}
 	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts
+}
+
+// Faults the router reports rather than works around.
+const (
+	// NameChangelogLoss counts the times a stateful task found that its
+	// changelog no longer holds the state it must restore, by route,
+	// reason (records_deleted, changelog_empty, checkpoint_past_end,
+	// checkpoint_below_start) and action (fail: the task does not
+	// process; start_empty: state.on_changelog_loss let it start).
+	NameChangelogLoss = "sidestream_changelog_loss_total"
+	// NameAuthzRefused counts transactions aborted because the broker
+	// refused a write for want of an ACL, by topic.
+	NameAuthzRefused = "sidestream_authorization_refused_total"
+)
+
+type faultMetrics struct {
+	ChangelogLoss *prometheus.CounterVec // route, reason, action
+	AuthzRefused  *prometheus.CounterVec // topic
+}
+
+func newFaultMetrics(r *prometheus.Registry) faultMetrics {
+	f := faultMetrics{
+		ChangelogLoss: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameChangelogLoss,
+			Help: "Restores that found state missing from a changelog (records deleted, topic deleted or recreated, local checkpoint outside it), by route, reason and action (fail, start_empty)."}, []string{"route", "reason", "action"}),
+		AuthzRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAuthzRefused,
+			Help: "Transactions aborted because the broker refused a write to a topic (authorization failed), by topic."}, []string{"topic"}),
+	}
+	r.MustRegister(f.ChangelogLoss, f.AuthzRefused)
+	return f
 }

@@ -311,6 +311,11 @@ func (p *Processor) markReady(cl *kgo.Client) {
 		p.m.Ready.Set(0)
 		return
 	}
+	if why := p.st.lostReason(); why != "" {
+		p.st.setReady(false, why)
+		p.m.Ready.Set(0)
+		return
+	}
 	p.st.setReady(true, "ok")
 	p.m.Ready.Set(1)
 }

@@ -273,7 +273,8 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
 	}
-	n, from, err := p.restore(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	res, err := p.restoreState(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	n, from := res.n, res.from
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -284,6 +285,13 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
 	}
 	st.ResetChanges()
+	if res.accept != noMark {
+		if err := writeLossMark(st, res.accept); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("route %q partition %d: %w", wr.rt.Name, part, err)
+		}
+	}
+	p.st.clearLost(topic, part)
 	t := &windowTask{route: wr, part: part, st: st, op: op}
 	if !p.ws.putIf(gen, topic, part, t) {
 		_ = st.Close()
@@ -303,13 +311,42 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 // partition (the last stable offset reaches the high watermark), so the
 // state matches the input offsets this process resumes from.
 //
-// A store with a local checkpoint restores only from there. The
-// checkpoint is trusted only when it lies within the partition's
-// [log start, end]: one below the start (records deleted by retention) or
-// past the end (the topic was recreated) wipes the store, as does a store
-// without a checkpoint (never committed, or a crash before its first
-// checkpoint); then the whole partition is read.
+// A store with a local checkpoint restores only from there. A store
+// without one (never committed, a crash before its first checkpoint), or
+// with one older than the changelog's delete.retention.ms, is wiped and
+// the whole partition is read. A checkpoint outside the partition's
+// [log start, end] is a changelog loss (see restoreState).
 func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
+	r, err := p.restoreState(route, topic, part, st)
+	return r.n, r.from, err
+}
+
+// restoreResult is what restoreState did: records read, the offset it read
+// from, and accept, the log start offset of a loss that
+// state.on_changelog_loss: start_empty accepted (noMark: none), which the
+// task records in its changelog with its next commit.
+type restoreResult struct {
+	n      int
+	from   int64
+	accept int64
+}
+
+// restoreState is restore, with the changelog-loss checks: the changelog
+// does not hold the state it must when
+//   - records were deleted from it (log start > 0: a compacted changelog
+//     never moves its log start, only DeleteRecords or retention do), and
+//     no earlier start_empty run accepted that log start;
+//   - it is empty or missing while the group has committed an offset > 0
+//     on the same repartition partition (stage two processed records, and
+//     every state change was written to the changelog in the same
+//     transaction);
+//   - a local checkpoint lies past its end (recreated or truncated) or
+//     below its log start (records deleted).
+//
+// Each is a *ChangelogLossError unless state.on_changelog_loss is
+// start_empty; then the task starts with what the changelog still holds.
+func (p *Processor) restoreState(route, topic string, part int32, st changelog.Store) (res restoreResult, err error) {
+	res.accept = noMark
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
 	defer cancel()
 	began := time.Now() // the state read reflects the changelog as of now
@@ -329,26 +366,32 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 			end = hwm
 			break
 		}
+		if err != nil {
+			if lerr := p.missingChangelog(ctx, route, topic, part, err); lerr != nil {
+				return res, lerr
+			}
+		}
 		if err == nil {
 			err = fmt.Errorf("a transaction is open (stable offset %d, end %d)", lso, hwm)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
+			return res, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	full := true // the whole partition is read: its start must be the changelog's start
 	ck, _ := st.(changelog.Checkpointer)
 	if ck != nil {
 		off, ok := ck.Checkpoint()
-		var why, reason string
+		var why, reason, loss string
 		switch {
 		case !ok:
 			why, reason = "no local checkpoint", "no_checkpoint"
 		case off < logStart:
-			why, reason = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart), "below_start"
+			why, reason, loss = fmt.Sprintf("local checkpoint %d is below the changelog's log start offset %d (records deleted)", off, logStart), "below_start", LossCheckpointBelowStart
 		case off > end:
-			why, reason = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end), "past_end"
+			why, reason, loss = fmt.Sprintf("local checkpoint %d is past the changelog's end offset %d (topic recreated or truncated)", off, end), "past_end", LossCheckpointPastEnd
 		default:
 			// A tombstone written after the checkpoint may have been
 			// compacted away once delete.retention.ms passed: the tail
@@ -357,8 +400,16 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 				why, reason = fmt.Sprintf("checkpoint from %s is older than the changelog's delete.retention.ms (%s)",
 					ck.CheckpointTime().UTC().Format(time.RFC3339), ret), "older_than_delete_retention"
 			} else {
-				from = off
+				res.from, full = off, false
 			}
+		}
+		if loss != "" {
+			// Checked before the wipe: under fail the local state stays
+			// as it was.
+			if err := p.changelogLoss(route, topic, part, loss, why); err != nil {
+				return res, err
+			}
+			res.accept, full = logStart, false
 		}
 		if why != "" {
 			if ok || st.Len() > 0 { // not a first start: state was there
@@ -367,33 +418,67 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 				p.m.StateWipes.WithLabelValues(route, reason).Inc()
 			}
 			if err := ck.Wipe(); err != nil {
-				return 0, 0, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
+				return res, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
 			}
-			from = 0
+			res.from = 0
 		}
 	}
-	if from >= end {
-		return 0, from, nil
+	if full && end == 0 {
+		rep := p.repartitionOf(topic)
+		c, err := p.committedInput(ctx, rep, part)
+		if err != nil {
+			return res, fmt.Errorf("restore %s[%d]: %w", topic, part, err)
+		}
+		if c > 0 {
+			err := p.changelogLoss(route, topic, part, LossChangelogEmpty,
+				fmt.Sprintf("the partition is empty (log start 0, end 0), but group %s has committed offset %d on %s partition %d, whose state it held",
+					p.top.Config.ApplicationID, c, rep, part))
+			if err != nil {
+				return res, err
+			}
+			res.accept = 0
+		}
+		return res, nil
+	}
+	res.from = max(res.from, logStart)
+	// With records deleted, whether the loss was accepted before is known
+	// only once the partition is read (the mark is one of its keys), so
+	// the read is not checkpointed until then.
+	suspect := full && logStart > 0
+	mark := noMark
+	deleted := func() error {
+		if !suspect || mark >= logStart {
+			return nil
+		}
+		err := p.changelogLoss(route, topic, part, LossRecordsDeleted,
+			fmt.Sprintf("records before offset %d were deleted (log start offset %d, end offset %d)", logStart, logStart, end))
+		if err == nil {
+			res.accept = logStart
+		}
+		return err
+	}
+	if res.from >= end {
+		return res, deleted()
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(p.top.Config.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(res.from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 	}, p.opts.kgoOpts...)...)
 	if err != nil {
-		return 0, from, err
+		return res, err
 	}
 	defer cl.Close()
 	const checkpointEvery = 50_000 // bounds a long restore's pending batch
 	sinceCk := 0
-	for next := from; next < end; {
+	for next := res.from; next < end; {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return n, from, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
+			return res, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
 		}
 		for _, fe := range fs.Errors() {
-			return n, from, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
+			return res, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
 		}
 		var rerr error
 		fs.EachRecord(func(r *kgo.Record) {
@@ -401,23 +486,31 @@ func (p *Processor) restore(route, topic string, part int32, st changelog.Store)
 			if r.Attrs.IsControl() || rerr != nil {
 				return
 			}
+			if v, ok := lossMark(r.Key, r.Value); ok {
+				mark = v
+			}
 			if err := st.Restore(r.Key, r.Value); err != nil {
 				rerr = err
 			}
-			n++
+			res.n++
 			sinceCk++
 		})
 		if rerr != nil {
-			return n, from, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
+			return res, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
 		}
-		if ck != nil && (sinceCk >= checkpointEvery || next >= end) {
+		if next >= end {
+			if err := deleted(); err != nil {
+				return res, err
+			}
+		}
+		if ck != nil && ((!suspect && sinceCk >= checkpointEvery) || next >= end) {
 			if err := ck.Commit(next, began); err != nil {
-				return n, from, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
+				return res, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
 			}
 			sinceCk = 0
 		}
 	}
-	return n, from, nil
+	return res, nil
 }
 
 // deleteRetention is the changelog's delete.retention.ms: how long the
