@@ -98,6 +98,9 @@ type Processor struct {
 	admCl   *kgo.Client     // the client under adm
 	started time.Time
 	samples *sideSamples // nil without WithSideSampler
+	// produceFails counts the transactions aborted in a row by a produce
+	// failure (the commit loop's own): the retry backs off with it.
+	produceFails int
 }
 
 // New checks the options and builds a processor; it does not connect.

@@ -37,14 +37,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	produce := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)
@@ -134,15 +134,25 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	case prodErr != nil:
 		p.samples.discard()
 		p.dropState(nil)
-		p.m.Aborts.WithLabelValues("produce_error").Inc()
-		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
-		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+		if topic, ok := authzRefused(prodErr); ok {
+			p.m.Aborts.WithLabelValues("authorization").Inc()
+			p.m.AuthzRefused.WithLabelValues(topic).Inc()
+			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
+				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
+			p.st.setReady(false, why)
+			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
+		} else {
+			p.m.Aborts.WithLabelValues("produce_error").Inc()
+			p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
+			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+		}
 		if isFatalProducer(prodErr) {
 			return fmt.Errorf("produce: %w", prodErr)
 		}
 		// Give a persistent failure (deleted topic, refused ACL) room
-		// instead of spinning.
-		time.Sleep(time.Second)
+		// instead of spinning: each retry processes the batch again.
+		p.produceFails++
+		time.Sleep(min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff))
 		return nil
 	case !committed:
 		p.samples.discard()
@@ -156,6 +166,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		return nil
 	}
 	p.samples.committed()
+	p.produceFails = 0
 	if !pending.Empty() { // an empty transaction sends nothing: not a commit
 		p.m.Observe(pending)
 		p.m.Commits.Inc()
@@ -165,6 +176,10 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	p.markReady(sess.Client())
 	return nil
 }
+
+// maxProduceBackoff bounds the wait before a batch whose produce failed
+// is tried again (1 s, doubling while the failures go on).
+const maxProduceBackoff = 8 * time.Second
 
 // runAtLeastOnce is one group session under at-least-once: outputs go
 // through an idempotent producer and input offsets are committed only
@@ -240,14 +255,14 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	produce = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)
