@@ -205,6 +205,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return fmt.Errorf("flush: %w", err)
 		}
 		if err := perr.get(); err != nil {
+			if topic, ok := authzRefused(err); ok {
+				// Nothing is committed; the session is rebuilt with backoff.
+				p.m.AuthzRefused.WithLabelValues(topic).Inc()
+			}
 			return fmt.Errorf("produce: %w", err)
 		}
 		if err := cl.CommitUncommittedOffsets(flushCtx); err != nil {
