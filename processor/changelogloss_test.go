@@ -8,9 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -130,6 +132,80 @@ func drainAll(t *testing.T, inputs int, rs ...*running) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("not drained: %v inputs of %d, %v of %v routed records through stage two", in, inputs, stage2, routed)
+		}
+	}
+}
+
+// TestChangelogLossAssembly: the same for an assembly route, its
+// changelog topic deleted between two runs (the next start recreates it
+// empty): fail stops stage two with the reason; start_empty goes on, and
+// orders whose first half was lost end incomplete, not missing.
+func TestChangelogLossAssembly(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(6, "order-parts"))
+	brokers := c.ListenAddrs()
+	top := exampleAt(t, "../examples/assemble-orders.yaml", brokers)
+	ar := top.Assemblies()[0]
+	parts, _ := gen.OrderParts(7, 600, 6)
+	half := len(parts) / 2
+	produceParts(t, brokers, parts[:half])
+	a := start(t, top, "a")
+	// Done with the first half, parts held open: state only the
+	// changelog holds.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		m := a.p.Metrics()
+		if testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts")) >= float64(half) &&
+			testutil.ToFloat64(m.Consumed.WithLabelValues(ar.Assembly.RepartitionTopic)) >= testutil.ToFloat64(m.RouteWritten.WithLabelValues(ar.Name)) &&
+			sumGauge(m, ar.Name) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first half not processed: %+v", a.p.Metrics().Snapshot())
+		}
+	}
+	a.stop(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	if _, err := kadm.NewClient(admCl).DeleteTopic(context.Background(), ar.Assembly.ChangelogTopic); err != nil {
+		t.Fatal(err)
+	}
+	produceParts(t, brokers, parts[half:])
+
+	b := start(t, top, "b", WithLossRecheck(time.Hour))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if ok, why := b.p.Ready(); !ok && strings.Contains(why, ar.Assembly.ChangelogTopic) && strings.Contains(why, "whose state it held") {
+			break
+		}
+		if time.Now().After(deadline) {
+			ok, why := b.p.Ready()
+			t.Fatalf("no loss reported: %v %q", ok, why)
+		}
+	}
+	if n := testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "fail")); n == 0 {
+		t.Fatal("the loss was not counted")
+	}
+	b.stop(t)
+
+	empty := *top
+	cfg := *top.Config
+	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+	empty.Config = &cfg
+	s := start(t, &empty, "s")
+	ms := []*metrics.Metrics{a.p.Metrics(), b.p.Metrics(), s.p.Metrics()}
+	for deadline := time.Now().Add(time.Minute); !assemblyDone(top, ms, len(parts)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("start_empty run not done: %+v", s.p.Metrics().Snapshot())
+		}
+	}
+	s.stop(t)
+	if n := testutil.ToFloat64(s.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "start_empty")); n == 0 {
+		t.Fatal("start_empty did not count the accepted loss")
+	}
+	for _, m := range ms {
+		if sn := m.Snapshot(); !sn.Conserved() {
+			t.Fatalf("conservation: %+v", sn)
 		}
 	}
 }
