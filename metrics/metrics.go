@@ -225,7 +225,7 @@ func New() *Metrics {
 			Name: NameCommits, Help: "Successful commits (transactions under exactly-once, offset commits under at-least-once).",
 		}),
 		Aborts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, commit_error, shutdown).",
+			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, shutdown).",
 		}, []string{"reason"}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameConsumerLag, Help: "Records between the last processed offset and the partition's high watermark.",
