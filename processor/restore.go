@@ -254,4 +254,3 @@ func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.L
 	}
 	return o.Offset, nil
 }
-
