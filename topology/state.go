@@ -49,6 +49,9 @@ func (s State) StartEmptyOnLoss() bool { return s.OnChangelogLoss == ChangelogLo
 const (
 	EnvStateStore = "SIDESTREAM_STATE_STORE"
 	EnvStateDir   = "SIDESTREAM_STATE_DIR"
+	// EnvOnChangelogLoss overrides state.on_changelog_loss, so one
+	// rollout can accept a loss without editing the topology.
+	EnvOnChangelogLoss = "SIDESTREAM_STATE_ON_CHANGELOG_LOSS"
 )
 
 // validateState checks the state section as the file gives it. Whether
@@ -91,5 +94,18 @@ func (c *Config) applyState(store, dir string) error {
 	if c.State.Store == StoreMemory && fromEnv["store"] {
 		c.State.Dir = "" // a directory for the pebble store stays unused
 	}
+	return nil
+}
+
+// applyOnChangelogLoss sets state.on_changelog_loss from the environment.
+func (c *Config) applyOnChangelogLoss(v string) error {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
+		return nil
+	}
+	if l := ChangelogLoss(v); l != ChangelogLossFail && l != ChangelogLossStartEmpty {
+		return fmt.Errorf("%s must be %q or %q, got %q", EnvOnChangelogLoss, ChangelogLossFail, ChangelogLossStartEmpty, v)
+	}
+	c.State.OnChangelogLoss = ChangelogLoss(v)
 	return nil
 }
