@@ -201,6 +201,8 @@ func TestSecurity(t *testing.T) {
 		fmt.Printf("scenario=security_wrong_password retries_in_8s=%d cpu_in_8s=%s reason=%q\n", retries, cpu, reason)
 	})
 
+	t.Run("acl_denied", func(t *testing.T) { aclDenied(t, b) })
+
 	t.Run("tls_misconfigured", func(t *testing.T) {
 		// In process, with the options the router builds: the hints name
 		// the setting to fix.
@@ -443,6 +445,7 @@ func startSecureBroker(t *testing.T) *secureBroker {
 		"SIDESTREAM_KAFKA_SSL_CERT="+filepath.Join(tlsDir, "broker.pem"),
 		"SIDESTREAM_KAFKA_SSL_KEY="+filepath.Join(tlsDir, "broker-key.pem"),
 		"SIDESTREAM_KAFKA_SSL_CLIENT_CA="+filepath.Join(tlsDir, "ca.pem"),
+		"SIDESTREAM_KAFKA_AUTHORIZER=1", // for acl_denied; no ACL, so everything else is allowed
 	)
 	t.Cleanup(func() {
 		if out, err := secureKafka(env, "down"); err != nil {

@@ -187,6 +187,7 @@ type Metrics struct {
 	assemblyMetrics
 	// StateOverflow: state limit decisions, by route and policy.
 	StateOverflow *prometheus.CounterVec
+	faultMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -231,7 +232,7 @@ func New() *Metrics {
 			Name: NameCommits, Help: "Successful commits (transactions under exactly-once, offset commits under at-least-once).",
 		}),
 		Aborts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, commit_error, shutdown).",
+			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, shutdown).",
 		}, []string{"reason"}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameConsumerLag, Help: "Records between the last processed offset and the partition's high watermark.",
@@ -273,6 +274,7 @@ func New() *Metrics {
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
 	r.MustRegister(m.StateOverflow)
+	m.faultMetrics = newFaultMetrics(r)
 	return m
 }
 
@@ -533,4 +535,33 @@ func (m *Metrics) observeLimits(t *Tally) {
 	for k, v := range t.StateOverflow {
 		m.StateOverflow.WithLabelValues(k[0], k[1]).Add(float64(v))
 	}
+}
+
+// Faults the router reports rather than works around.
+const (
+	// NameChangelogLoss counts the times a stateful task found that its
+	// changelog no longer holds the state it must restore, by route,
+	// reason (records_deleted, changelog_empty, checkpoint_past_end,
+	// checkpoint_below_start) and action (fail: the task does not
+	// process; start_empty: state.on_changelog_loss let it start).
+	NameChangelogLoss = "sidestream_changelog_loss_total"
+	// NameAuthzRefused counts transactions aborted because the broker
+	// refused a write for want of an ACL, by topic.
+	NameAuthzRefused = "sidestream_authorization_refused_total"
+)
+
+type faultMetrics struct {
+	ChangelogLoss *prometheus.CounterVec // route, reason, action
+	AuthzRefused  *prometheus.CounterVec // topic
+}
+
+func newFaultMetrics(r *prometheus.Registry) faultMetrics {
+	f := faultMetrics{
+		ChangelogLoss: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameChangelogLoss,
+			Help: "Restores that found state missing from a changelog (records deleted, topic deleted or recreated, local checkpoint outside it), by route, reason and action (fail, start_empty)."}, []string{"route", "reason", "action"}),
+		AuthzRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAuthzRefused,
+			Help: "Transactions aborted because the broker refused a write to a topic (authorization failed), by topic."}, []string{"topic"}),
+	}
+	r.MustRegister(f.ChangelogLoss, f.AuthzRefused)
+	return f
 }

@@ -95,7 +95,7 @@ func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error
 		return t, nil
 	}
 	ar := p.as.routes[topic]
-	st, start, n, err := p.restoreTask(ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
+	st, start, n, accept, err := p.restoreTask(ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +104,12 @@ func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error
 		return nil, fmt.Errorf("route %q partition %d: rebuild assembly state: %w", ar.rt.Name, part, err)
 	}
 	st.ResetChanges()
+	if accept != noMark {
+		if err := writeLossMark(st, accept); err != nil {
+			return nil, fmt.Errorf("route %q partition %d: %w", ar.rt.Name, part, err)
+		}
+	}
+	p.st.clearLost(topic, part)
 	t := &assemblyTask{route: ar, part: part, st: st, op: op}
 	p.as.put(topic, part, t)
 	p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", n,

@@ -416,6 +416,9 @@ var knownReasons = map[string]bool{
 	ReasonNullValue: true, ReasonEmptyValue: true, ReasonInvalidUTF8: true, ReasonInvalidJSON: true, ReasonNotObject: true,
 	ReasonSchema: true, ReasonMissingTime: true, ReasonBadTime: true, ReasonExprError: true, ReasonPredicateType: true,
 	ReasonKeyError: true, ReasonProjectError: true, ReasonTooLarge: true, ReasonUnknownTopic: true,
+	// Event time bounds, and the stateful stages (FuzzStateful).
+	ReasonTimeAhead: true, ReasonBadAssemblyID: true, ReasonUnknownPart: true, ReasonBadPartValue: true,
+	ReasonPartPredicate: true, ReasonPartProjection: true, ReasonAggregate: true,
 }
 
 // checkOutputs checks what process returned beyond the counts: a dirty

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -213,8 +214,9 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 		if mem.Len() > 0 {
 			checked++
 		}
-		// A checkpoint past the changelog's end (a recreated topic) is
-		// not trusted: the store is wiped and restored in full.
+		// A checkpoint past the changelog's end (a recreated topic) is a
+		// changelog loss: under fail the store stays as it is; under
+		// start_empty it is wiped and restored in full.
 		if o.Offset > 0 {
 			if err := pb.Set([]byte("junk"), []byte("x")); err != nil {
 				t.Fatal(err)
@@ -222,8 +224,18 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			if err := pb.Commit(o.Offset+100, time.Now()); err != nil {
 				t.Fatal(err)
 			}
+			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
+			var le *ChangelogLossError
+			if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != LossCheckpointPastEnd {
+				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
+			}
+			if _, ok, _ := pb.Get([]byte("junk")); !ok {
+				t.Errorf("partition %d: a failed restore wiped the local state", o.Partition)
+			}
+			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
 			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
 			n, from, err := q.restore("errors", clTopic, o.Partition, pb)
+			q.top.Config.State.OnChangelogLoss = ""
 			if err != nil || from != 0 || n == 0 || !maps.Equal(dumpAll(t, pb), dumpAll(t, mem)) {
 				t.Errorf("partition %d: restore over a bad checkpoint: %d records from %d, %v", o.Partition, n, from, err)
 			}

@@ -38,6 +38,7 @@ type opts struct {
 	kgoOpts     []kgo.Opt
 	sampler     func([]*kgo.Record)
 	stores      changelog.Builder
+	lossRecheck time.Duration
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -74,6 +75,10 @@ func WithStaticMembership(on bool) Opt { return func(o *opts) { o.staticGroup = 
 // pebble). Tests use it to put each instance's stores in its own place.
 func WithStoreBuilder(b changelog.Builder) Opt { return func(o *opts) { o.stores = b } }
 
+// WithLossRecheck sets how long a processor stopped by a changelog loss
+// waits before it looks again (default 30s).
+func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck = d } }
+
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (see ClientOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
@@ -94,11 +99,14 @@ type Processor struct {
 	admCl   *kgo.Client     // the client under adm
 	started time.Time
 	samples *sideSamples // nil without WithSideSampler
+	// produceFails counts the transactions aborted in a row by a produce
+	// failure (the commit loop's own): the retry backs off with it.
+	produceFails int
 }
 
 // New checks the options and builds a processor; it does not connect.
 func New(top *topology.Topology, o ...Opt) (*Processor, error) {
-	op := opts{workers: runtime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute}
+	op := opts{workers: runtime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
 	for _, f := range o {
 		f(&op)
 	}
@@ -218,6 +226,17 @@ func (p *Processor) Run(ctx context.Context) error {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		p.m.Ready.Set(0)
+		if le := (*ChangelogLossError)(nil); errors.As(err, &le) {
+			// Not a failure a retry heals: the process stays up, not
+			// ready and healthy, and looks again now and then (the
+			// changelog may be restored from elsewhere meanwhile).
+			p.st.setReady(false, le.Error())
+			p.log.Error("a task's changelog lost state; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
+			if !p.idle(ctx, p.opts.lossRecheck) {
+				return nil
+			}
+			continue
+		}
 		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		select {
@@ -226,6 +245,24 @@ func (p *Processor) Run(ctx context.Context) error {
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 15*time.Second)
+	}
+}
+
+// idle waits d while keeping the loop alive for /healthz (the process is
+// well, it is waiting on purpose). It returns false when ctx ends first.
+func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	end := time.After(d)
+	for {
+		p.st.loop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-end:
+			return true
+		case <-t.C:
+		}
 	}
 }
 

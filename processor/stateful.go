@@ -88,16 +88,17 @@ func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 
 // restoreTask restores a fresh store from one changelog partition and
 // accounts for it (metrics, log).
-func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*changelog.Memory, time.Time, int, error) {
+func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*changelog.Memory, time.Time, int, int64, error) {
 	start := time.Now()
 	st := changelog.NewMemory()
-	n, _, err := p.restore(route, changelogTopic, part, st)
+	res, err := p.restoreState(route, changelogTopic, part, st)
+	n := res.n
 	if err != nil {
-		return nil, start, n, err
+		return nil, start, n, noMark, err
 	}
 	p.m.RestoreDuration.Observe(time.Since(start).Seconds())
 	p.m.RestoredRecords.WithLabelValues(route).Add(float64(n))
-	return st, start, n, nil
+	return st, start, n, res.accept, nil
 }
 
 // dropState forgets the state of every stateful stage: all of it (nil)

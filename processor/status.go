@@ -51,6 +51,9 @@ type status struct {
 	lastLoop   time.Time
 	lastCommit time.Time
 	tasks      map[tp]*TaskStatus
+	// lost holds, per repartition partition, why its changelog lost
+	// state: the router is not ready while one of them is assigned.
+	lost map[tp]string
 }
 
 type tp struct {
@@ -59,7 +62,7 @@ type tp struct {
 }
 
 func newStatus() *status {
-	return &status{reason: "starting", tasks: map[tp]*TaskStatus{}}
+	return &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}}
 }
 
 func (s *status) setReady(ok bool, reason string) {
@@ -235,4 +238,30 @@ func (s *status) assigned(topic string, p int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tasks[tp{topic, p}] != nil
+}
+
+func (s *status) setLost(topic string, p int32, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lost[tp{topic, p}] = why
+	s.ready, s.reason = false, why
+}
+
+func (s *status) clearLost(topic string, p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lost, tp{topic, p})
+}
+
+// lostReason is why an assigned partition's changelog lost state, or "".
+// A partition assigned elsewhere now is not this instance's concern.
+func (s *status) lostReason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, why := range s.lost {
+		if s.tasks[k] != nil {
+			return why
+		}
+	}
+	return ""
 }

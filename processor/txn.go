@@ -37,14 +37,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	produce := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)
@@ -139,15 +139,25 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	case prodErr != nil:
 		p.samples.discard()
 		p.dropState(nil)
-		p.m.Aborts.WithLabelValues("produce_error").Inc()
-		p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
-		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+		if topic, ok := authzRefused(prodErr); ok {
+			p.m.Aborts.WithLabelValues("authorization").Inc()
+			p.m.AuthzRefused.WithLabelValues(topic).Inc()
+			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
+				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
+			p.st.setReady(false, why)
+			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
+		} else {
+			p.m.Aborts.WithLabelValues("produce_error").Inc()
+			p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
+			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+		}
 		if isFatalProducer(prodErr) {
 			return fmt.Errorf("produce: %w", prodErr)
 		}
 		// Give a persistent failure (deleted topic, refused ACL) room
-		// instead of spinning.
-		time.Sleep(time.Second)
+		// instead of spinning: each retry processes the batch again.
+		p.produceFails++
+		time.Sleep(min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff))
 		return nil
 	case !committed:
 		p.samples.discard()
@@ -161,6 +171,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		return nil
 	}
 	p.samples.committed()
+	p.produceFails = 0
 	if !pending.Empty() { // an empty transaction sends nothing: not a commit
 		p.m.Observe(pending)
 		p.m.Commits.Inc()
@@ -170,6 +181,10 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	p.markReady(sess.Client())
 	return nil
 }
+
+// maxProduceBackoff bounds the wait before a batch whose produce failed
+// is tried again (1 s, doubling while the failures go on).
+const maxProduceBackoff = 8 * time.Second
 
 // runAtLeastOnce is one group session under at-least-once: outputs go
 // through an idempotent producer and input offsets are committed only
@@ -198,6 +213,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return fmt.Errorf("flush: %w", err)
 		}
 		if err := perr.get(); err != nil {
+			if topic, ok := authzRefused(err); ok {
+				// Nothing is committed; the session is rebuilt with backoff.
+				p.m.AuthzRefused.WithLabelValues(topic).Inc()
+			}
 			return fmt.Errorf("produce: %w", err)
 		}
 		if err := cl.CommitUncommittedOffsets(kgo.PreCommitFnContext(flushCtx, p.src.commitMeta)); err != nil {
@@ -248,14 +267,14 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	produce = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(fmt.Errorf("topic %s: %w", r.Topic, err))
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(err)
+				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)
@@ -316,6 +335,11 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 func (p *Processor) markReady(cl *kgo.Client) {
 	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
 		p.st.setReady(false, "joining consumer group "+p.top.Config.ApplicationID)
+		p.m.Ready.Set(0)
+		return
+	}
+	if why := p.st.lostReason(); why != "" {
+		p.st.setReady(false, why)
 		p.m.Ready.Set(0)
 		return
 	}

@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 	"github.com/tidwall/gjson"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
@@ -298,7 +296,8 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
 	}
-	n, from, err := p.restore(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	res, err := p.restoreState(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	n, from := res.n, res.from
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -320,6 +319,13 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 		op.SetSources(p.ws.sourceIDs())
 	}
 	st.ResetChanges()
+	if res.accept != noMark {
+		if err := writeLossMark(st, res.accept); err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("route %q partition %d: %w", wr.rt.Name, part, err)
+		}
+	}
+	p.st.clearLost(topic, part)
 	t := &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}
 	if !p.ws.putIf(gen, topic, part, t) {
 		_ = st.Close()
@@ -331,165 +337,6 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", from, "records", n,
 		"open_windows", op.OpenWindows(), "store_entries", st.Len(), "duration", d)
 	return t, nil
-}
-
-// restore reads one changelog partition into st, read_committed, up to
-// its end, and returns how many records it read and the offset it
-// started from. It first waits until no transaction is open on the
-// partition (the last stable offset reaches the high watermark), so the
-// state matches the input offsets this process resumes from.
-//
-// A store with a local checkpoint restores only from there. The
-// checkpoint is trusted only when it lies within the partition's
-// [log start, end]: one below the start (records deleted by retention) or
-// past the end (the topic was recreated) wipes the store, as does a store
-// without a checkpoint (never committed, or a crash before its first
-// checkpoint); then the whole partition is read.
-func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
-	defer cancel()
-	began := time.Now() // the state read reflects the changelog as of now
-	var end, logStart int64
-	for {
-		// Right after the topic is created its metadata may still be
-		// spreading: listing errors are retried until the deadline.
-		hwm, err := listOffset(ctx, p.adm.ListEndOffsets, topic, part)
-		var lso int64
-		if err == nil {
-			lso, err = listOffset(ctx, p.adm.ListCommittedOffsets, topic, part)
-		}
-		if err == nil {
-			logStart, err = listOffset(ctx, p.adm.ListStartOffsets, topic, part)
-		}
-		if err == nil && lso == hwm {
-			end = hwm
-			break
-		}
-		if err == nil {
-			err = fmt.Errorf("a transaction is open (stable offset %d, end %d)", lso, hwm)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("restore %s[%d]: %v: %w", topic, part, err, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	ck, _ := st.(changelog.Checkpointer)
-	if ck != nil {
-		off, ok := ck.Checkpoint()
-		var why, reason string
-		switch {
-		case !ok:
-			why, reason = "no local checkpoint", "no_checkpoint"
-		case off < logStart:
-			why, reason = fmt.Sprintf("checkpoint %d is below the changelog's start %d", off, logStart), "below_start"
-		case off > end:
-			why, reason = fmt.Sprintf("checkpoint %d is past the changelog's end %d (recreated topic?)", off, end), "past_end"
-		default:
-			// A tombstone written after the checkpoint may have been
-			// compacted away once delete.retention.ms passed: the tail
-			// would then miss a delete and leave a purged window behind.
-			if ret := p.deleteRetention(ctx, topic); began.Sub(ck.CheckpointTime()) >= ret {
-				why, reason = fmt.Sprintf("checkpoint from %s is older than the changelog's delete.retention.ms (%s)",
-					ck.CheckpointTime().UTC().Format(time.RFC3339), ret), "older_than_delete_retention"
-			} else {
-				from = off
-			}
-		}
-		if why != "" {
-			if ok || st.Len() > 0 { // not a first start: state was there
-				p.log.Warn("local state not usable; wiping it and restoring the whole changelog",
-					"route", route, "partition", part, "reason", why)
-				p.m.StateWipes.WithLabelValues(route, reason).Inc()
-			}
-			if err := ck.Wipe(); err != nil {
-				return 0, 0, fmt.Errorf("restore %s[%d]: wipe local state: %w", topic, part, err)
-			}
-			from = 0
-		}
-	}
-	if from >= end {
-		return 0, from, nil
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(p.top.Config.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(from)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	}, append(bufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
-		FetchMaxPartitionBytes: p.top.Config.Client.FetchMaxPartitionBytes}), p.opts.kgoOpts...)...)...)
-	if err != nil {
-		return 0, from, err
-	}
-	defer cl.Close()
-	const checkpointEvery = 50_000 // bounds a long restore's pending batch
-	sinceCk := 0
-	for next := from; next < end; {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return n, from, fmt.Errorf("restore %s[%d]: read to offset %d of %d: %w", topic, part, next, end, err)
-		}
-		for _, fe := range fs.Errors() {
-			return n, from, fmt.Errorf("restore %s[%d] at offset %d: %w", topic, part, next, fe.Err)
-		}
-		var rerr error
-		fs.EachRecord(func(r *kgo.Record) {
-			next = r.Offset + 1
-			if r.Attrs.IsControl() || rerr != nil {
-				return
-			}
-			if err := st.Restore(r.Key, r.Value); err != nil {
-				rerr = err
-			}
-			n++
-			sinceCk++
-		})
-		if rerr != nil {
-			return n, from, fmt.Errorf("restore %s[%d]: %w", topic, part, rerr)
-		}
-		if ck != nil && (sinceCk >= checkpointEvery || next >= end) {
-			if err := ck.Commit(next, began); err != nil {
-				return n, from, fmt.Errorf("restore %s[%d]: checkpoint at %d: %w", topic, part, next, err)
-			}
-			sinceCk = 0
-		}
-	}
-	return n, from, nil
-}
-
-// deleteRetention is the changelog's delete.retention.ms: how long the
-// cleaner keeps tombstones. Kafka's default (one day) when it cannot be
-// read.
-func (p *Processor) deleteRetention(ctx context.Context, topic string) time.Duration {
-	const kafkaDefault = 24 * time.Hour
-	rcs, err := p.adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil || len(rcs) != 1 || rcs[0].Err != nil {
-		p.log.Debug("cannot read delete.retention.ms; assuming Kafka's default", "topic", topic, "err", err)
-		return kafkaDefault
-	}
-	for _, c := range rcs[0].Configs {
-		if c.Key == "delete.retention.ms" && c.Value != nil {
-			if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil && ms >= 0 {
-				return time.Duration(ms) * time.Millisecond
-			}
-		}
-	}
-	return kafkaDefault
-}
-
-func listOffset(ctx context.Context, fn func(context.Context, ...string) (kadm.ListedOffsets, error), topic string, part int32) (int64, error) {
-	lo, err := fn(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("list offsets of %s: %w", topic, err)
-	}
-	o, ok := lo.Lookup(topic, part)
-	if !ok {
-		return 0, fmt.Errorf("list offsets of %s: partition %d missing", topic, part)
-	}
-	if o.Err != nil {
-		return 0, fmt.Errorf("list offsets of %s[%d]: %w", topic, part, o.Err)
-	}
-	return o.Offset, nil
 }
 
 // processWindow is stage two: one repartitioned record into its task's

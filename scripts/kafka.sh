@@ -50,6 +50,11 @@
 #   SIDESTREAM_KAFKA_SSL_KEY        its private key, an unencrypted PKCS#8 PEM file
 #   SIDESTREAM_KAFKA_SSL_CLIENT_CA  optional: a PEM CA file; the SSL listener
 #                                   then requires client certificates it signed
+#   SIDESTREAM_KAFKA_AUTHORIZER     1: enable ACLs (KRaft's StandardAuthorizer).
+#                                   Everything is allowed until an ACL names a
+#                                   resource; the PLAINTEXT and CONTROLLER
+#                                   principal (User:ANONYMOUS: inter-broker,
+#                                   controller, admin traffic) is a super user
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -365,6 +370,11 @@ write_secure_config() {
         printf 'listener.name.ssl.ssl.truststore.type=PEM\nlistener.name.ssl.ssl.truststore.location=%s\n' "$DATA_DIR/ssl-client-ca.pem"
         printf 'listener.name.ssl.ssl.client.auth=required\n'
       fi
+    fi
+    if [[ "${SIDESTREAM_KAFKA_AUTHORIZER:-}" == 1 ]]; then
+      printf '\n# ACLs (SIDESTREAM_KAFKA_AUTHORIZER=1).\n'
+      printf 'authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n'
+      printf 'allow.everyone.if.no.acl.found=true\nsuper.users=User:ANONYMOUS\n'
     fi
   } >>"$CONFIG"
 }

@@ -274,6 +274,9 @@ type Overrides struct {
 	// section (SIDESTREAM_STATE_STORE, SIDESTREAM_STATE_DIR).
 	StateStore string
 	StateDir   string
+	// OnChangelogLoss overrides state.on_changelog_loss
+	// (SIDESTREAM_STATE_ON_CHANGELOG_LOSS).
+	OnChangelogLoss string
 }
 
 // SecurityOverrides are the security settings from the environment (the
@@ -333,6 +336,7 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 	o.CommitInterval = getenv("SIDESTREAM_COMMIT_INTERVAL")
 	o.StateStore = getenv(EnvStateStore)
 	o.StateDir = getenv(EnvStateDir)
+	o.OnChangelogLoss = getenv(EnvOnChangelogLoss)
 	o.Security = SecurityOverrides{
 		Protocol:           strings.TrimSpace(getenv(EnvSecurityProtocol)),
 		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),
@@ -367,6 +371,9 @@ func (o Overrides) Merge(p Overrides) Overrides {
 	}
 	if p.StateDir != "" {
 		o.StateDir = p.StateDir
+	}
+	if p.OnChangelogLoss != "" {
+		o.OnChangelogLoss = p.OnChangelogLoss
 	}
 	return o
 }
@@ -431,6 +438,9 @@ func (c *Config) Apply(o Overrides) error {
 		return err
 	}
 	if err := c.applyState(o.StateStore, o.StateDir); err != nil {
+		return err
+	}
+	if err := c.applyOnChangelogLoss(o.OnChangelogLoss); err != nil {
 		return err
 	}
 	if len(c.Brokers) == 0 {

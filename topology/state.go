@@ -24,12 +24,34 @@ type State struct {
 	// Dir holds one directory per changelog partition (store: pebble).
 	// It must not be shared by two running instances.
 	Dir string `yaml:"dir"`
+	// OnChangelogLoss says what a stateful task does when its changelog
+	// no longer holds the state it must restore (records deleted, topic
+	// deleted or recreated, a local checkpoint outside the partition):
+	// fail (the default, also when empty) keeps the task from processing
+	// and reports it; start_empty starts it with what the changelog still
+	// holds, logged at WARN and counted.
+	OnChangelogLoss ChangelogLoss `yaml:"on_changelog_loss"`
 }
+
+// ChangelogLoss is the state.on_changelog_loss setting.
+type ChangelogLoss string
+
+const (
+	ChangelogLossFail       ChangelogLoss = "fail"
+	ChangelogLossStartEmpty ChangelogLoss = "start_empty"
+)
+
+// StartEmptyOnLoss reports whether state.on_changelog_loss allows a task
+// to start without the state its changelog lost.
+func (s State) StartEmptyOnLoss() bool { return s.OnChangelogLoss == ChangelogLossStartEmpty }
 
 // The environment variables of the state settings.
 const (
 	EnvStateStore = "SIDESTREAM_STATE_STORE"
 	EnvStateDir   = "SIDESTREAM_STATE_DIR"
+	// EnvOnChangelogLoss overrides state.on_changelog_loss, so one
+	// rollout can accept a loss without editing the topology.
+	EnvOnChangelogLoss = "SIDESTREAM_STATE_ON_CHANGELOG_LOSS"
 )
 
 // validateState checks the state section as the file gives it. Whether
@@ -37,6 +59,9 @@ const (
 func (d *doc) validateState() {
 	if s := d.cfg.State.Store; s != StoreMemory && s != StorePebble {
 		d.at("state.store", "state.store must be %q or %q, got %q", StoreMemory, StorePebble, s)
+	}
+	if l := d.cfg.State.OnChangelogLoss; l != "" && l != ChangelogLossFail && l != ChangelogLossStartEmpty {
+		d.at("state.on_changelog_loss", "state.on_changelog_loss must be %q or %q, got %q", ChangelogLossFail, ChangelogLossStartEmpty, l)
 	}
 }
 
@@ -69,5 +94,18 @@ func (c *Config) applyState(store, dir string) error {
 	if c.State.Store == StoreMemory && fromEnv["store"] {
 		c.State.Dir = "" // a directory for the pebble store stays unused
 	}
+	return nil
+}
+
+// applyOnChangelogLoss sets state.on_changelog_loss from the environment.
+func (c *Config) applyOnChangelogLoss(v string) error {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
+		return nil
+	}
+	if l := ChangelogLoss(v); l != ChangelogLossFail && l != ChangelogLossStartEmpty {
+		return fmt.Errorf("%s must be %q or %q, got %q", EnvOnChangelogLoss, ChangelogLossFail, ChangelogLossStartEmpty, v)
+	}
+	c.State.OnChangelogLoss = ChangelogLoss(v)
 	return nil
 }

@@ -54,3 +54,32 @@ func TestStateSection(t *testing.T) {
 		t.Fatalf("merge: %+v", m)
 	}
 }
+
+// TestOnChangelogLoss: fail unless the file says start_empty; any other
+// value is refused at its position.
+func TestOnChangelogLoss(t *testing.T) {
+	const brokers = "brokers: [f:9092]\n"
+	if cfg := mustLoad(t, minimalYAML+brokers); cfg.State.StartEmptyOnLoss() {
+		t.Fatal("the default must be fail")
+	}
+	if cfg := mustLoad(t, minimalYAML+brokers+"state: {on_changelog_loss: fail}\n"); cfg.State.StartEmptyOnLoss() {
+		t.Fatal("fail must not start empty")
+	}
+	if cfg := mustLoad(t, minimalYAML+brokers+"state: {on_changelog_loss: start_empty}\n"); !cfg.State.StartEmptyOnLoss() {
+		t.Fatal("start_empty must start empty")
+	}
+	cfg := mustLoad(t, minimalYAML+brokers)
+	if err := cfg.Apply(OverridesFromEnv(func(k string) string {
+		return map[string]string{EnvOnChangelogLoss: " Start_Empty "}[k]
+	})); err != nil || !cfg.State.StartEmptyOnLoss() {
+		t.Fatalf("from the environment: %v %q", err, cfg.State.OnChangelogLoss)
+	}
+	if err := mustLoad(t, minimalYAML+brokers).Apply(Overrides{OnChangelogLoss: "never"}); err == nil ||
+		!strings.Contains(err.Error(), EnvOnChangelogLoss+` must be "fail" or "start_empty", got "never"`) {
+		t.Fatalf("bad environment value: %v", err)
+	}
+	_, err := Load("t.yaml", []byte(minimalYAML+brokers+"state:\n  on_changelog_loss: ignore\n"))
+	if err == nil || !strings.Contains(err.Error(), `t.yaml:10:22: state.on_changelog_loss must be "fail" or "start_empty", got "ignore"`) {
+		t.Fatalf("error = %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sidestream/sidestream/changelog"
+)
+
+// Reasons of a changelog loss (the reason label of
+// sidestream_changelog_loss_total).
+const (
+	LossRecordsDeleted       = "records_deleted"
+	LossChangelogEmpty       = "changelog_empty"
+	LossChangelogMissing     = "changelog_missing"
+	LossCheckpointPastEnd    = "checkpoint_past_end"
+	LossCheckpointBelowStart = "checkpoint_below_start"
+)
+
+// ChangelogLossError reports that a changelog partition no longer holds
+// the state its task must restore. Under state.on_changelog_loss: fail
+// (the default) the task does not process; the error names the topic,
+// the partition and the offsets that show the loss.
+type ChangelogLossError struct {
+	Route     string
+	Topic     string
+	Partition int32
+	Reason    string
+	Detail    string
+}
+
+func (e *ChangelogLossError) Error() string {
+	return fmt.Sprintf("changelog %s partition %d (route %q) lost state: %s; the task does not process "+
+		"(set state.on_changelog_loss: start_empty to start it with what the changelog still holds)",
+		e.Topic, e.Partition, e.Route, e.Detail)
+}
+
+// lossMarkKey is the changelog key a task writes when state.on_changelog_loss:
+// start_empty let it start without lost state. Its value is the log start
+// offset the loss was accepted at, so the next restore does not report the
+// same deletion again, while a later one (a higher log start) is reported.
+// The 0xff prefix is outside every operator's key space.
+var lossMarkKey = []byte("\xffsidestream.changelog_loss_accepted")
+
+// noMark is the accepted offset of a partition without a mark.
+const noMark = int64(-1)
+
+func lossMark(key, value []byte) (int64, bool) {
+	if !bytes.Equal(key, lossMarkKey) {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(value), 10, 64)
+	if err != nil {
+		return noMark, true
+	}
+	return v, true
+}
+
+// writeLossMark records in st (a change, written with the next commit)
+// that the loss up to logStart was accepted.
+func writeLossMark(st changelog.Store, logStart int64) error {
+	return st.Set(lossMarkKey, []byte(strconv.FormatInt(logStart, 10)))
+}
+
+// changelogLoss reports a loss: counted, and logged at ERROR (fail) or WARN
+// (start_empty). It returns the error to stop the task with, or nil when
+// the configuration lets it start with what is left.
+func (p *Processor) changelogLoss(route, topic string, part int32, reason, detail string) error {
+	le := &ChangelogLossError{Route: route, Topic: topic, Partition: part, Reason: reason, Detail: detail}
+	args := []any{"route", route, "topic", topic, "partition", part, "reason", reason, "detail", detail}
+	if p.top.Config.State.StartEmptyOnLoss() {
+		p.m.ChangelogLoss.WithLabelValues(route, reason, "start_empty").Inc()
+		p.log.Warn("changelog lost state; starting the task with what it still holds (state.on_changelog_loss: start_empty)", args...)
+		return nil
+	}
+	p.m.ChangelogLoss.WithLabelValues(route, reason, "fail").Inc()
+	p.st.setLost(p.repartitionOf(topic), part, le.Error())
+	p.log.Error("changelog lost state; the task does not process", args...)
+	return le
+}
+
+// committedInput is the group's committed offset on a repartition
+// partition, -1 when there is none.
+func (p *Processor) committedInput(ctx context.Context, topic string, part int32) (int64, error) {
+	if topic == "" {
+		return -1, nil
+	}
+	or, err := p.adm.FetchOffsets(ctx, p.top.Config.ApplicationID)
+	if err != nil {
+		return -1, fmt.Errorf("fetch committed offsets of group %s: %w", p.top.Config.ApplicationID, err)
+	}
+	o, ok := or.Lookup(topic, part)
+	if !ok || o.Err != nil {
+		return -1, nil
+	}
+	return o.At, nil
+}
+
+// repartitionOf is the repartition topic whose state a changelog holds.
+func (p *Processor) repartitionOf(changelogTopic string) string {
+	for rep, r := range p.ws.routes {
+		if r.rt.Window.ChangelogTopic == changelogTopic {
+			return rep
+		}
+	}
+	for rep, r := range p.as.routes {
+		if r.rt.Assembly.ChangelogTopic == changelogTopic {
+			return rep
+		}
+	}
+	return ""
+}
+
+// missingChangelog checks a changelog partition that does not exist: a
+// loss when the group has consumed its repartition partition (the state
+// was written there), otherwise a topic not created yet.
+func (p *Processor) missingChangelog(ctx context.Context, route, topic string, part int32, listErr error) error {
+	if !errors.Is(listErr, kerr.UnknownTopicOrPartition) && !errors.Is(listErr, kerr.UnknownTopicID) {
+		return nil
+	}
+	rep := p.repartitionOf(topic)
+	c, err := p.committedInput(ctx, rep, part)
+	if err != nil || c <= 0 {
+		return nil
+	}
+	return p.changelogLoss(route, topic, part, LossChangelogMissing,
+		fmt.Sprintf("the topic does not exist, but group %s has committed offset %d on %s partition %d, whose state it held",
+			p.top.Config.ApplicationID, c, rep, part))
+}
+
+// lossRecheck is how long Run waits, not ready, before it tries again a
+// session that stopped on a changelog loss.
+const lossRecheck = 30 * time.Second

@@ -1,0 +1,211 @@
+package processor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// TestChangelogLoss: a window route's state is committed, then its
+// changelog loses it between two runs (records deleted; the topic
+// deleted, which the next start recreates empty). Under the default
+// (fail) the next run does not process: nothing of the repartition topic
+// is committed, /readyz names the topic, the partition and the offsets,
+// and the loss is counted. With state.on_changelog_loss: start_empty the
+// run proceeds and counts it so; a later run under fail then starts
+// without a word, because the accepted loss is marked in the changelog.
+func TestChangelogLoss(t *testing.T) {
+	for _, how := range []string{LossRecordsDeleted, LossChangelogEmpty} {
+		t.Run(how, func(t *testing.T) {
+			c := newCluster(t)
+			brokers := c.ListenAddrs()
+			top := windowTopology(t, brokers)
+			rt := top.Routes[0]
+			g := gen.New(31)
+			producePhase(t, brokers, g, 3000)
+			a := start(t, top, "a")
+			drain(t, a, 3000)
+			a.stop(t)
+
+			admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer admCl.Close()
+			adm := kadm.NewClient(admCl)
+			ctx := context.Background()
+			switch how {
+			case LossRecordsDeleted:
+				ends, err := adm.ListEndOffsets(ctx, rt.Window.ChangelogTopic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+				if err != nil || resp.Error() != nil {
+					t.Fatalf("delete records: %v %v", err, resp.Error())
+				}
+			case LossChangelogEmpty:
+				if _, err := adm.DeleteTopic(ctx, rt.Window.ChangelogTopic); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			// More input, so stage two has records of every service to process.
+			producePhase(t, brokers, g, 3000)
+			rep := rt.Window.RepartitionTopic
+			b := start(t, top, "b", WithLossRecheck(500*time.Millisecond))
+			loss := func(r *running, action string) float64 {
+				return testutil.ToFloat64(r.p.Metrics().ChangelogLoss.WithLabelValues("errors", how, action))
+			}
+			deadline := time.Now().Add(time.Minute)
+			for loss(b, "fail") < 2 { // seen, and seen again at the recheck
+				if time.Now().After(deadline) {
+					t.Fatalf("no loss reported: %+v", b.p.Metrics().Snapshot())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			ok, why := b.p.Ready()
+			if ok || !strings.Contains(why, "changelog "+rt.Window.ChangelogTopic+" partition ") ||
+				!strings.Contains(why, "the task does not process") || !strings.Contains(why, "offset") {
+				t.Fatalf("readyz = %v %q", ok, why)
+			}
+			if h, _ := b.p.Healthy(); !h {
+				t.Fatal("a router waiting on a changelog loss must stay healthy")
+			}
+			if n := testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rep)); n != 0 {
+				t.Fatalf("stage two committed %v records past a changelog loss", n)
+			}
+			b.stop(t)
+			t.Logf("readyz: %s", why)
+
+			// start_empty: the run goes on and counts what it accepted.
+			empty := *top
+			cfg := *top.Config
+			cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+			empty.Config = &cfg
+			s := start(t, &empty, "s")
+			drainAll(t, 3000, b, s)
+			s.stop(t)
+			if loss(s, "start_empty") == 0 || loss(s, "fail") != 0 {
+				t.Fatalf("start_empty: loss counted %v (start_empty) %v (fail)", loss(s, "start_empty"), loss(s, "fail"))
+			}
+
+			// The accepted loss is not reported again.
+			producePhase(t, brokers, g, 500)
+			d := start(t, top, "d")
+			drainAll(t, 500, d)
+			d.stop(t)
+			if n := testutil.ToFloat64(d.p.Metrics().ChangelogLoss.WithLabelValues("errors", how, "fail")); n != 0 {
+				t.Fatalf("an accepted loss was reported again (%v)", n)
+			}
+			if s := d.p.Metrics().Snapshot(); s.Aggregated+s.Late == 0 {
+				t.Fatalf("the run after start_empty processed nothing in stage two: %+v", s)
+			}
+		})
+	}
+}
+
+// drainAll waits until the runs together have consumed inputs input
+// records of this phase and stage two has taken every record they routed.
+func drainAll(t *testing.T, inputs int, rs ...*running) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var in, routed, stage2 float64
+		for _, r := range rs {
+			m := r.p.Metrics()
+			in += testutil.ToFloat64(m.Consumed.WithLabelValues("logs"))
+			routed += float64(m.Snapshot().Routed)
+			stage2 += testutil.ToFloat64(m.Consumed.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
+		}
+		if int(in) >= inputs && stage2 >= routed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not drained: %v inputs of %d, %v of %v routed records through stage two", in, inputs, stage2, routed)
+		}
+	}
+}
+
+// TestChangelogLossAssembly: the same for an assembly route, its
+// changelog topic deleted between two runs (the next start recreates it
+// empty): fail stops stage two with the reason; start_empty goes on, and
+// orders whose first half was lost end incomplete, not missing.
+func TestChangelogLossAssembly(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(6, "order-parts"))
+	brokers := c.ListenAddrs()
+	top := exampleAt(t, "../examples/assemble-orders.yaml", brokers)
+	ar := top.Assemblies()[0]
+	parts, _ := gen.OrderParts(7, 600, 6)
+	half := len(parts) / 2
+	produceParts(t, brokers, parts[:half])
+	a := start(t, top, "a")
+	// Done with the first half, parts held open: state only the
+	// changelog holds.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		m := a.p.Metrics()
+		if testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts")) >= float64(half) &&
+			testutil.ToFloat64(m.Consumed.WithLabelValues(ar.Assembly.RepartitionTopic)) >= testutil.ToFloat64(m.RouteWritten.WithLabelValues(ar.Name)) &&
+			sumGauge(m, ar.Name) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("first half not processed: %+v", a.p.Metrics().Snapshot())
+		}
+	}
+	a.stop(t)
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	if _, err := kadm.NewClient(admCl).DeleteTopic(context.Background(), ar.Assembly.ChangelogTopic); err != nil {
+		t.Fatal(err)
+	}
+	produceParts(t, brokers, parts[half:])
+
+	b := start(t, top, "b", WithLossRecheck(time.Hour))
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if ok, why := b.p.Ready(); !ok && strings.Contains(why, ar.Assembly.ChangelogTopic) && strings.Contains(why, "whose state it held") {
+			break
+		}
+		if time.Now().After(deadline) {
+			ok, why := b.p.Ready()
+			t.Fatalf("no loss reported: %v %q", ok, why)
+		}
+	}
+	if n := testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "fail")); n == 0 {
+		t.Fatal("the loss was not counted")
+	}
+	b.stop(t)
+
+	empty := *top
+	cfg := *top.Config
+	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+	empty.Config = &cfg
+	s := start(t, &empty, "s")
+	ms := []*metrics.Metrics{a.p.Metrics(), b.p.Metrics(), s.p.Metrics()}
+	for deadline := time.Now().Add(time.Minute); !assemblyDone(top, ms, len(parts)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("start_empty run not done: %+v", s.p.Metrics().Snapshot())
+		}
+	}
+	s.stop(t)
+	if n := testutil.ToFloat64(s.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "start_empty")); n == 0 {
+		t.Fatal("start_empty did not count the accepted loss")
+	}
+	for _, m := range ms {
+		if sn := m.Snapshot(); !sn.Conserved() {
+			t.Fatalf("conservation: %+v", sn)
+		}
+	}
+}
