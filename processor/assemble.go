@@ -77,7 +77,7 @@ func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
 		if c.Duplicates == topology.FirstWins {
 			s.Duplicates = assembly.FirstWins
 		}
-		s.Limits = assemblyLimits(c.Limits)
+		s.Limits = stateLimits(c.Limits)
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}

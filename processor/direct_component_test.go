@@ -9,9 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -164,18 +162,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	}
 	rd, rr := start(t, direct, "d"), start(t, rep, "r")
 	for _, r := range []*running{rd, rr} {
-		inputs := produced + extra
-		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-			s := r.p.Metrics().Snapshot()
-			in := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues("logs"))
-			stage2 := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
-			if int(in) >= inputs && stage2 >= s.Routed && marksRead(r) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not drained: %v of %d inputs, %+v", in, inputs, s)
-			}
-		}
+		drain(t, r, produced+extra)
 		r.stop(t)
 		if s := r.p.Metrics().Snapshot(); !s.Conserved() {
 			t.Fatalf("conservation: %+v", s)

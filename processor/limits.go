@@ -5,8 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor/assembly"
-	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/processor/statelimit"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -23,28 +22,16 @@ const (
 	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
 )
 
-// assemblyLimits is the operator's form of a route's limits block.
-func assemblyLimits(l *topology.Limits) assembly.Limits {
+// stateLimits is the operators' form of a route's limits block.
+func stateLimits(l *topology.Limits) statelimit.Limits {
 	if l == nil {
-		return assembly.Limits{}
+		return statelimit.Limits{}
 	}
-	al := assembly.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: assembly.OverflowRoute}
+	sl := statelimit.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: statelimit.Route}
 	if l.OnOverflow == topology.OverflowEvict {
-		al.Policy = assembly.OverflowEvict
+		sl.Policy = statelimit.Evict
 	}
-	return al
-}
-
-// windowLimits is the operator's form of a route's limits block.
-func windowLimits(l *topology.Limits) window.Limits {
-	if l == nil {
-		return window.Limits{}
-	}
-	wl := window.Limits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, Policy: window.OverflowRoute}
-	if l.OnOverflow == topology.OverflowEvict {
-		wl.Policy = window.OverflowEvict
-	}
-	return wl
+	return sl
 }
 
 // overflowRecord is the repartitioned record, value unchanged, on the

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,18 +151,24 @@ func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
 	return nil
 }
 
+// meta is the offset metadata of an input partition: its progress, nil
+// when it has none.
+func (s *sourceTracker) meta(topic string, part int32) *string {
+	if sp := s.parts[tp{topic, part}]; sp != nil && sp.max != math.MinInt64 {
+		m := encodeOffsetMeta(sp.max)
+		return &m
+	}
+	return nil
+}
+
 // txnCommitMeta puts each source's progress into the metadata of its
 // offset in a transactional offset commit.
 func (s *sourceTracker) txnCommitMeta(req *kmsg.TxnOffsetCommitRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		for j := range t.Partitions {
-			if sp := s.parts[tp{t.Topic, t.Partitions[j].Partition}]; sp != nil && sp.max != math.MinInt64 {
-				m := encodeOffsetMeta(sp.max)
-				t.Partitions[j].Metadata = &m
-			}
+	for _, t := range req.Topics {
+		for j, p := range t.Partitions {
+			t.Partitions[j].Metadata = cmp.Or(s.meta(t.Topic, p.Partition), p.Metadata)
 		}
 	}
 	return nil
@@ -171,13 +178,9 @@ func (s *sourceTracker) txnCommitMeta(req *kmsg.TxnOffsetCommitRequest) error {
 func (s *sourceTracker) commitMeta(req *kmsg.OffsetCommitRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		for j := range t.Partitions {
-			if sp := s.parts[tp{t.Topic, t.Partitions[j].Partition}]; sp != nil && sp.max != math.MinInt64 {
-				m := encodeOffsetMeta(sp.max)
-				t.Partitions[j].Metadata = &m
-			}
+	for _, t := range req.Topics {
+		for j, p := range t.Partitions {
+			t.Partitions[j].Metadata = cmp.Or(s.meta(t.Topic, p.Partition), p.Metadata)
 		}
 	}
 	return nil

@@ -15,18 +15,7 @@ import (
 
 func windowTopology(t *testing.T, brokers []string) *topology.Topology {
 	t.Helper()
-	cfg, err := topology.LoadFile("testdata/errors-per-service.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "testdata/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return compileVariant(t, brokers)
 }
 
 // TestWindowRouteEndToEnd runs a tumbling window with a 1s grace over the

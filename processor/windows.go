@@ -126,7 +126,7 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
-		Limits: windowLimits(c.Limits),
+		Limits: stateLimits(c.Limits),
 	}
 	switch c.Type {
 	case topology.WindowTumbling:

@@ -3,71 +3,47 @@ package assembly
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/sidestream/sidestream/processor/statelimit"
 )
 
-// Policy is what the operator does with a part that would open an
-// assembly beyond its Limits.
-type Policy uint8
+// Policy is what an assembly operator does with a part that would open
+// an assembly beyond its Limits.
+type Policy = statelimit.Policy
 
 // Overflow policies.
 const (
 	// NoLimit: Limits are not enforced (the zero value).
-	NoLimit Policy = iota
+	NoLimit = statelimit.None
 	// OverflowRoute refuses the part: no state changes and the caller
 	// writes it, unchanged, to the overflow route (Output.Overflow). The
 	// part's time still moves the clock.
-	OverflowRoute
+	OverflowRoute = statelimit.Route
 	// OverflowEvict makes room: the open assemblies with the earliest
 	// deadline (ties by ID) are emitted at once as incomplete, with
 	// Evicted set, and forgotten.
-	OverflowEvict
+	OverflowEvict = statelimit.Evict
 )
-
-func (p Policy) String() string {
-	switch p {
-	case NoLimit:
-		return "none"
-	case OverflowRoute:
-		return "route"
-	case OverflowEvict:
-		return "evict"
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
 
 // Limits bound the open assemblies of one operator (one task). They gate
 // only new assemblies: a part for an open one always updates it, so parts
 // may take the bytes past MaxBytes. Completed-ID markers (Retention) are
 // not counted. Decisions depend only on the stored state, so a replay or
 // a restore decides the same way.
-type Limits struct {
-	MaxEntries int   // open assemblies; 0 is no bound
-	MaxBytes   int64 // StateBytes; 0 is no bound
-	Policy     Policy
-}
+type Limits = statelimit.Limits
 
 // Limit names of an Overflow.
 const (
-	LimitEntries = "max_entries"
-	LimitBytes   = "max_bytes"
+	LimitEntries = statelimit.LimitEntries
+	LimitBytes   = statelimit.LimitBytes
 )
 
 // Overflow describes a part refused by OverflowRoute.
-type Overflow struct {
-	Limit     string // LimitEntries or LimitBytes
-	Max, Size int64  // the bound, and the state's size when the part came
-}
+type Overflow = statelimit.Overflow
 
-func (l Limits) enabled() bool { return l.Policy != NoLimit && (l.MaxEntries > 0 || l.MaxBytes > 0) }
-
-func (l Limits) validate() error {
-	switch {
-	case l.MaxEntries < 0 || l.MaxBytes < 0:
-		return fmt.Errorf("assembly: limits must not be negative")
-	case l.Policy > OverflowEvict:
-		return fmt.Errorf("assembly: unknown overflow policy %v", l.Policy)
-	case l.Policy != NoLimit && l.MaxEntries == 0 && l.MaxBytes == 0:
-		return fmt.Errorf("assembly: an overflow policy needs max_entries or max_bytes")
+func validateLimits(l Limits) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("assembly: %w", err)
 	}
 	return nil
 }
@@ -96,7 +72,7 @@ func (o *Operator) over(addBytes int64) *Overflow {
 // addBytes. False means refused (out.Overflow set). Under OverflowEvict
 // it evicts until the new assembly fits or none is left, then admits.
 func (o *Operator) admit(addBytes int64, out *Output) (bool, error) {
-	if !o.s.Limits.enabled() {
+	if !o.s.Limits.Enabled() {
 		return true, nil
 	}
 	ov := o.over(addBytes)

@@ -86,7 +86,7 @@ func (s Spec) Validate() error {
 	if s.Duplicates != LastWins && s.Duplicates != FirstWins {
 		return fmt.Errorf("assembly: unknown duplicate mode %d", s.Duplicates)
 	}
-	return s.Limits.validate()
+	return validateLimits(s.Limits)
 }
 
 // Part is one part held by an assembly.
@@ -308,7 +308,7 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		a.parts = append(a.parts, Part{Name: name, Time: t, Value: value})
 	}
 	a.last = t
-	if !ok && !o.complete(a) && o.s.Limits.enabled() {
+	if !ok && !o.complete(a) && o.s.Limits.Enabled() {
 		o.vbuf = a.append(o.vbuf[:0])
 		if admitted, err := o.admit(assemblyCost(len(id), len(o.vbuf)), out); !admitted || err != nil {
 			out.Opened = false

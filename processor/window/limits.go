@@ -3,78 +3,52 @@ package window
 import (
 	"fmt"
 	"math"
+
+	"github.com/sidestream/sidestream/processor/statelimit"
 )
 
 // Policy is what a window operator does with a record that would open a
 // window beyond its Limits.
-type Policy uint8
+type Policy = statelimit.Policy
 
 // Overflow policies.
 const (
 	// NoLimit: Limits are not enforced (the zero value).
-	NoLimit Policy = iota
+	NoLimit = statelimit.None
 	// OverflowRoute refuses the record: it changes no window and the
 	// caller writes it, unchanged, to the overflow route (Output.Overflow).
 	// It still moves the watermark, so full state drains as time passes.
-	OverflowRoute
+	OverflowRoute = statelimit.Route
 	// OverflowEvict makes room: the windows whose next timer is earliest
 	// (the ones that would close first; ties by key, then start) are
 	// emitted at once as final results with Evicted set, and purged.
-	OverflowEvict
+	OverflowEvict = statelimit.Evict
 )
-
-func (p Policy) String() string {
-	switch p {
-	case NoLimit:
-		return "none"
-	case OverflowRoute:
-		return "route"
-	case OverflowEvict:
-		return "evict"
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
 
 // Limits bound the state of one operator (one task). They gate only the
 // admission of new windows: a record for windows that exist always
 // updates them, so a window's own growth (distinct_count) may take the
 // bytes past MaxBytes. Every decision is made in record order from the
 // stored state alone, so a replay or a restore decides the same way.
-type Limits struct {
-	// MaxEntries bounds the open windows (sessions); 0 is no bound.
-	MaxEntries int
-	// MaxBytes bounds the state's estimated bytes (StateBytes); 0 is no
-	// bound.
-	MaxBytes int64
-	Policy   Policy
-}
+// MaxEntries counts open windows (sessions).
+type Limits = statelimit.Limits
 
 // Reasons of an Overflow: the limit a record would have passed.
 const (
-	LimitEntries = "max_entries"
-	LimitBytes   = "max_bytes"
+	LimitEntries = statelimit.LimitEntries
+	LimitBytes   = statelimit.LimitBytes
 )
 
-// Overflow describes a record refused by OverflowRoute.
-type Overflow struct {
-	// Limit is LimitEntries or LimitBytes.
-	Limit string
-	// Max is the configured bound, Size the state's size (open windows or
-	// bytes) when the record arrived.
-	Max, Size int64
-}
+// Overflow describes a record refused by OverflowRoute: the limit, the
+// configured bound and the state's size (open windows or bytes) when the
+// record arrived.
+type Overflow = statelimit.Overflow
 
-func (l Limits) enabled() bool { return l.Policy != NoLimit && (l.MaxEntries > 0 || l.MaxBytes > 0) }
-
-func (l Limits) validate(windowsPerRecord int64) error {
-	switch {
-	case l.MaxEntries < 0 || l.MaxBytes < 0:
-		return fmt.Errorf("%w: limits must not be negative", ErrSpec)
-	case l.Policy > OverflowEvict:
-		return fmt.Errorf("%w: unknown overflow policy %v", ErrSpec, l.Policy)
-	case l.Policy != NoLimit && l.MaxEntries == 0 && l.MaxBytes == 0:
-		return fmt.Errorf("%w: an overflow policy needs max_entries or max_bytes", ErrSpec)
-	case l.MaxEntries > 0 && int64(l.MaxEntries) < windowsPerRecord:
+func validateLimits(l Limits, windowsPerRecord int64) error {
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSpec, err)
+	}
+	if l.MaxEntries > 0 && int64(l.MaxEntries) < windowsPerRecord {
 		return fmt.Errorf("%w: max_entries %d is below the %d windows one record opens", ErrSpec, l.MaxEntries, windowsPerRecord)
 	}
 	return nil
@@ -119,7 +93,7 @@ func (o *Operator) over(addEntries int, addBytes int64) *Overflow {
 // nothing else is left; then the record is admitted regardless (one
 // record's windows larger than max_bytes on their own).
 func (o *Operator) admit(addEntries int, addBytes int64, keep func(key string, start int64) bool, nkeep int, out *Output) (bool, error) {
-	if addEntries == 0 || !o.p.lim.enabled() {
+	if addEntries == 0 || !o.p.lim.Enabled() {
 		return true, nil
 	}
 	ov := o.over(addEntries, addBytes)

@@ -253,7 +253,7 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 		out.Late = l
 		return nil
 	}
-	if o.p.lim.enabled() {
+	if o.p.lim.Enabled() {
 		var add int
 		var addBytes int64
 		for _, tg := range targets {
@@ -346,7 +346,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 	if err := o.apply(m, t); err != nil {
 		return err
 	}
-	if len(comps) == 0 && o.p.lim.enabled() {
+	if len(comps) == 0 && o.p.lim.Enabled() {
 		if ok, err := o.admit(1, o.cost(m), nil, 0, out); !ok || err != nil {
 			return err
 		}

@@ -245,7 +245,7 @@ func (s Spec) compile() (params, error) {
 	if p.kind == Hopping {
 		perRecord = (p.size + p.advance - 1) / p.advance
 	}
-	if err := s.Limits.validate(perRecord); err != nil {
+	if err := validateLimits(s.Limits, perRecord); err != nil {
 		return p, err
 	}
 	p.lim = s.Limits
