@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -163,6 +164,9 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	rd, rr := start(t, direct, "d"), start(t, rep, "r")
 	for _, r := range []*running{rd, rr} {
 		drain(t, r, produced+extra)
+		if r == rd {
+			checkDirectTasks(t, rd.p, direct.Routes[0].Name)
+		}
 		r.stop(t)
 		if s := r.p.Metrics().Snapshot(); !s.Conserved() {
 			t.Fatalf("conservation: %+v", s)
@@ -230,4 +234,41 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 		t.Fatalf("ERROR events: %d in finals + %d late, want %d", counted, len(ld), wantErrors)
 	}
 	t.Logf("direct = repartitioned: %d finals counting %d, %d late, misrouted record dirty", len(fd), counted, len(ld))
+}
+
+// checkDirectTasks requires /tasks to list a direct window task for every
+// input partition, with the route's watermark and state beside the input
+// partition's position, and the input partitions still counted once.
+func checkDirectTasks(t *testing.T, p *Processor, route string) {
+	t.Helper()
+	inputs, direct, withState := 0, 0, 0
+	for _, ts := range p.Tasks() {
+		if ts.Topic != "logs" {
+			continue
+		}
+		if !ts.Direct {
+			inputs++
+			continue
+		}
+		direct++
+		if ts.Route != route || ts.Position <= 0 {
+			t.Fatalf("direct window task without its route or position: %+v", ts)
+		}
+		if ts.StoreEntries > 0 {
+			// A partition with no record the route takes has no state.
+			if ts.Watermark == nil {
+				t.Fatalf("direct window task with state but no watermark: %+v", ts)
+			}
+			withState++
+		}
+	}
+	if withState < 3 {
+		t.Fatalf("only %d direct window tasks show state: %+v", withState, p.Tasks())
+	}
+	if inputs != 6 || direct != 6 {
+		t.Fatalf("/tasks lists %d input partitions and %d direct window tasks, want 6 and 6: %+v", inputs, direct, p.Tasks())
+	}
+	if got := testutil.ToFloat64(p.Metrics().Assigned); got != 6 {
+		t.Fatalf("assigned partitions gauge %v, want 6 (direct window tasks are not partitions)", got)
+	}
 }

@@ -170,7 +170,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
 		m:    op.metrics,
 		eng:  newEngine(top),
-		st:   newStatus(),
+		st:   newStatus(top),
 	}
 	p.samples = newSideSamples(p)
 	return p, nil
@@ -295,7 +295,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 			for t, ps := range a {
 				p.st.assign(t, ps)
 			}
-			p.m.Assigned.Set(float64(len(p.Tasks())))
+			p.m.Assigned.Set(float64(p.st.assignedCount()))
 			p.log.Info("partitions assigned", "partitions", a)
 		}),
 	}
@@ -323,7 +323,7 @@ func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, ma
 				p.m.ConsumerLag.DeleteLabelValues(t, strconv.Itoa(int(part)))
 			}
 		}
-		p.m.Assigned.Set(float64(len(p.Tasks())))
+		p.m.Assigned.Set(float64(p.st.assignedCount()))
 		p.log.Info("partitions "+kind, "partitions", r)
 	}
 }

@@ -1,9 +1,13 @@
 package processor
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/sidestream/sidestream/topology"
 )
 
 // TaskStatus is one assigned input partition as /tasks shows it.
@@ -28,6 +32,10 @@ type TaskStatus struct {
 	// largest event time (absent: not heard from yet).
 	HeldBy string `json:"held_by,omitempty"`
 	HeldAt *int64 `json:"held_at,omitempty"`
+	// Direct marks the window task of a route without a repartition
+	// topic (repartition: false): it runs inside the input partition of
+	// the same number, whose position it shares.
+	Direct bool `json:"direct,omitempty"`
 
 	// active is when the task was assigned or last made progress.
 	active time.Time
@@ -51,6 +59,14 @@ type status struct {
 	lastLoop   time.Time
 	lastCommit time.Time
 	tasks      map[tp]*TaskStatus
+	// direct holds the window tasks of routes without a repartition
+	// topic, keyed by the route's (virtual) repartition topic name; they
+	// come and go with the input partitions of the same number.
+	direct map[tp]*TaskStatus
+	// directRoutes maps those virtual names to their routes; inputs are
+	// the input topics.
+	directRoutes map[string]string
+	inputs       []string
 	// lost holds, per repartition partition, why its changelog lost
 	// state: the router is not ready while one of them is assigned.
 	lost map[tp]string
@@ -61,9 +77,19 @@ type tp struct {
 	partition int32
 }
 
-func newStatus() *status {
-	return &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}}
+func newStatus(t *topology.Topology) *status {
+	s := &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{},
+		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics()}
+	for _, r := range t.Windows() {
+		if r.Window.Direct {
+			s.directRoutes[r.Window.RepartitionTopic] = r.Name
+		}
+	}
+	return s
 }
+
+// directTopic is how a direct window task names its input in /tasks.
+func (s *status) directTopic() string { return strings.Join(s.inputs, "+") }
 
 func (s *status) setReady(ok bool, reason string) {
 	s.mu.Lock()
@@ -97,7 +123,27 @@ func (s *status) assign(topic string, parts []int32) {
 		if s.tasks[k] == nil {
 			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1, active: time.Now()}
 		}
+		if !slices.Contains(s.inputs, topic) {
+			continue
+		}
+		for rep, route := range s.directRoutes {
+			if k := (tp{rep, p}); s.direct[k] == nil {
+				s.direct[k] = &TaskStatus{Topic: s.directTopic(), Partition: p, Route: route, Direct: true,
+					Position: -1, Committed: -1, HighWatermark: -1, Lag: -1}
+			}
+		}
 	}
+}
+
+// directHeld reports whether some input topic's partition p is still
+// assigned here (the direct window tasks of p live while one is).
+func (s *status) directHeld(p int32) bool {
+	for _, in := range s.inputs {
+		if s.tasks[tp{in, p}] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *status) revoke(topic string, parts []int32) {
@@ -105,7 +151,29 @@ func (s *status) revoke(topic string, parts []int32) {
 	defer s.mu.Unlock()
 	for _, p := range parts {
 		delete(s.tasks, tp{topic, p})
+		if slices.Contains(s.inputs, topic) && !s.directHeld(p) {
+			for rep := range s.directRoutes {
+				delete(s.direct, tp{rep, p})
+			}
+		}
 	}
+}
+
+// assignedCount is the number of assigned partitions (direct window tasks
+// are not partitions of their own).
+func (s *status) assignedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.tasks)
+}
+
+// task is the status of a partition or of a direct window task.
+// The caller holds s.mu.
+func (s *status) task(topic string, p int32) *TaskStatus {
+	if t := s.tasks[tp{topic, p}]; t != nil {
+		return t
+	}
+	return s.direct[tp{topic, p}]
 }
 
 func (s *status) progress(topic string, p int32, next, hwm int64) (lag int64) {
@@ -178,15 +246,28 @@ func (p *Processor) Healthy() (bool, string) {
 func (p *Processor) Tasks() []TaskStatus {
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
-	out := make([]TaskStatus, 0, len(p.st.tasks))
+	out := make([]TaskStatus, 0, len(p.st.tasks)+len(p.st.direct))
 	for _, t := range p.st.tasks {
 		out = append(out, *t)
+	}
+	for _, t := range p.st.direct {
+		d := *t
+		if len(p.st.inputs) == 1 {
+			// One input: the task is at that partition's position.
+			if in := p.st.tasks[tp{p.st.inputs[0], t.Partition}]; in != nil {
+				d.Position, d.Committed, d.HighWatermark, d.Lag, d.LastCommit = in.Position, in.Committed, in.HighWatermark, in.Lag, in.LastCommit
+			}
+		}
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
 			return out[i].Topic < out[j].Topic
 		}
-		return out[i].Partition < out[j].Partition
+		if out[i].Partition != out[j].Partition {
+			return out[i].Partition < out[j].Partition
+		}
+		return out[i].Route < out[j].Route
 	})
 	return out
 }
@@ -200,7 +281,7 @@ func (s *status) lastCommitAt() time.Time {
 func (s *status) heldBy(topic string, p int32, src string, at *int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := s.tasks[tp{topic, p}]; t != nil {
+	if t := s.task(topic, p); t != nil {
 		t.HeldBy, t.HeldAt = src, at
 	}
 }
@@ -208,7 +289,7 @@ func (s *status) heldBy(topic string, p int32, src string, at *int64) {
 func (s *status) window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.tasks[tp{topic, p}]
+	t := s.task(topic, p)
 	if t == nil {
 		return
 	}
@@ -228,7 +309,7 @@ func (s *status) assembly(topic string, p int32, route string, clock *int64, ope
 func (s *status) localCheckpoint(topic string, p int32, off *int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := s.tasks[tp{topic, p}]; t != nil {
+	if t := s.task(topic, p); t != nil {
 		t.LocalCheckpoint = off
 	}
 }
@@ -259,7 +340,7 @@ func (s *status) lostReason() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, why := range s.lost {
-		if s.tasks[k] != nil {
+		if s.task(k.topic, k.partition) != nil {
 			return why
 		}
 	}
