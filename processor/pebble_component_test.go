@@ -355,3 +355,81 @@ func checkSourceProgress(t *testing.T, brokers []string, top *topology.Topology)
 		}
 	}
 }
+
+// TestPebbleCheckpointBelowStart: a pebble store's checkpoint is older
+// than the changelog's log start (records after it were deleted): the
+// tail it would restore is gone. Under fail the restore names the loss
+// and leaves the local state as it was; under start_empty it wipes the
+// store and starts from what the changelog still holds.
+func TestPebbleCheckpointBelowStart(t *testing.T) {
+	c := newCluster(t)
+	brokers := c.ListenAddrs()
+	top := windowTopology(t, brokers)
+	dir := t.TempDir()
+	gn := gen.New(9)
+	producePhase(t, brokers, gn, 3000)
+	a := start(t, top, "a", WithStoreBuilder(changelog.PebbleBuilder(dir)))
+	drain(t, a, 3000)
+	a.stop(t)
+	producePhase(t, brokers, gn, 3000)
+	m := start(t, top, "m") // memory: the changelog grows past a's checkpoints
+	drain(t, m, 3000)
+	m.stop(t)
+
+	q, err := New(top, WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	q.adm = kadm.NewClient(admCl)
+	ctx := context.Background()
+	clTopic := top.Routes[0].Window.ChangelogTopic
+	ends, err := q.adm.ListEndOffsets(ctx, clTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		pb, err := changelog.OpenPebble(filepath.Join(dir, clTopic, fmt.Sprint(o.Partition)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pb.Close()
+		off, ok := pb.Checkpoint()
+		if !ok || off >= o.Offset-1 || pb.Len() == 0 {
+			return // a's store of this partition saw nothing m did not overwrite
+		}
+		checked++
+		before := dumpAll(t, pb)
+		del := kadm.Offsets{}
+		del.Add(kadm.Offset{Topic: clTopic, Partition: o.Partition, At: o.Offset})
+		if resp, err := q.adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
+			t.Fatalf("delete records: %v %v", err, resp.Error())
+		}
+		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
+		var le *ChangelogLossError
+		if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != LossCheckpointBelowStart {
+			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
+		}
+		if !maps.Equal(dumpAll(t, pb), before) {
+			t.Fatalf("partition %d: a failed restore changed the local state", o.Partition)
+		}
+		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+		n, _, err := q.restore("errors", clTopic, o.Partition, pb)
+		q.top.Config.State.OnChangelogLoss = ""
+		if err != nil || n != 0 || pb.Len() != 0 {
+			t.Fatalf("partition %d: start_empty over a checkpoint below log start: %d records, %d entries left, %v", o.Partition, n, pb.Len(), err)
+		}
+		if testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "below_start")) == 0 ||
+			testutil.ToFloat64(q.m.ChangelogLoss.WithLabelValues("errors", LossCheckpointBelowStart, "start_empty")) == 0 {
+			t.Fatalf("partition %d: the wipe or the accepted loss was not counted", o.Partition)
+		}
+	})
+	if checked == 0 {
+		t.Fatal("no partition's checkpoint fell behind the changelog: nothing was tested")
+	}
+}
