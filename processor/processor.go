@@ -39,6 +39,7 @@ type opts struct {
 	sampler     func([]*kgo.Record)
 	stores      changelog.Builder
 	lossRecheck time.Duration
+	ownerURL    string
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -78,6 +79,12 @@ func WithStoreBuilder(b changelog.Builder) Opt { return func(o *opts) { o.stores
 // WithLossRecheck sets how long a processor stopped by a changelog loss
 // waits before it looks again (default 30s).
 func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck = d } }
+
+// WithOwnerURL sets how a state query that lands on the wrong instance
+// reaches the owner's HTTP API: {instance} and {host} in tmpl are replaced
+// by the owning member's instance id and client address (see
+// CheckOwnerURL). Empty: the 404 names the owner without a URL.
+func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } }
 
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (see ClientOpts).
@@ -132,6 +139,11 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		return nil, fmt.Errorf("max poll records must be at least 1, got %d", op.maxPoll)
 	case op.txnTimeout < time.Second:
 		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
+	}
+	if op.ownerURL != "" {
+		if err := CheckOwnerURL(op.ownerURL); err != nil {
+			return nil, err
+		}
 	}
 	// The security options go first, into the options every client the
 	// processor creates is built with (group, admin, restores), so no

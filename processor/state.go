@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,6 +38,9 @@ type Owner struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	ClientID   string `json:"client_id,omitempty"`
 	Host       string `json:"host,omitempty"`
+	// URL is the same query on the owner's HTTP API, built from the
+	// owner URL template (--owner-url-template); absent without one.
+	URL string `json:"url,omitempty"`
 }
 
 // NotOwnerError means the key's partition is not assigned to this
@@ -60,6 +65,9 @@ func (e *NotOwnerError) Error() string {
 		}
 		if e.Owner.Host != "" {
 			s += " on host " + e.Owner.Host
+		}
+		if e.Owner.URL != "" {
+			s += "; ask " + e.Owner.URL
 		}
 	case e.OwnerErr != "":
 		s += "; owner unknown: " + e.OwnerErr
@@ -227,6 +235,9 @@ func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string
 	if !p.st.assigned(owned, part) {
 		e := &NotOwnerError{Route: route, Key: key, Topic: owned, Partition: part}
 		e.Owner, e.OwnerErr = p.partitionOwner(ctx, owned, part)
+		if e.Owner != nil && p.opts.ownerURL != "" {
+			e.Owner.URL = OwnerURL(p.opts.ownerURL, e.Owner, route, key)
+		}
 		return 0, e
 	}
 	return part, nil
@@ -278,4 +289,37 @@ func (p *Processor) partitionOwner(ctx context.Context, topic string, part int32
 		}
 	}
 	return nil, ""
+}
+
+// OwnerURL is the state query for key on route at the owner's HTTP API:
+// tmpl with {instance} (the owner's instance id, else its client id) and
+// {host} (its client address) replaced, then /state/ROUTE?key=KEY.
+func OwnerURL(tmpl string, o *Owner, route, key string) string {
+	inst := o.InstanceID
+	if inst == "" {
+		inst = o.ClientID
+	}
+	host := strings.TrimPrefix(o.Host, "/") // the broker reports "/10.0.0.7"
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]" // IPv6
+	}
+	base := strings.NewReplacer("{instance}", inst, "{host}", host).Replace(tmpl)
+	return strings.TrimSuffix(base, "/") + "/state/" + url.PathEscape(route) + "?key=" + url.QueryEscape(key)
+}
+
+// CheckOwnerURL reports whether tmpl makes an absolute http(s) URL
+// without a query, and names {instance} or {host}: a template that names
+// neither would send every query to one address.
+func CheckOwnerURL(tmpl string) error {
+	if !strings.Contains(tmpl, "{instance}") && !strings.Contains(tmpl, "{host}") {
+		return fmt.Errorf("owner URL template %q names neither {instance} nor {host}", tmpl)
+	}
+	u, err := url.Parse(strings.NewReplacer("{instance}", "router-0", "{host}", "10.0.0.7").Replace(tmpl))
+	if err != nil {
+		return fmt.Errorf("owner URL template %q: %w", tmpl, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("owner URL template %q: want an absolute http or https URL without query, like http://{instance}.router-headless:8080", tmpl)
+	}
+	return nil
 }

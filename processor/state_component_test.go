@@ -43,8 +43,9 @@ func getState(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 func TestStateQuery(t *testing.T) {
 	c := newCluster(t)
 	top := windowTopology(t, c.ListenAddrs())
-	a := start(t, top, "a")
-	b := start(t, top, "b")
+	peers := WithOwnerURL("http://{instance}.peers:8080/")
+	a := start(t, top, "a", peers)
+	b := start(t, top, "b", peers)
 	rep := top.Routes[0].Window.RepartitionTopic
 	owned := func(p *Processor) int {
 		n := 0
@@ -148,6 +149,9 @@ func TestStateQuery(t *testing.T) {
 		owner, _ := nf["owner"].(map[string]any)
 		if owner == nil || owner["client_id"] != holder || owner["member_id"] == "" {
 			t.Fatalf("%s: the 404 of %s does not name %s as the owner: %v", svc, other, holder, nf)
+		}
+		if want := "http://" + holder + ".peers:8080/state/errors?key=" + svc; owner["url"] != want {
+			t.Fatalf("%s: the 404 of %s gives the owner URL %v, want %s", svc, other, owner["url"], want)
 		}
 		got := bodies[holder]
 		wins, _ := got["windows"].([]any)

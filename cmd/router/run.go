@@ -33,6 +33,7 @@ type runFlags struct {
 	commitInterval string
 	listen         string
 	instanceID     string
+	ownerURL       string
 	static         bool
 	workers        int
 	txnTimeout     time.Duration
@@ -49,6 +50,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.commitInterval, "commit-interval", "", "commit interval, overriding the file and SIDESTREAM_COMMIT_INTERVAL")
 	fs.StringVar(&f.listen, "listen", envOr("SIDESTREAM_LISTEN", ":8080"), "HTTP API address (env SIDESTREAM_LISTEN)")
 	fs.StringVar(&f.instanceID, "instance-id", os.Getenv("SIDESTREAM_INSTANCE_ID"), "unique name of this process in the group (default: host name; env SIDESTREAM_INSTANCE_ID)")
+	fs.StringVar(&f.ownerURL, "owner-url-template", os.Getenv("SIDESTREAM_OWNER_URL_TEMPLATE"), "how instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080 (env SIDESTREAM_OWNER_URL_TEMPLATE)")
 	fs.BoolVar(&f.static, "static-membership", os.Getenv("SIDESTREAM_STATIC_MEMBERSHIP") == "true", "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true)")
 	fs.IntVar(&f.workers, "workers", 0, "partitions processed in parallel (default GOMAXPROCS)")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "broker-side transaction timeout")
@@ -146,7 +148,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		processor.WithSideSampler(ui.Sample),
 		processor.WithLogger(log), processor.WithMetrics(m),
 		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
-		processor.WithTransactionTimeout(f.txnTimeout),
+		processor.WithTransactionTimeout(f.txnTimeout), processor.WithOwnerURL(f.ownerURL),
 	}
 	if f.workers > 0 {
 		opts = append(opts, processor.WithWorkers(f.workers))
