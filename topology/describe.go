@@ -92,21 +92,60 @@ type DescribedRoute struct {
 	Default bool     `json:"default"`
 	// Assemble is set on assembly routes.
 	Assemble *DescribedAssembly `json:"assemble,omitempty"`
+	// Window is set on window routes: Topic then receives window results.
+	Window *DescribedWindow `json:"window,omitempty"`
+}
+
+// DescribedWindow is a window route's operator, defaults filled in.
+// Durations are Go durations; "" where the window type has none.
+type DescribedWindow struct {
+	Type              string               `json:"type"`
+	Size              string               `json:"size,omitempty"`
+	Advance           string               `json:"advance,omitempty"`
+	Gap               string               `json:"gap,omitempty"`
+	MaxOutOfOrderness string               `json:"max_out_of_orderness"`
+	Grace             string               `json:"grace"`
+	IdleTimeout       string               `json:"idle_timeout,omitempty"` // "": off
+	Watermark         string               `json:"watermark"`
+	Emit              string               `json:"emit"`
+	GroupBy           string               `json:"group_by"` // "": the input key
+	Aggregates        []DescribedAggregate `json:"aggregates"`
+	LateTopic         string               `json:"late_topic"`
+	Repartition       bool                 `json:"repartition"`
+	RepartitionTopic  string               `json:"repartition_topic,omitempty"` // none with repartition: false
+	ChangelogTopic    string               `json:"changelog_topic"`
+	Limits            *DescribedLimits     `json:"limits,omitempty"`
+}
+
+// DescribedAggregate is one aggregation of a window route.
+type DescribedAggregate struct {
+	Name string `json:"name"`
+	Fn   string `json:"fn"`
+	Of   string `json:"of,omitempty"` // "": count of records
+}
+
+// DescribedLimits are a stateful route's state limits (0: no bound).
+type DescribedLimits struct {
+	MaxEntries    int    `json:"max_entries,omitempty"`
+	MaxBytes      int64  `json:"max_bytes,omitempty"`
+	OnOverflow    string `json:"on_overflow"`
+	OverflowTopic string `json:"overflow_topic,omitempty"` // on_overflow: route
 }
 
 // DescribedAssembly is an assembly route's operator.
 type DescribedAssembly struct {
-	ID               string          `json:"id"`
-	Parts            []DescribedPart `json:"parts"`
-	CompleteWhen     []string        `json:"complete_when"` // empty: all parts
-	TTL              string          `json:"ttl"`
-	Time             string          `json:"time"`
-	Duplicates       string          `json:"duplicates"`
-	Retention        string          `json:"retention"`
-	IncompleteTopic  string          `json:"incomplete_topic"`
-	DuplicateTopic   string          `json:"duplicate_topic"`
-	RepartitionTopic string          `json:"repartition_topic"`
-	ChangelogTopic   string          `json:"changelog_topic"`
+	ID               string           `json:"id"`
+	Parts            []DescribedPart  `json:"parts"`
+	CompleteWhen     []string         `json:"complete_when"` // empty: all parts
+	TTL              string           `json:"ttl"`
+	Time             string           `json:"time"`
+	Duplicates       string           `json:"duplicates"`
+	Retention        string           `json:"retention"`
+	IncompleteTopic  string           `json:"incomplete_topic"`
+	DuplicateTopic   string           `json:"duplicate_topic"`
+	RepartitionTopic string           `json:"repartition_topic"`
+	ChangelogTopic   string           `json:"changelog_topic"`
+	Limits           *DescribedLimits `json:"limits,omitempty"`
 }
 
 // DescribedPart is one part of an assembly.
@@ -197,7 +236,7 @@ func (t *Topology) Description() *Description {
 
 	// The main path first, then the dirty edges in the order a record
 	// meets the stages, so each format lists the graph as a record travels.
-	var decodeErrs, schemaErrs, laterErrs []GraphEdge
+	var decodeErrs, schemaErrs, laterErrs, windowErrs []GraphEdge
 	var stages []string
 	const evt, router = "event_time", "router"
 	for _, in := range t.Inputs {
@@ -241,7 +280,7 @@ func (t *Topology) Description() *Description {
 	edge(evt, router, "")
 
 	all := map[string]bool{}
-	hasExpr := false
+	hasExpr, hasWindow := false, false
 	var assemblies []*RouteNode
 	for i, r := range t.Routes {
 		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == t.Default}
@@ -267,6 +306,19 @@ func (t *Topology) Description() *Description {
 			addFields(f.Expr)
 			hasExpr = true
 		}
+		if r.Window != nil {
+			dr.Window = describeWindow(r.Window)
+			if g := r.Window.GroupBy; g != nil {
+				addFields(g)
+				hasExpr = true
+			}
+			for _, a := range r.Window.Aggregates {
+				if a.Of != nil {
+					addFields(a.Of)
+				}
+			}
+			hasWindow = true
+		}
 		dr.Fields = sortedKeys(fields)
 		if r.Assembly != nil {
 			dr.Assemble = describeAssembly(r.Assembly)
@@ -283,8 +335,19 @@ func (t *Topology) Description() *Description {
 			order = ordinal(i + 1)
 		}
 		edge(router, id, order)
-		edge(id, "topic:"+r.Topic, "")
+		if r.Window != nil {
+			edge(id, "topic:"+r.Topic, "results")
+		} else {
+			edge(id, "topic:"+r.Topic, "")
+		}
 		node("topic:"+r.Topic, NodeTopic, r.Topic)
+		if w := dr.Window; w != nil && w.Limits != nil && w.Limits.OverflowTopic != "" {
+			edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
+			node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
+		}
+		if r.Window != nil {
+			windowErrs = append(windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
+		}
 	}
 	for _, r := range assemblies {
 		a := r.Assembly
@@ -306,6 +369,10 @@ func (t *Topology) Description() *Description {
 			edge(id, "topic:"+t, "duplicate")
 			node("topic:"+t, NodeTopic, t)
 		}
+		if l := a.Config.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
+			edge(id, "topic:"+l.OverflowTopic, "overflow")
+			node("topic:"+l.OverflowTopic, NodeTopic, l.OverflowTopic)
+		}
 		laterErrs = append(laterErrs, GraphEdge{From: id, To: "dirty", Label: "assemble"})
 	}
 	if len(d.Fields) == 0 && len(all) > 0 {
@@ -322,6 +389,12 @@ func (t *Topology) Description() *Description {
 		// whole record dirty at the route stage.
 		laterErrs = append(laterErrs, GraphEdge{From: router, To: "dirty", Label: "route"})
 		stages = append(stages, "route")
+	}
+	if hasWindow {
+		// A non-numeric value for sum/min/max/avg, or a group key that
+		// is not the input partition's (repartition: false).
+		laterErrs = append(laterErrs, windowErrs...)
+		stages = append(stages, "window")
 	}
 	if stages == nil {
 		stages = []string{}
@@ -341,7 +414,7 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
 		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
 		DuplicateTopic: c.DuplicateTopic, RepartitionTopic: a.RepartitionTopic, ChangelogTopic: a.ChangelogTopic,
-		Parts: []DescribedPart{},
+		Parts: []DescribedPart{}, Limits: describeLimits(c.Limits),
 	}
 	for _, p := range c.Parts {
 		dp := DescribedPart{Name: p.Name, Source: p.Source, When: p.When, ID: p.ID, Project: []DescribedField{}}
@@ -351,6 +424,47 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 		da.Parts = append(da.Parts, dp)
 	}
 	return da
+}
+
+func describeWindow(w *WindowNode) *DescribedWindow {
+	c := w.Config
+	dw := &DescribedWindow{
+		Type: c.Type, MaxOutOfOrderness: c.MaxOutOfOrderness.D().String(), Grace: c.Grace.D().String(),
+		Watermark: c.Watermark, Emit: c.Emit, GroupBy: c.GroupBy, LateTopic: c.LateTopic,
+		Repartition: !w.Direct, ChangelogTopic: w.ChangelogTopic, Aggregates: []DescribedAggregate{},
+		Limits: describeLimits(c.Limits),
+	}
+	if !w.Direct {
+		dw.RepartitionTopic = w.RepartitionTopic
+	}
+	if c.Size > 0 {
+		dw.Size = c.Size.D().String()
+	}
+	if c.Advance > 0 {
+		dw.Advance = c.Advance.D().String()
+	}
+	if c.Gap > 0 {
+		dw.Gap = c.Gap.D().String()
+	}
+	if c.IdleTimeout > 0 {
+		dw.IdleTimeout = c.IdleTimeout.D().String()
+	}
+	for _, a := range c.Aggregates {
+		dw.Aggregates = append(dw.Aggregates, DescribedAggregate{Name: a.Name, Fn: a.Fn, Of: a.Of})
+	}
+	return dw
+}
+
+// describeLimits is nil when l bounds nothing.
+func describeLimits(l *Limits) *DescribedLimits {
+	if l == nil || (l.MaxEntries == 0 && l.MaxBytes == 0) {
+		return nil
+	}
+	d := &DescribedLimits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, OnOverflow: l.OnOverflow}
+	if l.OnOverflow != OverflowEvict {
+		d.OverflowTopic = l.OverflowTopic
+	}
+	return d
 }
 
 func routeLabel(r DescribedRoute) string {
@@ -366,6 +480,22 @@ func routeLabel(r DescribedRoute) string {
 	fmt.Fprintf(&b, "\nwhen: %s", oneLine(when))
 	if r.Key != "" {
 		fmt.Fprintf(&b, "\nkey: %s", oneLine(r.Key))
+	}
+	if w := r.Window; w != nil {
+		span := w.Size
+		switch w.Type {
+		case WindowHopping:
+			span += " every " + w.Advance
+		case WindowSession:
+			span = "gap " + w.Gap
+		}
+		fmt.Fprintf(&b, "\nwindow: %s %s, grace %s", w.Type, span, w.Grace)
+		by := "input key"
+		if w.GroupBy != "" {
+			by = oneLine(w.GroupBy)
+		}
+		fmt.Fprintf(&b, "\nby %s; late: %s", by, w.LateTopic)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "\nvalue: %s", r.Value)
 	if len(r.Project) > 0 {

@@ -18,6 +18,8 @@ func TestDescribeGolden(t *testing.T) {
 		"testdata/good/full.yaml", // match all, drop, projection, two inputs
 		"../examples/assemble-orders.yaml",
 		"../examples/order-payment-shipment.yaml",
+		"../examples/late-orders.yaml",
+		"testdata/good/windows.yaml", // every window kind, limits
 	} {
 		top, err := Open(path)
 		if err != nil {
