@@ -129,7 +129,7 @@ func valueSets(t *testing.T) []valueSet {
 		rel, _ := filepath.Rel(root, f)
 		sets = append(sets, valueSet{name: name, args: []string{"-f", rel}})
 	}
-	for _, want := range []string{"deployment", "keda", "monitoring", "podmonitor", "tls"} {
+	for _, want := range []string{"deployment", "keda", "monitoring", "persistence", "podmonitor", "tls"} {
 		if !slices.ContainsFunc(sets, func(s valueSet) bool { return s.name == want }) {
 			t.Fatalf("missing value set ci/%s-values.yaml", want)
 		}
@@ -260,6 +260,16 @@ func TestHelmTemplateFails(t *testing.T) {
 		{"schema file name", []string{"--set", "schemas.a/b=x"}, `schemas: "a/b" is not a plain file name`},
 		{"client cert without secret", []string{"--set", "kafka.tls.clientCert=true"}, "kafka.tls.clientCert needs kafka.tls.existingSecret"},
 		{"unknown security protocol", []string{"--set", "kafka.securityProtocol=tls"}, "securityProtocol"},
+		{"persistence with a deployment", []string{"--set", "persistence.enabled=true", "--set", "workload=deployment"},
+			"persistence.enabled needs workload: statefulset: a Deployment's pods would share one volume"},
+		{"persistence under /tmp", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=/tmp/state"},
+			`persistence.mountPath "/tmp/state" collides with /tmp`},
+		{"persistence on the config", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=/etc/sidestream"},
+			`persistence.mountPath "/etc/sidestream" collides with /etc/sidestream`},
+		{"persistence above the config", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=/etc"},
+			`persistence.mountPath "/etc" collides with /etc/sidestream`},
+		{"persistence relative path", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=state"}, "mountPath"},
+		{"persistence bad retention", []string{"--set", "persistence.retention.whenScaled=Keep"}, "whenScaled"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

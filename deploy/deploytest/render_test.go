@@ -9,16 +9,35 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidestream/sidestream/topology"
 )
 
 // The parts of the rendered objects the tests look at.
 
 type workload struct {
 	Spec struct {
-		Replicas            *int   `yaml:"replicas"`
-		ServiceName         string `yaml:"serviceName"`
-		PodManagementPolicy string `yaml:"podManagementPolicy"`
-		Selector            struct {
+		Replicas                             *int   `yaml:"replicas"`
+		ServiceName                          string `yaml:"serviceName"`
+		PodManagementPolicy                  string `yaml:"podManagementPolicy"`
+		PersistentVolumeClaimRetentionPolicy *struct {
+			WhenDeleted string `yaml:"whenDeleted"`
+			WhenScaled  string `yaml:"whenScaled"`
+		} `yaml:"persistentVolumeClaimRetentionPolicy"`
+		VolumeClaimTemplates []struct {
+			Metadata struct {
+				Name        string            `yaml:"name"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"metadata"`
+			Spec struct {
+				AccessModes      []string `yaml:"accessModes"`
+				StorageClassName *string  `yaml:"storageClassName"`
+				Resources        struct {
+					Requests map[string]string `yaml:"requests"`
+				} `yaml:"resources"`
+			} `yaml:"spec"`
+		} `yaml:"volumeClaimTemplates"`
+		Selector struct {
 			MatchLabels map[string]string `yaml:"matchLabels"`
 		} `yaml:"selector"`
 		Template struct {
@@ -67,6 +86,7 @@ type podSpec struct {
 type securityContext struct {
 	RunAsNonRoot             *bool  `yaml:"runAsNonRoot"`
 	RunAsUser                *int64 `yaml:"runAsUser"`
+	FSGroup                  *int64 `yaml:"fsGroup"`
 	ReadOnlyRootFilesystem   *bool  `yaml:"readOnlyRootFilesystem"`
 	AllowPrivilegeEscalation *bool  `yaml:"allowPrivilegeEscalation"`
 	Capabilities             struct {
@@ -778,6 +798,138 @@ func TestTLS(t *testing.T) {
 	for _, v := range r.pod.Volumes {
 		if v.Name == "kafka-tls" && (v.Secret == nil || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "ca.crt") {
 			t.Errorf("CA-only TLS volume %+v, want ca.crt alone", v.Secret)
+		}
+	}
+}
+
+// TestPersistence: persistence.enabled gives every pod its own claim
+// (volumeClaimTemplates "state"), mounts it where SIDESTREAM_STATE_DIR
+// points, selects the pebble store, and passes the retention policy through;
+// the router reads those variables as the chart sets them. Off (the
+// default), nothing of it is rendered.
+func TestPersistence(t *testing.T) {
+	requireHelm(t)
+	const mountPath = "/var/lib/sidestream/state" // ci/persistence-values.yaml
+	r := render(t, valueSetArgs(t, "persistence")...)
+	if r.kind != "StatefulSet" {
+		t.Fatalf("workload %s, want StatefulSet", r.kind)
+	}
+	claims := r.w.Spec.VolumeClaimTemplates
+	if len(claims) != 1 {
+		t.Fatalf("%d volumeClaimTemplates, want 1", len(claims))
+	}
+	c := claims[0]
+	if c.Metadata.Name != "state" {
+		t.Errorf("claim template named %q, want state", c.Metadata.Name)
+	}
+	if got := c.Spec.Resources.Requests["storage"]; got != "20Gi" {
+		t.Errorf("claim requests storage %q, want 20Gi", got)
+	}
+	if sc := c.Spec.StorageClassName; sc == nil || *sc != "fast-ssd" {
+		t.Errorf("claim storageClassName %v, want fast-ssd", sc)
+	}
+	if !slices.Equal(c.Spec.AccessModes, []string{"ReadWriteOncePod"}) {
+		t.Errorf("claim accessModes %v, want [ReadWriteOncePod]", c.Spec.AccessModes)
+	}
+	if c.Metadata.Annotations["backup.example.com/skip"] != "true" {
+		t.Errorf("claim annotations %v", c.Metadata.Annotations)
+	}
+	var mounted int
+	for _, m := range r.c.VolumeMounts {
+		if m.Name == "state" {
+			mounted++
+			if m.MountPath != mountPath || m.ReadOnly {
+				t.Errorf("state mounted at %q (readOnly %v), want %s read-write", m.MountPath, m.ReadOnly, mountPath)
+			}
+		}
+	}
+	if mounted != 1 {
+		t.Errorf("state mounted %d times, want once: %+v", mounted, r.c.VolumeMounts)
+	}
+	for _, v := range r.pod.Volumes {
+		if v.Name == "state" {
+			t.Error("a pod volume named state shadows the claim template")
+		}
+	}
+	env := map[string]string{}
+	for _, e := range r.c.Env {
+		if e.ValueFrom == nil {
+			env[e.Name] = e.Value
+		}
+	}
+	if env["SIDESTREAM_STATE_STORE"] != "pebble" || env["SIDESTREAM_STATE_DIR"] != mountPath {
+		t.Errorf("SIDESTREAM_STATE_STORE %q, SIDESTREAM_STATE_DIR %q; want pebble, %s",
+			env["SIDESTREAM_STATE_STORE"], env["SIDESTREAM_STATE_DIR"], mountPath)
+	}
+	pol := r.w.Spec.PersistentVolumeClaimRetentionPolicy
+	if pol == nil || pol.WhenDeleted != "Retain" || pol.WhenScaled != "Delete" {
+		t.Errorf("persistentVolumeClaimRetentionPolicy %+v, want whenDeleted Retain, whenScaled Delete", pol)
+	}
+	// The volume is writable for the router's uid through the pod's
+	// fsGroup; the root filesystem stays read-only.
+	if fg := r.pod.SecurityContext.FSGroup; fg == nil || *fg != 65532 {
+		t.Errorf("pod fsGroup %v, want 65532", fg)
+	}
+	checkSecurity(t, r)
+	checkConfigMount(t, r)
+
+	// The router, given the rendered topology and the container's
+	// environment, keeps a pebble store under the mount.
+	var cm configMap
+	one(t, r.objs, "ConfigMap").decode(t, &cm)
+	cfg, err := topology.Load("topology.yaml", []byte(cm.Data["topology.yaml"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Apply(topology.OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
+		t.Fatalf("the container's environment: %v", err)
+	}
+	if cfg.State.Store != topology.StorePebble || cfg.State.Dir != mountPath {
+		t.Errorf("router state %+v, want store pebble in %s", cfg.State, mountPath)
+	}
+	var windows int
+	for _, rt := range cfg.Routes {
+		if rt.Window != nil {
+			windows++
+		}
+	}
+	if windows == 0 {
+		t.Error("the persistence value set's topology has no window route: nothing would use the store")
+	}
+
+	// The defaults, and the defaults of the two settings left out: no
+	// storage class (the cluster's default), retention Retain/Retain.
+	r = render(t, "--set", "persistence.enabled=true")
+	c = r.w.Spec.VolumeClaimTemplates[0]
+	if c.Spec.StorageClassName != nil {
+		t.Errorf("storageClassName %q rendered, want none (the cluster's default class)", *c.Spec.StorageClassName)
+	}
+	if got := c.Spec.Resources.Requests["storage"]; got != "10Gi" || !slices.Equal(c.Spec.AccessModes, []string{"ReadWriteOnce"}) {
+		t.Errorf("default claim %s %v, want 10Gi [ReadWriteOnce]", got, c.Spec.AccessModes)
+	}
+	if pol := r.w.Spec.PersistentVolumeClaimRetentionPolicy; pol == nil || pol.WhenDeleted != "Retain" || pol.WhenScaled != "Retain" {
+		t.Errorf("default retention %+v, want Retain/Retain", pol)
+	}
+	if v, _, _, _ := r.env("SIDESTREAM_STATE_DIR"); v != "/var/lib/sidestream" {
+		t.Errorf("default SIDESTREAM_STATE_DIR %q, want /var/lib/sidestream", v)
+	}
+
+	// Off by default.
+	r = render(t)
+	if n := len(r.w.Spec.VolumeClaimTemplates); n != 0 {
+		t.Errorf("default render has %d volumeClaimTemplates, want none", n)
+	}
+	if r.w.Spec.PersistentVolumeClaimRetentionPolicy != nil {
+		t.Error("default render has a persistentVolumeClaimRetentionPolicy")
+	}
+	for _, name := range []string{"SIDESTREAM_STATE_STORE", "SIDESTREAM_STATE_DIR"} {
+		if _, _, _, ok := r.env(name); ok {
+			t.Errorf("default render sets %s", name)
+		}
+	}
+	for _, m := range r.c.VolumeMounts {
+		if m.Name == "state" {
+			t.Errorf("default render mounts state at %s", m.MountPath)
 		}
 	}
 }

@@ -139,6 +139,19 @@ once, from the workload.
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are mutually exclusive: every series would be scraped twice; enable one of them" }}
 {{- end }}
+{{- with .Values.persistence }}
+{{- if .enabled }}
+{{- if eq $.Values.workload "deployment" }}
+{{- fail "persistence.enabled needs workload: statefulset: a Deployment's pods would share one volume (or lose theirs at every rollout); a StatefulSet gives each pod its own claim" }}
+{{- end }}
+{{- $mount := clean .mountPath }}
+{{- range $taken, $what := dict "/etc/sidestream" "the read-only topology and certificates" "/tmp" "a 64Mi emptyDir" }}
+{{- if or (eq $mount $taken) (hasPrefix (printf "%s/" $taken) $mount) (hasPrefix (printf "%s/" (trimSuffix "/" $mount)) $taken) }}
+{{- fail (printf "persistence.mountPath %q collides with %s (%s), which the chart mounts itself; use a directory of its own such as /var/lib/sidestream" $.Values.persistence.mountPath $taken $what) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* The autoscaler's upper bound: the value, or inputPartitions; never above it. */}}
