@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -268,6 +269,10 @@ func TestDefaultRender(t *testing.T) {
 	if !slices.Contains(r.c.Args, "--static-membership") {
 		t.Errorf("args %q lack --static-membership", r.c.Args)
 	}
+	// The headless Service's pod DNS name, which the router accepts.
+	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{instance}.sidestream-headless.sidestream.svc:8080" || processor.CheckOwnerURL(v) != nil {
+		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q (%v)", v, processor.CheckOwnerURL(v))
+	}
 	if v, _, _, _ := r.env("SIDESTREAM_BROKERS"); v != "kafka:9092" {
 		t.Errorf("SIDESTREAM_BROKERS %q", v)
 	}
@@ -481,6 +486,9 @@ func TestDeploymentMode(t *testing.T) {
 	}
 	if _, fp, _, _ := r.env("SIDESTREAM_INSTANCE_ID"); fp != "metadata.name" {
 		t.Errorf("SIDESTREAM_INSTANCE_ID from %q, want metadata.name", fp)
+	}
+	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{host}:8080" {
+		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q under a Deployment, want the pod address", v)
 	}
 	if v, _, _, _ := r.env("SIDESTREAM_BROKERS"); v != "kafka-0.kafka:9092,kafka-1.kafka:9092" {
 		t.Errorf("SIDESTREAM_BROKERS %q", v)

@@ -167,3 +167,16 @@ once, from the workload.
 {{- define "sidestream.promSelector" -}}
 {{- default (printf "namespace=%q,job=%q" .Release.Namespace (include "sidestream.fullname" .)) .Values.monitoring.prometheusRule.selector }}
 {{- end }}
+
+{{/* How pods reach each other's HTTP API (router --owner-url-template):
+the value, or the pod's stable DNS name under the StatefulSet's headless
+Service, or the pod IP the broker saw under a Deployment. */}}
+{{- define "sidestream.ownerURLTemplate" -}}
+{{- if .Values.router.ownerURLTemplate }}
+{{- .Values.router.ownerURLTemplate }}
+{{- else if eq .Values.workload "statefulset" }}
+{{- printf "http://{instance}.%s-headless.%s.svc:8080" (include "sidestream.fullname" .) .Release.Namespace }}
+{{- else }}
+{{- print "http://{host}:8080" }}
+{{- end }}
+{{- end }}
