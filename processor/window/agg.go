@@ -63,11 +63,11 @@ func (st *aggState) apply(kind AggKind, v value, t int64) bool {
 			st.num = v
 		}
 	case First:
-		if st.v.k == vNone || t < st.t {
+		if st.v.k == vNone || t < st.t || t == st.t && order(v, st.v) < 0 {
 			st.v, st.t = v, t
 		}
 	case Last:
-		if st.v.k == vNone || t >= st.t {
+		if st.v.k == vNone || t > st.t || t == st.t && order(v, st.v) > 0 {
 			st.v, st.t = v, t
 		}
 	case DistinctCount:
@@ -79,9 +79,8 @@ func (st *aggState) apply(kind AggKind, v value, t int64) bool {
 	return true
 }
 
-// merge folds the state of another session into st. Two sessions of one
-// key never hold records with equal event times (both would contain
-// [t, t+gap) and have merged), so First and Last need no tie-break.
+// merge folds the state of another session into st. First and Last
+// break ties between equal event times as apply does.
 func (st *aggState) merge(kind AggKind, o aggState) bool {
 	switch kind {
 	case Count:
@@ -100,11 +99,11 @@ func (st *aggState) merge(kind AggKind, o aggState) bool {
 			st.num = o.num
 		}
 	case First:
-		if o.v.k != vNone && (st.v.k == vNone || o.t < st.t) {
+		if o.v.k != vNone && (st.v.k == vNone || o.t < st.t || o.t == st.t && order(o.v, st.v) < 0) {
 			st.v, st.t = o.v, o.t
 		}
 	case Last:
-		if o.v.k != vNone && (st.v.k == vNone || o.t > st.t) {
+		if o.v.k != vNone && (st.v.k == vNone || o.t > st.t || o.t == st.t && order(o.v, st.v) > 0) {
 			st.v, st.t = o.v, o.t
 		}
 	case DistinctCount:

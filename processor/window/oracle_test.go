@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // op is one call: a record (Process) or an idle advance (AdvanceWatermark).
@@ -199,10 +200,13 @@ func (o *oracle) aggregates(members []oRec) map[string]any {
 			}
 			best := recs[0]
 			for _, r := range recs[1:] {
-				if a.Kind == First && (r.t < best.t || r.t == best.t && r.idx < best.idx) {
+				// Ties between equal event times go by value, never by
+				// arrival: first takes the least, last the greatest.
+				c := oracleOrder(r.vals[i], best.vals[i])
+				if a.Kind == First && (r.t < best.t || r.t == best.t && c < 0) {
 					best = r
 				}
-				if a.Kind == Last && (r.t > best.t || r.t == best.t && r.idx > best.idx) {
+				if a.Kind == Last && (r.t > best.t || r.t == best.t && c > 0) {
 					best = r
 				}
 			}
@@ -220,6 +224,47 @@ func (o *oracle) aggregates(members []oRec) map[string]any {
 		}
 	}
 	return out
+}
+
+// oracleOrder orders the scalars the generator makes: false < true <
+// numbers (by value, then int before float) < strings.
+func oracleOrder(a, b any) int {
+	rank := func(v any) int {
+		switch v := v.(type) {
+		case bool:
+			if v {
+				return 1
+			}
+			return 0
+		case string:
+			return 3
+		}
+		return 2
+	}
+	if d := rank(a) - rank(b); d != 0 {
+		return d
+	}
+	switch a := a.(type) {
+	case string:
+		return strings.Compare(a, b.(string))
+	case bool:
+		return 0
+	}
+	if fa, fb := toF(a), toF(b); fa != fb {
+		if fa < fb {
+			return -1
+		}
+		return 1
+	}
+	_, af := a.(float64)
+	_, bf := b.(float64)
+	switch {
+	case af == bf:
+		return 0
+	case af:
+		return 1
+	}
+	return -1
 }
 
 func normVal(v any) any {

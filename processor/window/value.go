@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -108,6 +109,36 @@ func less(a, b value) bool {
 		return a.i < b.i
 	}
 	return a.float() < b.float()
+}
+
+// order is a total order of scalars, for the tie-break of First and Last
+// between values of one event time, so that neither depends on the order
+// records arrive in: false < true < numbers (by value; an integer before
+// a float of equal value) < strings (by bytes).
+func order(a, b value) int {
+	rank := func(v value) int {
+		switch v.k {
+		case vInt, vFloat:
+			return 2
+		case vString:
+			return 3
+		}
+		return int(v.k) - 1 // vFalse 0, vTrue 1
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	switch {
+	case a.k == vString:
+		return strings.Compare(a.s, b.s)
+	case !a.number():
+		return 0
+	case less(a, b):
+		return -1
+	case less(b, a):
+		return 1
+	}
+	return int(a.k) - int(b.k) // vInt before vFloat
 }
 
 // add adds two numbers (either may be vNone: empty). Integers stay int64
