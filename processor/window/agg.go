@@ -9,7 +9,8 @@ import (
 // the fields its kind needs are used (and encoded).
 type aggState struct {
 	n   int64    // Count, Avg: number of non-nil values
-	num value    // Sum, Avg: the sum; Min, Max: the extreme; vNone when empty
+	num value    // Sum, Avg: the integer part (vInt or vNone); Min, Max: the extreme; vNone when empty
+	fp  []float64 // Sum, Avg: the float part, exact (exactsum.go)
 	t   int64    // First, Last: event time of v
 	v   value    // First, Last: the value; vNone when empty
 	set []string // DistinctCount: canonical values, sorted
@@ -46,14 +47,10 @@ func (st *aggState) apply(kind AggKind, v value, t int64) bool {
 	case Count:
 		st.n++
 	case Sum:
-		s, ok := add(st.num, v)
-		st.num = s
-		return ok
+		return st.addNum(v)
 	case Avg:
 		st.n++
-		s, ok := add(st.num, v)
-		st.num = s
-		return ok
+		return st.addNum(v)
 	case Min:
 		if st.num.k == vNone || less(v, st.num) {
 			st.num = v
@@ -87,9 +84,14 @@ func (st *aggState) merge(kind AggKind, o aggState) bool {
 		st.n += o.n
 	case Sum, Avg:
 		st.n += o.n
-		s, ok := add(st.num, o.num)
-		st.num = s
-		return ok
+		if o.num.k == vInt && !st.addNum(o.num) {
+			return false
+		}
+		for _, f := range o.fp {
+			if !st.addNum(value{k: vFloat, f: f}) {
+				return false
+			}
+		}
 	case Min:
 		if o.num.k != vNone && (st.num.k == vNone || less(o.num, st.num)) {
 			st.num = o.num
@@ -121,13 +123,15 @@ func (st *aggState) appendResult(b []byte, kind AggKind) []byte {
 	switch kind {
 	case Count:
 		return strconv.AppendInt(b, st.n, 10)
-	case Sum, Min, Max:
+	case Sum:
+		return appendJSON(b, st.sum())
+	case Min, Max:
 		return appendJSON(b, st.num)
 	case Avg:
 		if st.n == 0 {
 			return append(b, "null"...)
 		}
-		return appendFloat(b, st.num.float()/float64(st.n))
+		return appendFloat(b, st.sum().float()/float64(st.n))
 	case First, Last:
 		return appendJSON(b, st.v)
 	case DistinctCount:

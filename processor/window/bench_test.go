@@ -3,6 +3,7 @@ package window
 import (
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,10 +31,13 @@ func BenchmarkProcess(b *testing.B) {
 	for i := range keys {
 		keys[i] = "user-" + strconv.Itoa(i)
 	}
-	for _, name := range []string{"tumbling", "hopping", "session"} {
+	// tumbling-float: the same as tumbling, with float amounts, which
+	// sums keep exact (exactsum.go).
+	for _, name := range []string{"tumbling", "tumbling-float", "hopping", "session"} {
 		for _, mode := range []EmitMode{EmitUpdate, EmitFinal} {
 			b.Run(name+"/"+mode.String(), func(b *testing.B) {
-				s := benchSpecs()[name]
+				s := benchSpecs()[strings.TrimSuffix(name, "-float")]
+				floats := strings.HasSuffix(name, "-float")
 				s.Emit = mode
 				st := changelog.NewMemory()
 				o, err := New(s, st)
@@ -47,6 +51,9 @@ func BenchmarkProcess(b *testing.B) {
 				for b.Loop() {
 					t := int64(i)*10 - int64((i*7919)%200)*10
 					vals[1], vals[2] = i%100, i%37
+					if floats {
+						vals[1] = float64(i%100) * 0.1
+					}
 					out, err := o.Process(keys[(i/10000*37+i%100)%len(keys)], t, vals)
 					if err != nil {
 						b.Fatal(err)

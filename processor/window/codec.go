@@ -163,11 +163,13 @@ func appendWindow(b []byte, w *win, aggs []Aggregation) []byte {
 		switch a.Kind {
 		case Count:
 			b = binary.AppendUvarint(b, uint64(st.n))
-		case Sum, Min, Max:
+		case Sum:
+			b = appendSum(b, st)
+		case Min, Max:
 			b = appendValue(b, st.num)
 		case Avg:
 			b = binary.AppendUvarint(b, uint64(st.n))
-			b = appendValue(b, st.num)
+			b = appendSum(b, st)
 		case First, Last:
 			b = appendValue(b, st.v)
 			if st.v.k != vNone {
@@ -196,6 +198,56 @@ func appendValue(b []byte, v value) []byte {
 		b = append(b, v.s...)
 	}
 	return b
+}
+
+// vExact marks a stored sum with a float part: the integer part (a value),
+// uvarint(n), then n partials as float64 bits. A sum without one is
+// stored as its integer part alone; a vFloat sum was stored before sums
+// were exact and is read as one partial.
+const vExact vkind = vOther + 1
+
+func appendSum(b []byte, st *aggState) []byte {
+	if len(st.fp) == 0 {
+		return appendValue(b, st.num)
+	}
+	b = append(b, byte(vExact))
+	b = appendValue(b, st.num)
+	b = binary.AppendUvarint(b, uint64(len(st.fp)))
+	for _, f := range st.fp {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	return b
+}
+
+// sum reads what appendSum wrote.
+func (d *decoder) sum(st *aggState) {
+	if d.bad || len(d.b) == 0 || vkind(d.b[0]) != vExact {
+		v := d.value()
+		switch v.k {
+		case vNone, vInt:
+			st.num = v
+		case vFloat:
+			st.fp = []float64{v.f}
+		default:
+			d.bad = true
+		}
+		return
+	}
+	d.b = d.b[1:]
+	st.num = d.value()
+	n := d.uvarint()
+	if st.num.k != vNone && st.num.k != vInt || n == 0 || n > uint64(len(d.b))/8 {
+		d.bad = true
+		return
+	}
+	st.fp = make([]float64, n)
+	for i := range st.fp {
+		st.fp[i] = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+		d.b = d.b[8:]
+	}
+	if !finite(st.fp) {
+		d.bad = true
+	}
 }
 
 // decoder reads stored state; the first error sticks.
@@ -278,11 +330,13 @@ func decodeWindow(b []byte, key string, start int64, aggs []Aggregation) (*win, 
 		switch a.Kind {
 		case Count:
 			st.n = int64(d.uvarint())
-		case Sum, Min, Max:
+		case Sum:
+			d.sum(st)
+		case Min, Max:
 			st.num = d.value()
 		case Avg:
 			st.n = int64(d.uvarint())
-			st.num = d.value()
+			d.sum(st)
 		case First, Last:
 			st.v = d.value()
 			if st.v.k != vNone {

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,10 +172,13 @@ func (o *oracle) aggregates(members []oRec) map[string]any {
 				out[a.Name] = nil
 				continue
 			}
-			s := 0.0
+			// The exact sum, rounded once: the result must not depend
+			// on the order values were added in.
+			exact := new(big.Float).SetPrec(4096)
 			for _, v := range vals {
-				s += toF(v)
+				exact.Add(exact, new(big.Float).SetFloat64(toF(v)))
 			}
+			s, _ := exact.Float64()
 			if a.Kind == Avg {
 				s /= float64(len(vals))
 			}

@@ -141,23 +141,6 @@ func order(a, b value) int {
 	return int(a.k) - int(b.k) // vInt before vFloat
 }
 
-// add adds two numbers (either may be vNone: empty). Integers stay int64
-// until the sum overflows; ok is false when a float sum is not finite.
-func add(a, b value) (value, bool) {
-	switch {
-	case a.k == vNone:
-		return b, true
-	case b.k == vNone:
-		return a, true
-	case a.k == vInt && b.k == vInt:
-		s := a.i + b.i
-		if (s > a.i) == (b.i > 0) {
-			return value{k: vInt, i: s}, true
-		}
-	}
-	return fromFloat(a.float() + b.float())
-}
-
 // canonical is the identity of a scalar for DistinctCount: numbers by
 // value, so 1 and 1.0 are one value.
 func canonical(v value) string {
