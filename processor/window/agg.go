@@ -8,12 +8,12 @@ import (
 // aggState is the running state of one aggregation in one window. Only
 // the fields its kind needs are used (and encoded).
 type aggState struct {
-	n   int64    // Count, Avg: number of non-nil values
-	num value    // Sum, Avg: the integer part (vInt or vNone); Min, Max: the extreme; vNone when empty
+	n   int64     // Count, Avg: number of non-nil values
+	num value     // Sum, Avg: the integer part (vInt or vNone); Min, Max: the extreme; vNone when empty
 	fp  []float64 // Sum, Avg: the float part, exact (exactsum.go)
-	t   int64    // First, Last: event time of v
-	v   value    // First, Last: the value; vNone when empty
-	set []string // DistinctCount: canonical values, sorted
+	t   int64     // First, Last: event time of v
+	v   value     // First, Last: the value; vNone when empty
+	set []string  // DistinctCount: canonical values, sorted
 }
 
 // check reports the RecordError reason for an input an aggregation cannot
