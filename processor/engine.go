@@ -43,16 +43,25 @@ type engine struct {
 	// assemblies are the assembly routes, whose parts stage one writes.
 	assemblies []*topology.RouteNode
 	partRoute  map[string]string // repartition topic -> assembly route
+	// tombstones are the routes an input tombstone is forwarded to.
+	tombstones []*topology.RouteNode
 }
 
 func newEngine(t *topology.Topology) *engine {
+	var tomb []*topology.RouteNode
+	for _, r := range t.Routes {
+		if r.ForwardTombstones {
+			tomb = append(tomb, r)
+		}
+	}
 	return &engine{
-		top:    t,
-		dec:    newDecoder(t),
-		rt:     newRouter(t),
-		appID:  t.Config.ApplicationID,
-		maxRec: t.Dirty.MaxRecordBytes,
-		trunc:  t.Dirty.TruncateTo,
+		tombstones: tomb,
+		top:        t,
+		dec:        newDecoder(t),
+		rt:         newRouter(t),
+		appID:      t.Config.ApplicationID,
+		maxRec:     t.Dirty.MaxRecordBytes,
+		trunc:      t.Dirty.TruncateTo,
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
@@ -89,6 +98,9 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 	}()
 	if !e.dec.topics[r.Topic] {
 		return []*kgo.Record{e.dirty(r, recErr(StageDecode, ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), tally)}
+	}
+	if r.Value == nil && len(e.tombstones) > 0 {
+		return e.tombstone(r, tally)
 	}
 	d, rerr := e.dec.decode(r.Topic, r.Value, r.Timestamp)
 	if rerr != nil {
@@ -155,6 +167,31 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 	}
 	for _, rec := range parts {
 		tally.Routes[e.partRoute[rec.Topic]]++
+	}
+	return recs
+}
+
+// tombstone forwards an input tombstone to every route with tombstones:
+// forward, as it came: key, headers, timestamp, null value. It has no
+// fields, so no predicate is asked; without a key there is nothing to
+// delete and it goes to dirty.
+func (e *engine) tombstone(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
+	if r.Key == nil {
+		return []*kgo.Record{e.dirty(r, recErr(StageDecode, ReasonNullValue,
+			"value is null (a tombstone) and so is the key: there is nothing to delete, and a JSON object is expected"), tally)}
+	}
+	recs := make([]*kgo.Record, 0, len(e.tombstones))
+	for _, rt := range e.tombstones {
+		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
+		if recordSize(rec) > e.maxRec {
+			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
+				"tombstone for route %q is %d bytes (key and headers), over max_record_bytes %d", rt.Name, recordSize(rec), e.maxRec), tally)}
+		}
+		recs = append(recs, rec)
+	}
+	tally.Routed++
+	for _, rt := range e.tombstones {
+		tally.Routes[rt.Name]++
 	}
 	return recs
 }

@@ -52,6 +52,9 @@ type RouteNode struct {
 	Connect *ConnectSchema
 	// Assembly is set on assembly routes.
 	Assembly *AssemblyNode
+	// ForwardTombstones: input tombstones are written to Topic as they
+	// came (tombstones: forward).
+	ForwardTombstones bool
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -106,7 +109,7 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		t.Inputs = append(t.Inputs, n)
 	}
 	for _, r := range cfg.Routes {
-		rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format}
+		rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == TombstonesForward}
 		var err error
 		if r.When != "" {
 			if rn.When, err = CompileExpr(r.When, true); err != nil {

@@ -258,7 +258,20 @@ type Route struct {
 	// input topics are joined by ID, and the route's topic receives the
 	// assembled records.
 	Assemble *Assemble `yaml:"assemble"`
+	// Tombstones is what an input tombstone (a keyed record with a null
+	// value, a delete on a compacted topic) does for this route: dirty
+	// (the default: it cannot be decoded or matched) or forward (written
+	// to this route's topic as it came, key and headers, null value, so a
+	// delete reaches the sink). Only on plain routes that keep the input
+	// key.
+	Tombstones string `yaml:"tombstones"`
 }
+
+// Tombstone handling of a route.
+const (
+	TombstonesDirty   = "dirty"
+	TombstonesForward = "forward"
+)
 
 // Window kinds and emission modes.
 const (

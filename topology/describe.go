@@ -92,6 +92,9 @@ type DescribedRoute struct {
 	Default bool     `json:"default"`
 	// Assemble is set on assembly routes.
 	Assemble *DescribedAssembly `json:"assemble,omitempty"`
+	// Tombstones is "forward" when input tombstones are written to Topic;
+	// "" when they go to dirty.
+	Tombstones string `json:"tombstones,omitempty"`
 	// Window is set on window routes: Topic then receives window results.
 	Window *DescribedWindow `json:"window,omitempty"`
 }
@@ -284,6 +287,9 @@ func (t *Topology) Description() *Description {
 	var assemblies []*RouteNode
 	for i, r := range t.Routes {
 		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == t.Default}
+		if r.ForwardTombstones {
+			dr.Tombstones = TombstonesForward
+		}
 		fields := map[string]bool{}
 		addFields := func(e *Expr) {
 			for _, f := range e.Fields {
@@ -504,6 +510,9 @@ func routeLabel(r DescribedRoute) string {
 			names[i] = f.Name
 		}
 		fmt.Fprintf(&b, " {%s}", strings.Join(names, ", "))
+	}
+	if r.Tombstones == TombstonesForward {
+		b.WriteString("\ntombstones: forward")
 	}
 	return b.String()
 }

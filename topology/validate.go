@@ -169,6 +169,18 @@ func (d *doc) validate() {
 			d.checkExpr(p+".key", r.Key, false)
 		}
 		d.validateFormat(p, r, inSchemas)
+		switch r.Tombstones {
+		case "", TombstonesDirty:
+		case TombstonesForward:
+			switch {
+			case r.Window != nil || r.Assemble != nil:
+				d.at(p+".tombstones", "%s.tombstones: forward applies to plain routes; a window or assembly route's topic holds results keyed by its own key, which a tombstone cannot delete", p)
+			case r.Key != "":
+				d.at(p+".tombstones", "%s.tombstones: forward writes the tombstone with the input key, but this route writes records keyed by %q: the delete would miss them; remove key or tombstones", p, r.Key)
+			}
+		default:
+			d.at(p+".tombstones", "%s.tombstones must be %q or %q, got %q", p, TombstonesDirty, TombstonesForward, r.Tombstones)
+		}
 		if r.Window != nil {
 			d.validateWindow(p, r, useTopic)
 			continue
