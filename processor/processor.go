@@ -423,13 +423,26 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			if len(p.ws.direct) > 0 {
 				direct = &directTasks{p: p, part: ftp.Partition, tally: tally, produce: produce}
 			}
+			var directAsm *directAssemblies
+			if len(p.as.direct) > 0 {
+				directAsm = &directAssemblies{p: p, part: ftp.Partition, tally: tally, produce: produce}
+			}
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processFrom(r, sp, tally) {
 					if direct != nil && p.ws.direct[out.Topic] != nil {
 						direct.process(out, r)
 						continue
 					}
+					if directAsm != nil && p.as.direct[out.Topic] != nil {
+						directAsm.process(out, r)
+						continue
+					}
 					produce(out)
+				}
+			}
+			if directAsm != nil {
+				if err := directAsm.finish(); err != nil {
+					taskErrOnce.Do(func() { taskErr = err })
 				}
 			}
 			if direct != nil {
@@ -437,6 +450,9 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 					taskErrOnce.Do(func() { taskErr = err })
 					return
 				}
+			}
+			if directAsm != nil && directAsm.err != nil {
+				return
 			}
 		}
 		last := ftp.Records[len(ftp.Records)-1]
