@@ -48,11 +48,13 @@ func (d *directAssemblies) process(out, in *kgo.Record) {
 		d.tasks[out.Topic] = t
 	}
 	out.Partition, out.Offset = d.part, in.Offset
-	if n := d.p.ws.partitions.Load(); n > 0 {
+	// An empty key (no ID) has no partition: the assembly stage sends it
+	// to dirty with its own reason.
+	if n := d.p.ws.partitions.Load(); n > 0 && len(out.Key) > 0 {
 		if d.hash == nil {
 			d.hash = d.p.part.ForTopic(out.Topic)
 		}
-		if kp := int32(d.hash.Partition(out, int(n))); kp != d.part {
+		if kp := hashPartition(d.hash, out, int(n)); kp != d.part {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
@@ -74,4 +76,15 @@ func (d *directAssemblies) finish() error {
 		t.mu.Unlock()
 	}
 	return d.err
+}
+
+// hashPartition is the partition of a keyed record under tp: the one
+// state queries compute (keyPartition), Kafka's murmur2 of the key. The
+// router's default partitioner is a backup partitioner, whose Partition
+// must not be called.
+func hashPartition(tp kgo.TopicPartitioner, r *kgo.Record, n int) int32 {
+	if bp, ok := tp.(kgo.TopicBackupPartitioner); ok {
+		return int32(bp.PartitionByBackup(r, n, nil))
+	}
+	return int32(tp.Partition(r, n))
 }
