@@ -384,3 +384,99 @@ func TestAssemblyDirectChangelogLoss(t *testing.T) {
 	}
 	b.stop(t)
 }
+
+const twoInputsYAML = `application_id: two-inputs
+guarantee: exactly_once
+inputs:
+  - topic: orders
+  - topic: payments
+routing:
+  match: first
+  default: drop
+routes:
+  - name: paid
+    topic: orders.paid
+    assemble:
+      id: order_id
+      parts:
+        - {name: order, source: orders}
+        - {name: payment, source: payments}
+      ttl: 1h
+      incomplete_topic: orders.unpaid
+      repartition: false
+dirty:
+  topic: orders.dirty
+`
+
+func twoInputs(t *testing.T, brokers []string) *topology.Topology {
+	t.Helper()
+	cfg, err := topology.Load("two-inputs.yaml", []byte(twoInputsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+// TestAssemblyDirectTwoInputs: a direct assembly whose parts come from two
+// inputs keyed by the same id: partition i of both feeds task i (built
+// once, though both partitions may be processed at the same time), and
+// every order is assembled exactly once. Inputs of unequal partition
+// counts are refused at start.
+func TestAssemblyDirectTwoInputs(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(6, "orders", "payments"))
+	brokers := c.ListenAddrs()
+	top := twoInputs(t, brokers)
+	const n = 2000
+	var parts []gen.Part
+	for i := range n {
+		id := fmt.Sprintf("ord-%d", i)
+		parts = append(parts,
+			gen.Part{Topic: "orders", Key: []byte(id), Value: fmt.Appendf(nil, `{"order_id":%q,"amount":%d}`, id, i)},
+			gen.Part{Topic: "payments", Key: []byte(id), Value: fmt.Appendf(nil, `{"order_id":%q,"paid":true}`, id)})
+	}
+	produceParts(t, brokers, parts)
+	r := start(t, top, "a", WithWorkers(4), WithMaxPollRecords(200))
+	for deadline := time.Now().Add(time.Minute); testutil.ToFloat64(r.p.Metrics().Assemblies.WithLabelValues("paid", metrics.ResultCompleted)) < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not assembled: %+v", r.p.Metrics().Snapshot())
+		}
+	}
+	r.stop(t)
+	if s := r.p.Metrics().Snapshot(); !s.Conserved() || s.Dirty != 0 {
+		t.Fatalf("conservation or dirty: %+v", s)
+	}
+	seen := map[string]int{}
+	for _, rec := range readCommitted(t, brokers, "orders.paid", "orders.unpaid", "orders.dirty") {
+		if rec.Topic != "orders.paid" {
+			t.Fatalf("record on %s: %s", rec.Topic, rec.Value)
+		}
+		seen[string(rec.Key)]++
+	}
+	for i := range n {
+		if id := fmt.Sprintf("ord-%d", i); seen[id] != 1 {
+			t.Fatalf("order %s assembled %d times", id, seen[id])
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d ids assembled, want %d", len(seen), n)
+	}
+
+	// Unequal partition counts: refused before the first poll.
+	c2 := newCluster(t, kfake.SeedTopics(6, "orders"), kfake.SeedTopics(3, "payments"))
+	p, err := New(twoInputs(t, c2.ListenAddrs()), WithLogger(testLogger()), WithInstanceID("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Run(ctx); err == nil || !strings.Contains(err.Error(), "co-partitioning is broken") {
+		t.Fatalf("Run with 6 and 3 partitions: %v, want a co-partitioning error", err)
+	}
+}
