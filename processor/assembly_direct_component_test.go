@@ -480,3 +480,39 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 		t.Fatalf("Run with 6 and 3 partitions: %v, want a co-partitioning error", err)
 	}
 }
+
+// TestAssemblyDirectCoPartitionedAssignment: with two members, partition
+// i of every input is assigned to the same member, so one task holds an
+// id's parts from both inputs.
+func TestAssemblyDirectCoPartitionedAssignment(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(6, "orders", "payments"))
+	brokers := c.ListenAddrs()
+	top := twoInputs(t, brokers)
+	a := start(t, top, "a")
+	b := start(t, top, "b")
+	held := func(r *running) map[string][]int32 {
+		out := map[string][]int32{}
+		for _, ts := range r.p.Tasks() {
+			if !ts.Direct {
+				out[ts.Topic] = append(out[ts.Topic], ts.Partition)
+			}
+		}
+		for _, ps := range out {
+			slices.Sort(ps)
+		}
+		return out
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		ha, hb := held(a), held(b)
+		if len(ha["orders"])+len(hb["orders"]) == 6 && len(ha["payments"])+len(hb["payments"]) == 6 && len(ha["orders"]) > 0 && len(hb["orders"]) > 0 {
+			if !slices.Equal(ha["orders"], ha["payments"]) || !slices.Equal(hb["orders"], hb["payments"]) {
+				t.Fatalf("inputs not co-assigned: a %v, b %v", ha, hb)
+			}
+			t.Logf("a %v, b %v", ha, hb)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no settled assignment: a %v, b %v", ha, hb)
+		}
+	}
+}

@@ -314,6 +314,14 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	if p.opts.staticGroup {
 		o = append(o, kgo.InstanceID(p.opts.instanceID))
 	}
+	if len(p.directTopics()) > 0 && len(p.top.InputTopics()) > 1 {
+		// repartition: false with several inputs: partition i of every
+		// input feeds task i, so one member must hold all of them. The
+		// range assignor gives every member the same partition numbers
+		// of each topic of equal partition count; the default
+		// cooperative-sticky balancer does not (it split them).
+		o = append(o, kgo.Balancers(kgo.RangeBalancer()))
+	}
 	o = append(o, bufferOpts(cfg.Client)...)
 	return append(o, p.opts.kgoOpts...)
 }
