@@ -126,12 +126,13 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 		}
 	}
 	p.ws.setSources(sources)
-	if len(p.ws.direct) > 0 {
+	if len(p.ws.direct)+len(p.as.direct) > 0 {
 		// repartition: false pairs partition i of every input with the
-		// window task i: the inputs must agree on their partition count.
+		// window or assembly task i: the inputs must agree on their
+		// partition count.
 		for _, t := range p.top.InputTopics() {
 			if n := int32(len(inputs[t].Partitions)); n != parts {
-				return fmt.Errorf("a window route has repartition: false, but input %q has %d partitions and another input %d: co-partitioning is broken", t, n, parts)
+				return fmt.Errorf("a window or assembly route has repartition: false, but input %q has %d partitions and another input %d: co-partitioning is broken", t, n, parts)
 			}
 		}
 	}

@@ -63,11 +63,31 @@ func (t *assemblyTask) routeName() string        { return t.route.rt.Name }
 // assemblyStage owns the assembly tasks of this process.
 type assemblyStage struct {
 	routes map[string]*assemblyRoute // by repartition topic
+	direct map[string]*assemblyRoute // the routes without one (repartition: false), by its name
 	taskSet[*assemblyTask]
+	// building serialises the restore of one partition's task: a direct
+	// route's task i is reached from partition i of every input, which
+	// may be processed in parallel.
+	buildMu  sync.Mutex
+	building map[tp]*sync.Mutex
+}
+
+// buildLock returns the lock that serialises building one task.
+func (as *assemblyStage) buildLock(topic string, part int32) *sync.Mutex {
+	as.buildMu.Lock()
+	defer as.buildMu.Unlock()
+	k := tp{topic, part}
+	l := as.building[k]
+	if l == nil {
+		l = &sync.Mutex{}
+		as.building[k] = l
+	}
+	return l
 }
 
 func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
-	as := &assemblyStage{routes: map[string]*assemblyRoute{}, taskSet: newTaskSet[*assemblyTask]()}
+	as := &assemblyStage{routes: map[string]*assemblyRoute{}, direct: map[string]*assemblyRoute{},
+		taskSet: newTaskSet[*assemblyTask](), building: map[tp]*sync.Mutex{}}
 	for _, r := range t.Assemblies() {
 		c := r.Assembly.Config
 		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
@@ -82,15 +102,29 @@ func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
 		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == topology.ClockEvent}
+		if r.Assembly.Direct {
+			as.direct[r.Assembly.RepartitionTopic] = as.routes[r.Assembly.RepartitionTopic]
+		}
 	}
 	return as, nil
 }
 
-func (as *assemblyStage) isRepartition(topic string) bool { _, ok := as.routes[topic]; return ok }
+// isRepartition reports whether topic is the repartition topic of an
+// assembly route (a direct route has none: its name is never polled).
+func (as *assemblyStage) isRepartition(topic string) bool {
+	_, ok := as.routes[topic]
+	return ok && as.direct[topic] == nil
+}
 
 // assemblyTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet.
 func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error) {
+	if t, ok := p.as.get(topic, part); ok {
+		return t, nil
+	}
+	l := p.as.buildLock(topic, part)
+	l.Lock()
+	defer l.Unlock()
 	if t, ok := p.as.get(topic, part); ok {
 		return t, nil
 	}

@@ -314,6 +314,14 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	if p.opts.staticGroup {
 		o = append(o, kgo.InstanceID(p.opts.instanceID))
 	}
+	if len(p.directTopics()) > 0 && len(p.top.InputTopics()) > 1 {
+		// repartition: false with several inputs: partition i of every
+		// input feeds task i, so one member must hold all of them. The
+		// range assignor gives every member the same partition numbers
+		// of each topic of equal partition count; the default
+		// cooperative-sticky balancer does not (it split them).
+		o = append(o, kgo.Balancers(kgo.RangeBalancer()))
+	}
 	o = append(o, bufferOpts(cfg.Client)...)
 	return append(o, p.opts.kgoOpts...)
 }
@@ -423,13 +431,26 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			if len(p.ws.direct) > 0 {
 				direct = &directTasks{p: p, part: ftp.Partition, tally: tally, produce: produce}
 			}
+			var directAsm *directAssemblies
+			if len(p.as.direct) > 0 {
+				directAsm = &directAssemblies{p: p, part: ftp.Partition, tally: tally, produce: produce}
+			}
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processFrom(r, sp, tally) {
 					if direct != nil && p.ws.direct[out.Topic] != nil {
 						direct.process(out, r)
 						continue
 					}
+					if directAsm != nil && p.as.direct[out.Topic] != nil {
+						directAsm.process(out, r)
+						continue
+					}
 					produce(out)
+				}
+			}
+			if directAsm != nil {
+				if err := directAsm.finish(); err != nil {
+					taskErrOnce.Do(func() { taskErr = err })
 				}
 			}
 			if direct != nil {
@@ -437,6 +458,9 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 					taskErrOnce.Do(func() { taskErr = err })
 					return
 				}
+			}
+			if directAsm != nil && directAsm.err != nil {
+				return
 			}
 		}
 		last := ftp.Records[len(ftp.Records)-1]

@@ -47,7 +47,12 @@ type restoreResult struct {
 //   - it is empty or missing while the group has committed an offset > 0
 //     on the same repartition partition (stage two processed records, and
 //     every state change was written to the changelog in the same
-//     transaction);
+//     transaction). A route without a repartition topic (repartition:
+//     false) has no such witness: its input partition's committed offset
+//     moves with records that are no part of the route too, so an empty
+//     changelog there may be one that never held state; the check is
+//     not made for it (repartitionOf names a topic the group never
+//     commits on);
 //   - a local checkpoint lies past its end (recreated or truncated) or
 //     below its log start (records deleted).
 //

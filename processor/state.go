@@ -228,7 +228,7 @@ func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string
 	}
 	part := keyPartition(p.part, topic, []byte(key), int(n))
 	owned := topic
-	if p.ws.direct[topic] != nil {
+	if p.isDirect(topic) {
 		// No repartition topic: the task is the input partition's.
 		owned = p.top.InputTopics()[0]
 	}

@@ -104,7 +104,8 @@ func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*chan
 // dropState forgets the state of every stateful stage: all of it (nil)
 // or that of the given partitions.
 func (p *Processor) dropState(parts map[string][]int32) {
-	p.ws.drop(p.withDirect(parts))
+	parts = p.withDirect(parts)
+	p.ws.drop(parts)
 	p.as.drop(parts)
 	p.src.drop(parts)
 }
@@ -114,19 +115,20 @@ func (p *Processor) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 	return append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
 }
 
-// withDirect adds to parts, for every window route without a
+// withDirect adds to parts, for every window or assembly route without a
 // repartition topic, the tasks of the input partitions in parts (they are
 // known by the route's repartition topic name). Nil stays nil: all.
 func (p *Processor) withDirect(parts map[string][]int32) map[string][]int32 {
-	if parts == nil || len(p.ws.direct) == 0 {
+	direct := p.directTopics()
+	if parts == nil || len(direct) == 0 {
 		return parts
 	}
-	out := make(map[string][]int32, len(parts)+len(p.ws.direct))
+	out := make(map[string][]int32, len(parts)+len(direct))
 	for t, ps := range parts {
 		out[t] = append(out[t], ps...)
 	}
 	for _, in := range p.top.InputTopics() {
-		for rep := range p.ws.direct {
+		for _, rep := range direct {
 			for _, part := range parts[in] {
 				if !slices.Contains(out[rep], part) {
 					out[rep] = append(out[rep], part)
@@ -135,4 +137,23 @@ func (p *Processor) withDirect(parts map[string][]int32) map[string][]int32 {
 		}
 	}
 	return out
+}
+
+// directTopics are the (virtual) repartition topic names of the window and
+// assembly routes without a repartition topic (repartition: false).
+func (p *Processor) directTopics() []string {
+	var out []string
+	for rep := range p.ws.direct {
+		out = append(out, rep)
+	}
+	for rep := range p.as.direct {
+		out = append(out, rep)
+	}
+	return out
+}
+
+// isDirect reports whether topic names a route without a repartition
+// topic, whose tasks run in the input partitions of the same number.
+func (p *Processor) isDirect(topic string) bool {
+	return p.ws.direct[topic] != nil || p.as.direct[topic] != nil
 }

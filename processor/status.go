@@ -32,9 +32,9 @@ type TaskStatus struct {
 	// largest event time (absent: not heard from yet).
 	HeldBy string `json:"held_by,omitempty"`
 	HeldAt *int64 `json:"held_at,omitempty"`
-	// Direct marks the window task of a route without a repartition
-	// topic (repartition: false): it runs inside the input partition of
-	// the same number, whose position it shares.
+	// Direct marks the window or assembly task of a route without a
+	// repartition topic (repartition: false): it runs inside the input
+	// partition of the same number, whose position it shares.
 	Direct bool `json:"direct,omitempty"`
 
 	// active is when the task was assigned or last made progress.
@@ -83,6 +83,11 @@ func newStatus(t *topology.Topology) *status {
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
 			s.directRoutes[r.Window.RepartitionTopic] = r.Name
+		}
+	}
+	for _, r := range t.Assemblies() {
+		if r.Assembly.Direct {
+			s.directRoutes[r.Assembly.RepartitionTopic] = r.Name
 		}
 	}
 	return s
@@ -299,7 +304,7 @@ func (s *status) window(topic string, p int32, route string, wm *int64, open, en
 func (s *status) assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.tasks[tp{topic, p}]
+	t := s.task(topic, p)
 	if t == nil {
 		return
 	}

@@ -44,6 +44,12 @@ type Assemble struct {
 	DuplicateTopic string `yaml:"duplicate_topic"`
 	// Limits bound each task's open assemblies (default: no bound).
 	Limits *Limits `yaml:"limits"`
+	// Repartition false says the input is already partitioned by the
+	// assembly ID (Kafka's default murmur2 key hash, the same partition
+	// count on every input): the assembly then runs in the input
+	// partition's own task, with no repartition topic. A part whose ID
+	// belongs to another partition goes to dirty. Default true.
+	Repartition *bool `yaml:"repartition"`
 }
 
 // AssemblePart is one part of an assembly.
@@ -70,6 +76,11 @@ type AssemblyNode struct {
 	Parts            []*PartNode
 	RepartitionTopic string
 	ChangelogTopic   string
+	// Direct (repartition: false): the input is already partitioned by the
+	// ID; the assembly runs in the input partition's task and
+	// RepartitionTopic is only the name its tasks are known by (no such
+	// topic is created).
+	Direct bool
 }
 
 // PartNode is one compiled part.
@@ -240,6 +251,7 @@ func (t *Topology) compileAssembly(rn *RouteNode, a *Assemble, add func(*Expr)) 
 		Config:           *a,
 		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
 		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
+		Direct:           a.Repartition != nil && !*a.Repartition,
 	}
 	var def *Expr
 	var err error

@@ -250,7 +250,9 @@ func (t *Topology) InternalTopics() (repartition, changelog []string) {
 		changelog = append(changelog, r.Window.ChangelogTopic)
 	}
 	for _, r := range t.Assemblies() {
-		repartition = append(repartition, r.Assembly.RepartitionTopic)
+		if !r.Assembly.Direct {
+			repartition = append(repartition, r.Assembly.RepartitionTopic)
+		}
 		changelog = append(changelog, r.Assembly.ChangelogTopic)
 	}
 	return repartition, changelog

@@ -146,7 +146,8 @@ type DescribedAssembly struct {
 	Retention        string           `json:"retention"`
 	IncompleteTopic  string           `json:"incomplete_topic"`
 	DuplicateTopic   string           `json:"duplicate_topic"`
-	RepartitionTopic string           `json:"repartition_topic"`
+	Repartition      bool             `json:"repartition"`
+	RepartitionTopic string           `json:"repartition_topic,omitempty"` // none with repartition: false
 	ChangelogTopic   string           `json:"changelog_topic"`
 	Limits           *DescribedLimits `json:"limits,omitempty"`
 }
@@ -419,8 +420,11 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 	da := &DescribedAssembly{
 		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
 		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
-		DuplicateTopic: c.DuplicateTopic, RepartitionTopic: a.RepartitionTopic, ChangelogTopic: a.ChangelogTopic,
+		DuplicateTopic: c.DuplicateTopic, Repartition: !a.Direct, ChangelogTopic: a.ChangelogTopic,
 		Parts: []DescribedPart{}, Limits: describeLimits(c.Limits),
+	}
+	if !a.Direct {
+		da.RepartitionTopic = a.RepartitionTopic
 	}
 	for _, p := range c.Parts {
 		dp := DescribedPart{Name: p.Name, Source: p.Source, When: p.When, ID: p.ID, Project: []DescribedField{}}

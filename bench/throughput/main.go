@@ -551,13 +551,19 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 	go func() { done <- p.Run(runCtx) }()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	// Done when every input record is committed and, with window routes,
-	// stage two has committed every record stage one repartitioned (a
-	// route with repartition: false counts them under the same name).
+	// Done when every input record is committed and, with window or
+	// assembly routes, stage two has committed every record stage one
+	// repartitioned (a route with repartition: false counts them under
+	// the same name).
 	rep, _ := top.InternalTopics()
 	for _, r := range top.Windows() {
 		if r.Window.Direct {
 			rep = append(rep, r.Window.RepartitionTopic)
+		}
+	}
+	for _, r := range top.Assemblies() {
+		if r.Assembly.Direct {
+			rep = append(rep, r.Assembly.RepartitionTopic)
 		}
 	}
 	consumed := func(topics []string) int {
@@ -573,6 +579,9 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 		}
 		routed := 0
 		for _, r := range top.Windows() {
+			routed += int(p.Metrics().Snapshot().Routes[r.Name])
+		}
+		for _, r := range top.Assemblies() {
 			routed += int(p.Metrics().Snapshot().Routes[r.Name])
 		}
 		return consumed(rep) >= routed
