@@ -184,7 +184,7 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 	feed(flush, []*running{d1, d2}, []*running{r})
 	waitAssemblyDone(t, direct, inputs, d1, d2)
 	waitAssemblyDone(t, rep, inputs, r)
-	checkDirectAssemblyTasks(t, d2.p, rt.Name)
+	checkDirectTasks(t, d2.p, "order-parts", rt.Name, 6, func(ts TaskStatus) *int64 { return ts.AssemblyClock })
 	checkDirectAssemblyState(t, d2.p, rt, "flush-0")
 	d2.stop(t)
 	r.stop(t)
@@ -258,39 +258,6 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 		t.FailNow()
 	}
 	t.Logf("direct = repartitioned: %d assembled, %d incomplete, %d duplicate ids; misrouted part dirty", counts[0], counts[1], counts[2])
-}
-
-// checkDirectAssemblyTasks requires /tasks to list a direct assembly task
-// for every input partition, with the route's state beside the input
-// partition's position, and the input partitions still counted once.
-func checkDirectAssemblyTasks(t *testing.T, p *Processor, route string) {
-	t.Helper()
-	inputs, direct, withState := 0, 0, 0
-	for _, ts := range p.Tasks() {
-		if ts.Topic != "order-parts" {
-			continue
-		}
-		if !ts.Direct {
-			inputs++
-			continue
-		}
-		direct++
-		if ts.Route != route || ts.Position <= 0 {
-			t.Fatalf("direct assembly task without its route or position: %+v", ts)
-		}
-		if ts.StoreEntries > 0 {
-			if ts.AssemblyClock == nil {
-				t.Fatalf("direct assembly task with state but no clock: %+v", ts)
-			}
-			withState++
-		}
-	}
-	if inputs != 6 || direct != 6 || withState != 6 {
-		t.Fatalf("/tasks lists %d input partitions and %d direct assembly tasks (%d with state), want 6, 6, 6: %+v", inputs, direct, withState, p.Tasks())
-	}
-	if got := testutil.ToFloat64(p.Metrics().Assigned); got != 6 {
-		t.Fatalf("assigned partitions gauge %v, want 6 (direct tasks are not partitions)", got)
-	}
 }
 
 // checkDirectAssemblyState queries a completed id the way GET /state does:

@@ -165,7 +165,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	for _, r := range []*running{rd, rr} {
 		drain(t, r, produced+extra)
 		if r == rd {
-			checkDirectTasks(t, rd.p, direct.Routes[0].Name)
+			checkDirectTasks(t, rd.p, "logs", direct.Routes[0].Name, 3, func(ts TaskStatus) *int64 { return ts.Watermark })
 		}
 		r.stop(t)
 		if s := r.p.Metrics().Snapshot(); !s.Conserved() {
@@ -236,14 +236,16 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	t.Logf("direct = repartitioned: %d finals counting %d, %d late, misrouted record dirty", len(fd), counted, len(ld))
 }
 
-// checkDirectTasks requires /tasks to list a direct window task for every
-// input partition, with the route's watermark and state beside the input
-// partition's position, and the input partitions still counted once.
-func checkDirectTasks(t *testing.T, p *Processor, route string) {
+// checkDirectTasks requires /tasks to list a direct task of route for
+// every partition of input, beside the input partition's position, at
+// least minState of them with state and, where there is state, the time
+// clock gives (a window's watermark, an assembly's clock); and the input
+// partitions still counted once.
+func checkDirectTasks(t *testing.T, p *Processor, input, route string, minState int, clock func(TaskStatus) *int64) {
 	t.Helper()
 	inputs, direct, withState := 0, 0, 0
 	for _, ts := range p.Tasks() {
-		if ts.Topic != "logs" {
+		if ts.Topic != input {
 			continue
 		}
 		if !ts.Direct {
@@ -252,23 +254,20 @@ func checkDirectTasks(t *testing.T, p *Processor, route string) {
 		}
 		direct++
 		if ts.Route != route || ts.Position <= 0 {
-			t.Fatalf("direct window task without its route or position: %+v", ts)
+			t.Fatalf("direct task without its route or position: %+v", ts)
 		}
 		if ts.StoreEntries > 0 {
 			// A partition with no record the route takes has no state.
-			if ts.Watermark == nil {
-				t.Fatalf("direct window task with state but no watermark: %+v", ts)
+			if clock(ts) == nil {
+				t.Fatalf("direct task with state but no watermark or clock: %+v", ts)
 			}
 			withState++
 		}
 	}
-	if withState < 3 {
-		t.Fatalf("only %d direct window tasks show state: %+v", withState, p.Tasks())
-	}
-	if inputs != 6 || direct != 6 {
-		t.Fatalf("/tasks lists %d input partitions and %d direct window tasks, want 6 and 6: %+v", inputs, direct, p.Tasks())
+	if inputs != 6 || direct != 6 || withState < minState {
+		t.Fatalf("/tasks lists %d input partitions and %d direct tasks (%d with state), want 6, 6 and at least %d: %+v", inputs, direct, withState, minState, p.Tasks())
 	}
 	if got := testutil.ToFloat64(p.Metrics().Assigned); got != 6 {
-		t.Fatalf("assigned partitions gauge %v, want 6 (direct window tasks are not partitions)", got)
+		t.Fatalf("assigned partitions gauge %v, want 6 (direct tasks are not partitions)", got)
 	}
 }
