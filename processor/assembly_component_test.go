@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -19,14 +20,25 @@ import (
 
 func exampleAt(t testing.TB, path string, brokers []string) *topology.Topology {
 	t.Helper()
-	cfg, err := topology.LoadFile(path)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return compileAt(t, path, string(src), brokers, "../examples/")
+}
+
+// compileAt loads a topology from src (name is for its errors), points it
+// at brokers and compiles it with relative paths resolved in dir.
+func compileAt(t testing.TB, name, src string, brokers []string, dir string) *topology.Topology {
+	t.Helper()
+	cfg, err := topology.Load(name, []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := topology.Compile(cfg, "../examples/")
+	top, err := topology.Compile(cfg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,17 +40,7 @@ func assembleOrdersVariant(t *testing.T, brokers []string, app, repartition stri
 		}
 		y = strings.ReplaceAll(y, r[0], r[1])
 	}
-	cfg, err := topology.Load(app+".yaml", []byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "../examples/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := compileAt(t, app+".yaml", y, brokers, "../examples/")
 	if got := top.Assemblies()[0].Assembly.Direct; got != (repartition == "false") {
 		t.Fatalf("repartition: %s compiled to Direct = %v", repartition, got)
 	}
@@ -377,18 +367,7 @@ dirty:
 
 func twoInputs(t *testing.T, brokers []string) *topology.Topology {
 	t.Helper()
-	cfg, err := topology.Load("two-inputs.yaml", []byte(twoInputsYAML))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return compileAt(t, "two-inputs.yaml", twoInputsYAML, brokers, "")
 }
 
 // TestAssemblyDirectTwoInputs: a direct assembly whose parts come from two

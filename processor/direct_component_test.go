@@ -33,18 +33,7 @@ func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *topology
 		}
 		y = strings.ReplaceAll(y, r[0], r[1])
 	}
-	cfg, err := topology.Load("variant.yaml", []byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "testdata/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return compileAt(t, "variant.yaml", y, brokers, "testdata/")
 }
 
 // windowOutputs are a window route's committed finals (key -> aggregates)

@@ -36,18 +36,7 @@ routes:
       limits: ` + limits + `
 dirty: {topic: perkey.dirty}
 `
-	cfg, err := topology.Load("limited.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return compileAt(t, "limited.yaml", src, brokers, "")
 }
 
 // produceKeys writes n records with distinct ids in one window, then one
@@ -182,17 +171,7 @@ routes:
       limits: ` + limits + `
 dirty: {topic: joined.dirty}
 `
-			cfg, err := topology.Load("alimited.yaml", []byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cfg.Apply(topology.Overrides{Brokers: c.ListenAddrs()}); err != nil {
-				t.Fatal(err)
-			}
-			top, err := topology.Compile(cfg, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			top := compileAt(t, "alimited.yaml", src, c.ListenAddrs(), "")
 			var parts []gen.Part
 			for i := range n {
 				parts = append(parts, gen.Part{Topic: "orders", Value: fmt.Appendf(nil, `{"id":"o-%03d","ts":%d}`, i, 1000+i)})

@@ -171,16 +171,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 
 	// The stores on disk equal memory stores restored from the whole
 	// changelog, and their checkpoints are its end.
-	q, err := New(top, WithLogger(testLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	q.adm = kadm.NewClient(admCl)
+	q := restorer(t, top, brokers)
 	clTopic := top.Routes[0].Window.ChangelogTopic
 	ends, err := q.adm.ListEndOffsets(context.Background(), clTopic)
 	if err != nil {
@@ -265,6 +256,23 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	drain(t, f, flushes)
 	f.stop(t)
 	countFinals(t, brokers, top, flushTS, wantErrors)
+}
+
+// restorer is a processor that is never run, with an admin client on
+// brokers: enough to call restore directly.
+func restorer(t *testing.T, top *topology.Topology, brokers []string) *Processor {
+	t.Helper()
+	q, err := New(top, WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admCl.Close)
+	q.adm = kadm.NewClient(admCl)
+	return q
 }
 
 func dumpAll(t *testing.T, s changelog.Store) map[string]string {
@@ -376,16 +384,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 	drain(t, m, 3000)
 	m.stop(t)
 
-	q, err := New(top, WithLogger(testLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	q.adm = kadm.NewClient(admCl)
+	q := restorer(t, top, brokers)
 	ctx := context.Background()
 	clTopic := top.Routes[0].Window.ChangelogTopic
 	ends, err := q.adm.ListEndOffsets(ctx, clTopic)

@@ -72,21 +72,13 @@ func TestTombstonesValidation(t *testing.T) {
 func TestTombstoneForwardComponent(t *testing.T) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
-	cfg, err := topology.Load(examplesDir+"users.yaml", []byte(`application_id: users
-brokers: [`+brokers[0]+`]
+	top := compileAt(t, "users.yaml", `application_id: users
 inputs: [{topic: logs}]
 event_time: {format: kafka}
 routing: {default: drop}
 routes: [{name: users, topic: users.clean, tombstones: forward}]
 dirty: {topic: users.dirty}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, examplesDir)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, brokers, "")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))
 	if err != nil {
 		t.Fatal(err)
