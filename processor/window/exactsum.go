@@ -95,7 +95,10 @@ func (st *aggState) sum() value {
 	}
 	p := st.fp
 	if st.num.k == vInt {
-		p = fsumAdd(append(make([]float64, 0, len(p)+1), p...), float64(st.num.i))
+		// A copy to add the integer part to; on the stack while the
+		// partials are few (they rarely pass three).
+		var buf [16]float64
+		p = fsumAdd(append(buf[:0], p...), float64(st.num.i))
 	}
 	return value{k: vFloat, f: fsumRound(p)}
 }

@@ -165,14 +165,8 @@ func (o *Operator) oldest(n int) ([]timer, error) {
 
 // evict emits the window of tm as a final, evicted result and purges it.
 func (o *Operator) evict(tm timer, out *Output) error {
-	w, ok, err := o.load(tm.key, tm.start)
+	w, err := o.takeTimer(tm)
 	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%w: timer for missing window %q@%d", errCorrupt, tm.key, tm.start)
-	}
-	if err := o.deleteTimer(tm.at, tm.key, tm.start); err != nil {
 		return err
 	}
 	o.kbuf = appendWindowKey(o.kbuf[:0], w.key, w.start)

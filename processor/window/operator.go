@@ -209,6 +209,19 @@ func (o *Operator) setTimer(at int64, w *win) error {
 	return o.st.Set(o.kbuf, nil)
 }
 
+// takeTimer loads the window a due timer belongs to and deletes the
+// timer; the window must exist.
+func (o *Operator) takeTimer(tm timer) (*win, error) {
+	w, ok, err := o.load(tm.key, tm.start)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: timer for missing window %q@%d", errCorrupt, tm.key, tm.start)
+	}
+	return w, o.deleteTimer(tm.at, tm.key, tm.start)
+}
+
 func (o *Operator) deleteTimer(at int64, key string, start int64) error {
 	o.kbuf = appendTimerKey(o.kbuf[:0], at, key, start)
 	return o.st.Delete(o.kbuf)
@@ -432,14 +445,8 @@ func (o *Operator) advance(to int64, out *Output) error {
 		return err
 	}
 	for _, tm := range due {
-		w, ok, err := o.load(tm.key, tm.start)
+		w, err := o.takeTimer(tm)
 		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: timer for missing window %q@%d", errCorrupt, tm.key, tm.start)
-		}
-		if err := o.deleteTimer(tm.at, tm.key, tm.start); err != nil {
 			return err
 		}
 		w.rev++
