@@ -20,12 +20,13 @@ import (
 )
 
 // TestRedriveKill9ExactlyOnce fills a dirty topic, then runs router redrive
-// into the input topic and kills it with SIGKILL several times mid-run,
-// each time restarting it, until a run finishes. A read_committed reader
+// into the input topic and kills it with SIGKILL twice while a transaction
+// of it is open (checked with the process frozen, so the kill cannot race
+// a commit), each time restarting it, until a run finishes. A read_committed reader
 // of the target must see every dirty record exactly once, each marked
 // with its origin, and the ledger must name each origin once.
 func TestRedriveKill9ExactlyOnce(t *testing.T) {
-	const n = 4000
+	const n = 8000
 	s := newScenario(t, "redrive", 0)
 	dirty := s.topicOf["dirty"]
 	ledger := sideroute.LedgerTopic(s.app)
@@ -66,7 +67,8 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 		t.Fatalf("router tail --lines 2 printed %d records:\n%s", len(lines), tail)
 	}
 
-	runRedrive := func(i int) (*exec.Cmd, *bytes.Buffer) {
+	// runRedrive starts run i; its exit status arrives on the channel.
+	runRedrive := func(i int) (*exec.Cmd, *bytes.Buffer, chan error) {
 		cmd := exec.Command(routerBin, "redrive", "--config", s.config, "--brokers", strings.Join(s.brokers, ","),
 			"--from", "dirty", "--to", s.input, "--txn-records", "200", "--quiet", "--run-id", "run-"+strconv.Itoa(i))
 		var out bytes.Buffer
@@ -75,45 +77,91 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		return cmd, &out
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		return cmd, &out, done
 	}
-	// written counts the target's records, aborted ones included.
-	written := func() int64 {
-		lo, err := s.adm.ListEndOffsets(ctx, s.input)
-		if err != nil {
-			return 0
+	// ends lists the target's end offsets: read_uncommitted (the high
+	// watermark, aborted and open records included) or read_committed
+	// (the last stable offset).
+	ends := func(committed bool) map[int32]int64 {
+		list := s.adm.ListEndOffsets
+		if committed {
+			list = s.adm.ListCommittedOffsets
 		}
-		var n int64
-		lo.Each(func(o kadm.ListedOffset) { n += o.Offset })
+		lo, err := list(ctx, s.input)
+		if err != nil {
+			return nil
+		}
+		m := map[int32]int64{}
+		lo.Each(func(o kadm.ListedOffset) { m[o.Partition] = o.Offset })
+		return m
+	}
+	written := func() (n int64) {
+		for _, o := range ends(false) {
+			n += o
+		}
 		return n
 	}
-	kills := 0
-	for i := 0; ; i++ {
-		cmd, out := runRedrive(i)
-		if i < 4 {
-			// Kill it once it has written some records past what is
-			// there: mid-transaction, as transactions hold 200 records.
-			target := written() + int64(50+s.rng.IntN(300))
-			for deadline := time.Now().Add(time.Minute); written() < target && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
+	// open reports whether a transaction has records in the target's log
+	// and no marker yet.
+	open := func() bool {
+		stable := ends(true)
+		for p, hw := range ends(false) {
+			if s, ok := stable[p]; ok && hw > s {
+				return true
 			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err == nil {
-				_ = cmd.Wait()
-				if cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
-					kills++
-					continue
+		}
+		return false
+	}
+	// killOpen waits for run's records to reach the target, freezes the
+	// process and, if its transaction stays open while it is frozen (so no
+	// end-transaction request is on its way), kills it: that transaction
+	// must then be aborted. A transaction that completes while frozen was
+	// already being committed; the process is thawed and tried again.
+	// It reports false when the run ended first.
+	killOpen := func(cmd *exec.Cmd, done chan error) bool {
+		for target := written() + int64(50+s.rng.IntN(300)); ; target = written() + 1 {
+			for written() < target {
+				select {
+				case err := <-done:
+					done <- err
+					return false
+				case <-time.After(time.Millisecond):
 				}
 			}
-			t.Logf("run %d ended before the kill: %s", i, out.String())
+			if cmd.Process.Signal(syscall.SIGSTOP) != nil {
+				return false
+			}
+			time.Sleep(500 * time.Millisecond)
+			if open() {
+				_ = cmd.Process.Signal(syscall.SIGKILL)
+				err := <-done
+				if cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+					return true
+				}
+				done <- err
+				return false
+			}
+			_ = cmd.Process.Signal(syscall.SIGCONT)
 		}
-		if err := cmd.Wait(); err != nil {
+	}
+	// Two runs are killed with a transaction open; the third must finish.
+	kills := 0
+	for i := 0; ; i++ {
+		cmd, out, done := runRedrive(i)
+		if kills < 2 && killOpen(cmd, done) {
+			kills++
+			continue
+		}
+		if err := <-done; err != nil {
 			t.Fatalf("final redrive: %v\n%s", err, out.String())
 		}
 		t.Logf("final run: %s", strings.TrimSpace(out.String()))
 		break
 	}
 	if kills == 0 {
-		t.Fatalf("no run was killed mid-redrive: the test proved nothing")
+		t.Fatalf("no run was killed with a transaction open: the test proved nothing")
 	}
 
 	got := s.readTopics([]string{s.input}, true, 2*time.Minute)
