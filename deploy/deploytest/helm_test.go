@@ -269,6 +269,8 @@ func TestHelmTemplateFails(t *testing.T) {
 		{"persistence above the config", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=/etc"},
 			`persistence.mountPath "/etc" collides with /etc/sidestream`},
 		{"persistence relative path", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=state"}, "mountPath"},
+		{"retention before 1.27", []string{"--kube-version", "1.26.3", "--set", "persistence.enabled=true", "--set", "persistence.retention.whenScaled=Delete"},
+			"persistence.retention (whenDeleted Retain, whenScaled Delete) needs Kubernetes 1.27 or later"},
 		{"persistence bad retention", []string{"--set", "persistence.retention.whenScaled=Keep"}, "whenScaled"},
 	}
 	for _, c := range cases {

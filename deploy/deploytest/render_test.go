@@ -922,6 +922,15 @@ func TestPersistence(t *testing.T) {
 		t.Errorf("default SIDESTREAM_STATE_DIR %q, want /var/lib/sidestream", v)
 	}
 
+	// Before Kubernetes 1.27 the policy is left out: claims are retained.
+	r = render(t, "--kube-version", "1.26.3", "--set", "persistence.enabled=true")
+	if pol := r.w.Spec.PersistentVolumeClaimRetentionPolicy; pol != nil {
+		t.Errorf("retention %+v rendered for Kubernetes 1.26, want none", pol)
+	}
+	if n := len(r.w.Spec.VolumeClaimTemplates); n != 1 {
+		t.Errorf("%d volumeClaimTemplates for Kubernetes 1.26, want 1", n)
+	}
+
 	// Off by default.
 	r = render(t)
 	if n := len(r.w.Spec.VolumeClaimTemplates); n != 0 {

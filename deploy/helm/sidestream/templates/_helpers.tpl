@@ -144,6 +144,9 @@ once, from the workload.
 {{- if eq $.Values.workload "deployment" }}
 {{- fail "persistence.enabled needs workload: statefulset: a Deployment's pods would share one volume (or lose theirs at every rollout); a StatefulSet gives each pod its own claim" }}
 {{- end }}
+{{- if and (semverCompare "<1.27-0" $.Capabilities.KubeVersion.Version) (or (ne .retention.whenDeleted "Retain") (ne .retention.whenScaled "Retain")) }}
+{{- fail (printf "persistence.retention (whenDeleted %s, whenScaled %s) needs Kubernetes 1.27 or later for the StatefulSet's persistentVolumeClaimRetentionPolicy; on %s the claims are always retained: leave both Retain" .retention.whenDeleted .retention.whenScaled $.Capabilities.KubeVersion.Version) }}
+{{- end }}
 {{- $mount := clean .mountPath }}
 {{- range $taken, $what := dict "/etc/sidestream" "the read-only topology and certificates" "/tmp" "a 64Mi emptyDir" }}
 {{- if or (eq $mount $taken) (hasPrefix (printf "%s/" $taken) $mount) (hasPrefix (printf "%s/" (trimSuffix "/" $mount)) $taken) }}
