@@ -85,21 +85,34 @@ func (p *Processor) changelogLoss(route, topic string, part int32, reason, detai
 	return le
 }
 
-// committedInput is the group's committed offset on a repartition
-// partition, -1 when there is none.
-func (p *Processor) committedInput(ctx context.Context, topic string, part int32) (int64, error) {
-	if topic == "" {
-		return -1, nil
+// stateWitness says why a changelog partition must hold state, "" when
+// nothing does: for a route with a repartition topic, the group's
+// committed offset on the same partition of it (stage two processed
+// records, and wrote every state change in the same transaction); for a
+// direct route, the committed metadata of its input partitions of the
+// same number (a task of it held state there; see sourceTracker).
+func (p *Processor) stateWitness(ctx context.Context, changelogTopic string, part int32) (string, error) {
+	rep := p.repartitionOf(changelogTopic)
+	if rep == "" {
+		return "", nil
+	}
+	if p.isDirect(rep) {
+		if !p.src.holds(rep, part) {
+			return "", nil
+		}
+		return fmt.Sprintf("the offsets group %s committed on input partition %d record that route %s held state in it",
+			p.top.Config.ApplicationID, part, p.routeOf(rep)), nil
 	}
 	or, err := p.adm.FetchOffsets(ctx, p.top.Config.ApplicationID)
 	if err != nil {
-		return -1, fmt.Errorf("fetch committed offsets of group %s: %w", p.top.Config.ApplicationID, err)
+		return "", fmt.Errorf("fetch committed offsets of group %s: %w", p.top.Config.ApplicationID, err)
 	}
-	o, ok := or.Lookup(topic, part)
-	if !ok || o.Err != nil {
-		return -1, nil
+	o, ok := or.Lookup(rep, part)
+	if !ok || o.Err != nil || o.At <= 0 {
+		return "", nil
 	}
-	return o.At, nil
+	return fmt.Sprintf("group %s has committed offset %d on %s partition %d, whose state it held",
+		p.top.Config.ApplicationID, o.At, rep, part), nil
 }
 
 // repartitionOf is the repartition topic whose state a changelog holds.
@@ -118,20 +131,17 @@ func (p *Processor) repartitionOf(changelogTopic string) string {
 }
 
 // missingChangelog checks a changelog partition that does not exist: a
-// loss when the group has consumed its repartition partition (the state
-// was written there), otherwise a topic not created yet.
+// loss when something witnesses the state written there (stateWitness),
+// otherwise a topic not created yet.
 func (p *Processor) missingChangelog(ctx context.Context, route, topic string, part int32, listErr error) error {
 	if !errors.Is(listErr, kerr.UnknownTopicOrPartition) && !errors.Is(listErr, kerr.UnknownTopicID) {
 		return nil
 	}
-	rep := p.repartitionOf(topic)
-	c, err := p.committedInput(ctx, rep, part)
-	if err != nil || c <= 0 {
+	w, err := p.stateWitness(ctx, topic, part)
+	if err != nil || w == "" {
 		return nil
 	}
-	return p.changelogLoss(route, topic, part, LossChangelogMissing,
-		fmt.Sprintf("the topic does not exist, but group %s has committed offset %d on %s partition %d, whose state it held",
-			p.top.Config.ApplicationID, c, rep, part))
+	return p.changelogLoss(route, topic, part, LossChangelogMissing, "the topic does not exist, but "+w)
 }
 
 // lossRecheck is how long Run waits, not ready, before it tries again a

@@ -2,6 +2,8 @@ package processor
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +209,136 @@ func TestChangelogLossAssembly(t *testing.T) {
 		if sn := m.Snapshot(); !sn.Conserved() {
 			t.Fatalf("conservation: %+v", sn)
 		}
+	}
+}
+
+// TestChangelogLossDirect: a window route with repartition: false has no
+// repartition topic whose committed offset could witness its state; the
+// witness is the metadata committed with its input offsets. Its changelog
+// deleted between two runs (the next start recreates it empty), a run
+// under fail stops exactly the partitions whose changelog held state,
+// naming the witness, while a partition whose changelog never held any
+// starts empty and processes. start_empty accepts the loss; a later run
+// under fail starts without a word.
+func TestChangelogLossDirect(t *testing.T) {
+	c := newCluster(t)
+	brokers := c.ListenAddrs()
+	top := compileVariant(t, brokers, [2]string{"      emit: update\n", "      emit: update\n      repartition: false\n"})
+	rt := top.Routes[0]
+	if !rt.Window.Direct {
+		t.Fatal("repartition: false did not compile to a direct window")
+	}
+	rep := rt.Window.RepartitionTopic
+	services := []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"}
+	partOf := func(svc string) int32 { return keyPartition(newPartitioner(top), "logs", []byte(svc), 6) }
+	// The first run writes the services of two partitions (held); the
+	// others reach partitions that never held state.
+	held := map[int32]bool{partOf(services[0]): true, partOf(services[1]): true}
+	var first, others []string
+	for _, s := range services {
+		if held[partOf(s)] {
+			first = append(first, s)
+		} else {
+			others = append(others, s)
+		}
+	}
+	if len(others) == 0 {
+		t.Fatalf("every service hashes to partitions %v: no partition without state to check", held)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ts := int64(1_790_000_000_000)
+	produce := func(svcs []string, rounds int) int {
+		var recs []*kgo.Record
+		for range rounds {
+			for _, s := range svcs {
+				ts += 100
+				recs = append(recs, &kgo.Record{Key: []byte(s),
+					Value: fmt.Appendf(nil, `{"id":"%s-%d","ts":%d,"level":"ERROR","service":%q,"latency_ms":5}`, s, ts, ts, s)})
+			}
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	lost := func(r *running) map[int32]bool {
+		r.p.st.mu.Lock()
+		defer r.p.st.mu.Unlock()
+		out := map[int32]bool{}
+		for k := range r.p.st.lost {
+			if k.topic == rep {
+				out[k.partition] = true
+			}
+		}
+		return out
+	}
+	count := func(r *running, action string) float64 {
+		return testutil.ToFloat64(r.p.Metrics().ChangelogLoss.WithLabelValues(rt.Name, LossChangelogEmpty, action))
+	}
+
+	a := start(t, top, "a")
+	drain(t, a, produce(first, 50))
+	a.stop(t)
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	ends, err := adm.ListEndOffsets(ctx, rt.Window.ChangelogTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if (o.Offset > 0) != held[o.Partition] {
+			t.Fatalf("changelog partition %d ends at %d before the loss; want state exactly in %v", o.Partition, o.Offset, held)
+		}
+	})
+	if _, err := adm.DeleteTopic(ctx, rt.Window.ChangelogTopic); err != nil {
+		t.Fatal(err)
+	}
+
+	// The partitions that never held state restore empty and process.
+	b := start(t, top, "b", WithLossRecheck(time.Hour))
+	drain(t, b, produce(others, 20))
+	if ok, why := b.p.Ready(); !ok || len(lost(b)) != 0 || count(b, "fail") != 0 {
+		t.Fatalf("partitions without state: readyz %v %q, lost %v", ok, why, lost(b))
+	}
+	// Those that held it stop, with the reason.
+	heldRecs := produce(first, 20)
+	for deadline := time.Now().Add(time.Minute); len(lost(b)) < len(held); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lost partitions %v, want %v", lost(b), held)
+		}
+	}
+	if got := lost(b); !maps.Equal(got, held) {
+		t.Fatalf("lost partitions %v, want those that held state %v", got, held)
+	}
+	ok, why := b.p.Ready()
+	if ok || !strings.Contains(why, rt.Window.ChangelogTopic) || !strings.Contains(why, "record that route "+rt.Name+" held state in it") {
+		t.Fatalf("readyz = %v %q", ok, why)
+	}
+	if count(b, "fail") == 0 {
+		t.Fatal("the loss was not counted")
+	}
+	b.stop(t)
+	t.Logf("readyz: %s", why)
+
+	empty := *top
+	cfg := *top.Config
+	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+	empty.Config = &cfg
+	s := start(t, &empty, "s")
+	drain(t, s, heldRecs)
+	s.stop(t)
+	if count(s, "start_empty") == 0 || count(s, "fail") != 0 {
+		t.Fatalf("start_empty: loss counted %v (start_empty) %v (fail)", count(s, "start_empty"), count(s, "fail"))
+	}
+
+	d := start(t, top, "d")
+	drain(t, d, produce(services, 20))
+	d.stop(t)
+	if n := count(d, "fail"); n != 0 || len(lost(d)) != 0 {
+		t.Fatalf("an accepted loss was reported again (%v, partitions %v)", n, lost(d))
 	}
 }

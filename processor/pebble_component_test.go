@@ -358,7 +358,7 @@ func checkSourceProgress(t *testing.T, brokers []string, top *topology.Topology)
 	}
 	for part, m := range want {
 		o, _ := offs.Lookup("logs", part)
-		if got := decodeOffsetMeta(o.Metadata); got != m {
+		if got, _ := decodeOffsetMeta(o.Metadata); got != m {
 			t.Errorf("logs[%d] committed at %d with metadata %q: max event time %d, want %d", part, o.At, o.Metadata, got, m)
 		}
 	}

@@ -44,15 +44,10 @@ type restoreResult struct {
 //   - records were deleted from it (log start > 0: a compacted changelog
 //     never moves its log start, only DeleteRecords or retention do), and
 //     no earlier start_empty run accepted that log start;
-//   - it is empty or missing while the group has committed an offset > 0
-//     on the same repartition partition (stage two processed records, and
-//     every state change was written to the changelog in the same
-//     transaction). A route without a repartition topic (repartition:
-//     false) has no such witness: its input partition's committed offset
-//     moves with records that are no part of the route too, so an empty
-//     changelog there may be one that never held state; the check is
-//     not made for it (repartitionOf names a topic the group never
-//     commits on);
+//   - it is empty or missing while something witnesses that it held
+//     state (stateWitness: the group's committed offset on the same
+//     repartition partition, or for a route without a repartition topic,
+//     the metadata of the committed input offsets);
 //   - a local checkpoint lies past its end (recreated or truncated) or
 //     below its log start (records deleted).
 //
@@ -137,21 +132,23 @@ func (p *Processor) restoreState(route, topic string, part int32, st changelog.S
 		}
 	}
 	if full && end == 0 {
-		rep := p.repartitionOf(topic)
-		c, err := p.committedInput(ctx, rep, part)
+		w, err := p.stateWitness(ctx, topic, part)
 		if err != nil {
 			return res, fmt.Errorf("restore %s[%d]: %w", topic, part, err)
 		}
-		if c > 0 {
-			err := p.changelogLoss(route, topic, part, LossChangelogEmpty,
-				fmt.Sprintf("the partition is empty (log start 0, end 0), but group %s has committed offset %d on %s partition %d, whose state it held",
-					p.top.Config.ApplicationID, c, rep, part))
-			if err != nil {
+		if w != "" {
+			if err := p.changelogLoss(route, topic, part, LossChangelogEmpty, "the partition is empty (log start 0, end 0), but "+w); err != nil {
 				return res, err
 			}
 			res.accept = 0
 		}
+		if rep := p.repartitionOf(topic); p.isDirect(rep) {
+			p.src.release(rep, part) // empty, by choice or from the start
+		}
 		return res, nil
+	}
+	if rep := p.repartitionOf(topic); end > 0 && p.isDirect(rep) {
+		p.src.hold(rep, part, route)
 	}
 	res.from = max(res.from, logStart)
 	// With records deleted, whether the loss was accepted before is known

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -54,12 +55,47 @@ type srcProgress struct {
 // sourceTracker holds the progress of the input partitions this process
 // consumes. It is dropped with the other state (revoke, abort, new
 // session) and restored from the committed offsets' metadata.
+//
+// It also holds the state witnesses of direct routes (repartition:
+// false): held names, by the route's (virtual) repartition topic and
+// partition, the direct tasks whose changelog partition holds state (it
+// was not empty at restore, or the task wrote to it since). Each is
+// committed in the metadata of the offsets of the input partitions of the
+// same number, so a later restore that finds that changelog partition
+// empty knows it lost state, where a route with a repartition topic has
+// the group's committed offset on it as the witness.
 type sourceTracker struct {
 	mu    sync.Mutex
 	parts map[tp]*srcProgress
+	held  map[tp]string // direct task → its route's name
 }
 
-func newSourceTracker() *sourceTracker { return &sourceTracker{parts: map[tp]*srcProgress{}} }
+func newSourceTracker() *sourceTracker {
+	return &sourceTracker{parts: map[tp]*srcProgress{}, held: map[tp]string{}}
+}
+
+// hold records that a direct task's changelog partition holds state.
+func (s *sourceTracker) hold(rep string, part int32, route string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held[tp{rep, part}] = route
+}
+
+// release forgets that witness: the task starts empty by choice.
+func (s *sourceTracker) release(rep string, part int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.held, tp{rep, part})
+}
+
+// holds reports whether a direct task's changelog partition must hold
+// state.
+func (s *sourceTracker) holds(rep string, part int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[tp{rep, part}]
+	return ok
+}
 
 func (s *sourceTracker) get(topic string, part int32) *srcProgress {
 	s.mu.Lock()
@@ -72,41 +108,55 @@ func (s *sourceTracker) drop(parts map[string][]int32) {
 	defer s.mu.Unlock()
 	if parts == nil {
 		clear(s.parts)
+		clear(s.held)
 		return
 	}
 	for t, ps := range parts {
 		for _, p := range ps {
 			delete(s.parts, tp{t, p})
+			delete(s.held, tp{t, p})
 		}
 	}
 }
 
-// offsetMeta is the committed offset metadata of an input partition.
+// offsetMeta is the committed offset metadata of an input partition: its
+// maximum event time, and the direct routes whose changelog partition of
+// the same number holds state.
 type offsetMeta struct {
-	MaxEventTime *int64 `json:"max_event_time,omitempty"`
+	MaxEventTime *int64   `json:"max_event_time,omitempty"`
+	State        []string `json:"state,omitempty"`
 }
 
-func encodeOffsetMeta(max int64) string {
-	b, _ := json.Marshal(offsetMeta{MaxEventTime: &max})
+// encodeOffsetMeta encodes the metadata; max is math.MinInt64 when the
+// partition has no progress.
+func encodeOffsetMeta(max int64, state []string) string {
+	m := offsetMeta{State: state}
+	if max != math.MinInt64 {
+		m.MaxEventTime = &max
+	}
+	b, _ := json.Marshal(m)
 	return string(b)
 }
 
 // decodeOffsetMeta reads what encodeOffsetMeta wrote; anything else (no
-// commit yet, a commit of another client) is no progress.
-func decodeOffsetMeta(s string) int64 {
+// commit yet, a commit of another client) is no progress and no state.
+func decodeOffsetMeta(s string) (max int64, state []string) {
 	var m offsetMeta
-	if json.Unmarshal([]byte(s), &m) != nil || m.MaxEventTime == nil ||
-		*m.MaxEventTime < window.MinEventTime || *m.MaxEventTime > window.MaxEventTime {
-		return math.MinInt64
+	if json.Unmarshal([]byte(s), &m) != nil {
+		return math.MinInt64, nil
 	}
-	return *m.MaxEventTime
+	max = math.MinInt64
+	if m.MaxEventTime != nil && *m.MaxEventTime >= window.MinEventTime && *m.MaxEventTime <= window.MaxEventTime {
+		max = *m.MaxEventTime
+	}
+	return max, m.State
 }
 
 // loadSources restores the progress of input partitions not held yet
 // from their committed offsets' metadata (stable offsets only: an open
 // transaction's commit is waited for).
 func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
-	if len(p.ws.routes) == 0 {
+	if len(p.ws.routes) == 0 && len(p.as.direct) == 0 {
 		return nil
 	}
 	var missing []tp
@@ -139,26 +189,48 @@ func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	direct := map[string]string{} // route name → virtual repartition topic
+	for _, rep := range p.directTopics() {
+		direct[p.routeOf(rep)] = rep
+	}
 	p.src.mu.Lock()
 	defer p.src.mu.Unlock()
 	for _, k := range missing {
 		m := int64(math.MinInt64)
 		if o, ok := resp.Lookup(k.topic, k.partition); ok {
-			m = decodeOffsetMeta(o.Metadata)
+			var state []string
+			m, state = decodeOffsetMeta(o.Metadata)
+			for _, route := range state {
+				if rep, ok := direct[route]; ok {
+					p.src.held[tp{rep, k.partition}] = route
+				}
+			}
 		}
 		p.src.parts[k] = &srcProgress{max: m, sent: math.MinInt64}
 	}
 	return nil
 }
 
-// meta is the offset metadata of an input partition: its progress, nil
-// when it has none.
+// meta is the offset metadata of an input partition: its progress and
+// the direct routes holding state in its partition number; nil when it
+// has neither (or is no input partition).
 func (s *sourceTracker) meta(topic string, part int32) *string {
-	if sp := s.parts[tp{topic, part}]; sp != nil && sp.max != math.MinInt64 {
-		m := encodeOffsetMeta(sp.max)
-		return &m
+	sp := s.parts[tp{topic, part}]
+	if sp == nil {
+		return nil
 	}
-	return nil
+	var state []string
+	for k, route := range s.held {
+		if k.partition == part {
+			state = append(state, route)
+		}
+	}
+	if sp.max == math.MinInt64 && len(state) == 0 {
+		return nil
+	}
+	slices.Sort(state)
+	m := encodeOffsetMeta(sp.max, state)
+	return &m
 }
 
 // txnCommitMeta puts each source's progress into the metadata of its

@@ -110,9 +110,24 @@ func (p *Processor) dropState(parts map[string][]int32) {
 	p.src.drop(parts)
 }
 
-// changelogRecords are the changelog records of every stateful stage.
+// changelogRecords are the changelog records of every stateful stage. A
+// direct task that writes any holds state from then on (sourceTracker).
 func (p *Processor) changelogRecords(tally *metrics.Tally) []*kgo.Record {
-	return append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
+	out := append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
+	if len(p.ws.direct)+len(p.as.direct) > 0 {
+		seen := map[tp]bool{}
+		for _, r := range out {
+			k := tp{r.Topic, r.Partition}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if rep := p.repartitionOf(r.Topic); p.isDirect(rep) {
+				p.src.hold(rep, r.Partition, p.routeOf(rep))
+			}
+		}
+	}
+	return out
 }
 
 // withDirect adds to parts, for every window or assembly route without a
@@ -150,6 +165,24 @@ func (p *Processor) directTopics() []string {
 		out = append(out, rep)
 	}
 	return out
+}
+
+// routeOf names the window or assembly route of a (virtual) repartition
+// topic.
+func (p *Processor) routeOf(rep string) string {
+	if r := p.ws.routes[rep]; r != nil {
+		return r.rt.Name
+	}
+	if r := p.as.routes[rep]; r != nil {
+		return r.rt.Name
+	}
+	if r := p.ws.direct[rep]; r != nil {
+		return r.rt.Name
+	}
+	if r := p.as.direct[rep]; r != nil {
+		return r.rt.Name
+	}
+	return ""
 }
 
 // isDirect reports whether topic names a route without a repartition
