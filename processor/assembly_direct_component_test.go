@@ -296,50 +296,62 @@ func TestAssemblyDirectProcessingTTL(t *testing.T) {
 }
 
 // TestAssemblyDirectChangelogLoss: records deleted from a direct
-// assembly's changelog between two runs stop the next run's task, and
-// /readyz names the changelog.
+// assembly's changelog between two runs, or the topic deleted (the next
+// start recreates it empty; the witness is in the input offsets'
+// metadata), stop the next run's task, and /readyz names the changelog.
 func TestAssemblyDirectChangelogLoss(t *testing.T) {
-	c := newCluster(t, kfake.SeedTopics(6, "order-parts"))
-	brokers := c.ListenAddrs()
-	top := assembleOrdersVariant(t, brokers, "loss", "false")
-	rt := top.Assemblies()[0]
-	parts, _ := gen.OrderParts(3, 600, 6)
-	produceParts(t, brokers, parts)
-	a := start(t, top, "a")
-	waitAssemblyDone(t, top, len(parts), a)
-	a.stop(t)
+	for _, how := range []string{LossRecordsDeleted, LossChangelogEmpty} {
+		t.Run(how, func(t *testing.T) {
+			c := newCluster(t, kfake.SeedTopics(6, "order-parts"))
+			brokers := c.ListenAddrs()
+			top := assembleOrdersVariant(t, brokers, "loss", "false")
+			rt := top.Assemblies()[0]
+			parts, _ := gen.OrderParts(3, 600, 6)
+			produceParts(t, brokers, parts)
+			a := start(t, top, "a")
+			waitAssemblyDone(t, top, len(parts), a)
+			a.stop(t)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			adm := kadm.NewClient(cl)
+			ctx := context.Background()
+			switch how {
+			case LossRecordsDeleted:
+				ends, err := adm.ListEndOffsets(ctx, rt.Assembly.ChangelogTopic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+				if err != nil || resp.Error() != nil {
+					t.Fatalf("delete records: %v %v", err, resp.Error())
+				}
+			case LossChangelogEmpty:
+				if _, err := adm.DeleteTopic(ctx, rt.Assembly.ChangelogTopic); err != nil {
+					t.Fatal(err)
+				}
+			}
+			more, _ := gen.OrderParts(4, 200, 6)
+			produceParts(t, brokers, more)
+			b := start(t, top, "b", WithLossRecheck(500*time.Millisecond))
+			for deadline := time.Now().Add(time.Minute); testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(rt.Name, how, "fail")) == 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no loss reported: %+v", b.p.Metrics().Snapshot())
+				}
+			}
+			ok, why := b.p.Ready()
+			if ok || !strings.Contains(why, "changelog "+rt.Assembly.ChangelogTopic+" partition ") {
+				t.Fatalf("readyz = %v %q", ok, why)
+			}
+			if n := testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rt.Assembly.RepartitionTopic)); n != 0 {
+				t.Fatalf("the direct assembly committed %v parts past a changelog loss", n)
+			}
+			b.stop(t)
+		})
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx := context.Background()
-	ends, err := adm.ListEndOffsets(ctx, rt.Assembly.ChangelogTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := adm.DeleteRecords(ctx, ends.Offsets())
-	if err != nil || resp.Error() != nil {
-		t.Fatalf("delete records: %v %v", err, resp.Error())
-	}
-	more, _ := gen.OrderParts(4, 200, 6)
-	produceParts(t, brokers, more)
-	b := start(t, top, "b", WithLossRecheck(500*time.Millisecond))
-	for deadline := time.Now().Add(time.Minute); testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(rt.Name, LossRecordsDeleted, "fail")) == 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no loss reported: %+v", b.p.Metrics().Snapshot())
-		}
-	}
-	ok, why := b.p.Ready()
-	if ok || !strings.Contains(why, "changelog "+rt.Assembly.ChangelogTopic+" partition ") {
-		t.Fatalf("readyz = %v %q", ok, why)
-	}
-	if n := testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rt.Assembly.RepartitionTopic)); n != 0 {
-		t.Fatalf("the direct assembly committed %v parts past a changelog loss", n)
-	}
-	b.stop(t)
 }
 
 const twoInputsYAML = `application_id: two-inputs
