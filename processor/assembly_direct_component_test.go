@@ -312,28 +312,8 @@ func TestAssemblyDirectChangelogLoss(t *testing.T) {
 			waitAssemblyDone(t, top, len(parts), a)
 			a.stop(t)
 
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			adm := kadm.NewClient(cl)
-			ctx := context.Background()
-			switch how {
-			case LossRecordsDeleted:
-				ends, err := adm.ListEndOffsets(ctx, rt.Assembly.ChangelogTopic)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := adm.DeleteRecords(ctx, ends.Offsets())
-				if err != nil || resp.Error() != nil {
-					t.Fatalf("delete records: %v %v", err, resp.Error())
-				}
-			case LossChangelogEmpty:
-				if _, err := adm.DeleteTopic(ctx, rt.Assembly.ChangelogTopic); err != nil {
-					t.Fatal(err)
-				}
-			}
+			loseChangelog(t, brokers, rt.Assembly.ChangelogTopic, how)
+
 			more, _ := gen.OrderParts(4, 200, 6)
 			produceParts(t, brokers, more)
 			b := start(t, top, "b", WithLossRecheck(500*time.Millisecond))

@@ -39,28 +39,7 @@ func TestChangelogLoss(t *testing.T) {
 			drain(t, a, 3000)
 			a.stop(t)
 
-			admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admCl.Close()
-			adm := kadm.NewClient(admCl)
-			ctx := context.Background()
-			switch how {
-			case LossRecordsDeleted:
-				ends, err := adm.ListEndOffsets(ctx, rt.Window.ChangelogTopic)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp, err := adm.DeleteRecords(ctx, ends.Offsets())
-				if err != nil || resp.Error() != nil {
-					t.Fatalf("delete records: %v %v", err, resp.Error())
-				}
-			case LossChangelogEmpty:
-				if _, err := adm.DeleteTopic(ctx, rt.Window.ChangelogTopic); err != nil {
-					t.Fatal(err)
-				}
-			}
+			loseChangelog(t, brokers, rt.Window.ChangelogTopic, how)
 
 			// More input, so stage two has records of every service to process.
 			producePhase(t, brokers, g, 3000)
@@ -91,11 +70,7 @@ func TestChangelogLoss(t *testing.T) {
 			t.Logf("readyz: %s", why)
 
 			// start_empty: the run goes on and counts what it accepted.
-			empty := *top
-			cfg := *top.Config
-			cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
-			empty.Config = &cfg
-			s := start(t, &empty, "s")
+			s := start(t, startEmpty(top), "s")
 			drainAll(t, 3000, b, s)
 			s.stop(t)
 			if loss(s, "start_empty") == 0 || loss(s, "fail") != 0 {
@@ -138,6 +113,46 @@ func drainAll(t *testing.T, inputs int, rs ...*running) {
 	}
 }
 
+// loseChangelog makes a changelog lose its state between two runs: its
+// records deleted (LossRecordsDeleted) or the topic deleted, which the
+// next start recreates empty (LossChangelogEmpty).
+func loseChangelog(t *testing.T, brokers []string, topic, how string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	switch how {
+	case LossRecordsDeleted:
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("delete records: %v %v", err, resp.Error())
+		}
+	case LossChangelogEmpty:
+		if _, err := adm.DeleteTopic(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("loseChangelog: no way to lose %q", how)
+	}
+}
+
+// startEmpty is top with state.on_changelog_loss: start_empty.
+func startEmpty(top *topology.Topology) *topology.Topology {
+	empty := *top
+	cfg := *top.Config
+	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
+	empty.Config = &cfg
+	return &empty
+}
+
 // TestChangelogLossAssembly: the same for an assembly route, its
 // changelog topic deleted between two runs (the next start recreates it
 // empty): fail stops stage two with the reason; start_empty goes on, and
@@ -165,14 +180,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 		}
 	}
 	a.stop(t)
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
-	if _, err := kadm.NewClient(admCl).DeleteTopic(context.Background(), ar.Assembly.ChangelogTopic); err != nil {
-		t.Fatal(err)
-	}
+	loseChangelog(t, brokers, ar.Assembly.ChangelogTopic, LossChangelogEmpty)
 	produceParts(t, brokers, parts[half:])
 
 	b := start(t, top, "b", WithLossRecheck(time.Hour))
@@ -190,11 +198,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 	}
 	b.stop(t)
 
-	empty := *top
-	cfg := *top.Config
-	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
-	empty.Config = &cfg
-	s := start(t, &empty, "s")
+	s := start(t, startEmpty(top), "s")
 	ms := []*metrics.Metrics{a.p.Metrics(), b.p.Metrics(), s.p.Metrics()}
 	for deadline := time.Now().Add(time.Minute); !assemblyDone(top, ms, len(parts)); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
@@ -294,9 +298,7 @@ func TestChangelogLossDirect(t *testing.T) {
 			t.Fatalf("changelog partition %d ends at %d before the loss; want state exactly in %v", o.Partition, o.Offset, held)
 		}
 	})
-	if _, err := adm.DeleteTopic(ctx, rt.Window.ChangelogTopic); err != nil {
-		t.Fatal(err)
-	}
+	loseChangelog(t, brokers, rt.Window.ChangelogTopic, LossChangelogEmpty)
 
 	// The partitions that never held state restore empty and process.
 	b := start(t, top, "b", WithLossRecheck(time.Hour))
@@ -324,11 +326,7 @@ func TestChangelogLossDirect(t *testing.T) {
 	b.stop(t)
 	t.Logf("readyz: %s", why)
 
-	empty := *top
-	cfg := *top.Config
-	cfg.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
-	empty.Config = &cfg
-	s := start(t, &empty, "s")
+	s := start(t, startEmpty(top), "s")
 	drain(t, s, heldRecs)
 	s.stop(t)
 	if count(s, "start_empty") == 0 || count(s, "fail") != 0 {
