@@ -41,8 +41,8 @@ func FuzzPlan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value, key []byte, hk string, hv []byte) {
 		r := &kgo.Record{Topic: "logs.dirty", Partition: 1, Offset: 9, Key: key, Value: value, Headers: []kgo.RecordHeader{{Key: hk, Value: hv}}}
-		out, outcome, _ := rd.plan(r, map[string]ledgerEntry{}, 1)
-		out2, outcome2, _ := rd.plan(r, map[string]ledgerEntry{}, 1)
+		out, outcome, _ := rd.plan(r, newLedger(), 1)
+		out2, outcome2, _ := rd.plan(r, newLedger(), 1)
 		if outcome != outcome2 || (out == nil) != (out2 == nil) || (out != nil && !bytes.Equal(out.Value, out2.Value)) {
 			t.Fatalf("not deterministic: %s vs %s", outcome, outcome2)
 		}

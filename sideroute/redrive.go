@@ -137,7 +137,7 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 			return c, fmt.Errorf("init transactional producer %s: %w", TransactionalID(appID, o.From.Name), err)
 		}
 	}
-	ledger, err := o.readLedger(ctx, c.Ledger, !o.DryRun)
+	redriven, err := o.readLedger(ctx, c.Ledger, !o.DryRun)
 	if err != nil {
 		return c, err
 	}
@@ -184,7 +184,7 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 	decide := func(r *kgo.Record) error {
 		c.Read++
 		origin := Origin(r)
-		out, outcome, detail := o.plan(r, ledger, at)
+		out, outcome, detail := o.plan(r, redriven, at)
 		if o.OnRecord != nil {
 			o.OnRecord(r, out, outcome, detail)
 		}
@@ -205,7 +205,7 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 		}
 		c.Redriven++
 		entry := ledgerEntry{Run: o.RunID, To: o.To, At: at}
-		ledger[origin] = entry
+		redriven.set(origin, entry)
 		if !o.DryRun {
 			if !inTxn {
 				if err := cl.BeginTransaction(); err != nil {
@@ -250,10 +250,10 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 // plan decides what becomes of one side record: the record to write and
 // OutcomeRedriven, or no record and why not. It is pure (no I/O): the
 // same record, ledger and time always give the same answer.
-func (o Redrive) plan(r *kgo.Record, ledger map[string]ledgerEntry, at int64) (*kgo.Record, string, string) {
+func (o Redrive) plan(r *kgo.Record, redriven *ledger, at int64) (*kgo.Record, string, string) {
 	origin := Origin(r)
 	rs := Decode(r.Headers)
-	if e, ok := ledger[origin]; ok {
+	if e, ok := redriven.get(origin); ok {
 		return nil, OutcomeAlreadyRedriven, "already redriven by run " + e.Run + " to " + e.To
 	}
 	if rs.TruncatedFrom > 0 {
@@ -328,8 +328,8 @@ func (o Redrive) ensureLedger(ctx context.Context, topic string) error {
 // until no transaction is open on the ledger (a killed run's transaction
 // is aborted when this run's producer id is initialised), so the ledger
 // read is complete.
-func (o Redrive) readLedger(ctx context.Context, topic string, wait bool) (map[string]ledgerEntry, error) {
-	out := map[string]ledgerEntry{}
+func (o Redrive) readLedger(ctx context.Context, topic string, wait bool) (*ledger, error) {
+	out := newLedger()
 	if wait {
 		deadline := time.Now().Add(o.TxnTimeout + 30*time.Second)
 		for {
@@ -353,12 +353,12 @@ func (o Redrive) readLedger(ctx context.Context, topic string, wait bool) (map[s
 	}
 	err := Read(ctx, ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, Topic: topic, FromBeginning: true}, func(r *kgo.Record) error {
 		if r.Value == nil {
-			delete(out, string(r.Key))
+			out.del(string(r.Key))
 			return nil
 		}
 		var e ledgerEntry
 		_ = json.Unmarshal(r.Value, &e)
-		out[string(r.Key)] = e
+		out.set(string(r.Key), e)
 		return nil
 	})
 	if errors.Is(err, ErrNoTopic) && o.DryRun {

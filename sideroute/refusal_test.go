@@ -153,7 +153,7 @@ func TestPlanLateRecord(t *testing.T) {
 			{Key: processor.HeaderLateBy, Value: []byte("61000")},
 		}}
 	rd := Redrive{Topology: top, From: from, To: "orders", RunID: "r"}
-	out, outcome, reason := rd.plan(r, map[string]ledgerEntry{}, 5)
+	out, outcome, reason := rd.plan(r, newLedger(), 5)
 	if outcome != OutcomeRedriven || reason != "late" {
 		t.Fatalf("outcome %s %q", outcome, reason)
 	}
