@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -364,8 +365,9 @@ func twoInputs(t *testing.T, brokers []string) *topology.Topology {
 
 // TestAssemblyDirectTwoInputs: a direct assembly whose parts come from two
 // inputs keyed by the same id: partition i of both feeds task i (built
-// once, though both partitions may be processed at the same time), and
-// every order is assembled exactly once. Inputs of unequal partition
+// once, though both partitions may be processed at the same time: eight
+// callers at once get one task from one restore), and every order is
+// assembled exactly once. Inputs of unequal partition
 // counts are refused at start.
 func TestAssemblyDirectTwoInputs(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(6, "orders", "payments"))
@@ -404,6 +406,35 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Fatalf("%d ids assembled, want %d", len(seen), n)
+	}
+
+	// Partition i of both inputs asking for task i at once build it once:
+	// one restore, one task for every caller.
+	ar := top.Assemblies()[0]
+	q := restorer(t, top, brokers)
+	const callers = 8
+	tasks := make([]*assemblyTask, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { tasks[i], errs[i] = q.assemblyTask(ar.Assembly.RepartitionTopic, 2) })
+	}
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil || tasks[i] != tasks[0] {
+			t.Fatalf("caller %d: task %p (err %v), caller 0: %p", i, tasks[i], errs[i], tasks[0])
+		}
+	}
+	// The records one restore reads, from a build with no one racing it.
+	once := restorer(t, top, brokers)
+	if _, err := once.assemblyTask(ar.Assembly.RepartitionTopic, 2); err != nil {
+		t.Fatal(err)
+	}
+	restored := func(p *Processor) float64 {
+		return testutil.ToFloat64(p.Metrics().RestoredRecords.WithLabelValues(ar.Name))
+	}
+	if restored(once) == 0 || restored(q) != restored(once) {
+		t.Fatalf("%d callers restored %v records, one restore reads %v", callers, restored(q), restored(once))
 	}
 
 	// Unequal partition counts: refused before the first poll.
