@@ -1,5 +1,5 @@
 // Command router runs sidestream topologies: run, demo, validate,
-// topology, version.
+// topology, version, tail, redrive, reset.
 package main
 
 import (
@@ -25,6 +25,7 @@ Usage:
   router version                                                    print the version
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
+  router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
 
 Run 'router COMMAND --help' for a command's flags.
 `
@@ -45,6 +46,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"topology": cmdTopology,
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,
+		"reset":    cmdReset,
 		"version": func(_ []string, out, _ io.Writer) error {
 			fmt.Fprintln(out, "router", version)
 			return nil

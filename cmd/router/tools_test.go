@@ -38,6 +38,10 @@ func TestToolsBadArguments(t *testing.T) {
 		{[]string{"redrive", "--config", example, "--from", "dirty", "--to", "logs", "--transform", "a +"}, "--transform:"},
 		{[]string{"redrive", "--config", example, "--from", "dirty", "--to", "logs", "--limit", "-1"}, "--limit must not be negative"},
 		{[]string{"redrive", "--config", "../../examples/late-orders.yaml", "--brokers", "127.0.0.1:1", "--from", "lat", "--to", "orders"}, "revenue.late (orders.late)"},
+		{[]string{"reset", "--config", example, "--to", "yesterday"}, `--to "yesterday": use earliest, latest or an RFC 3339 time`},
+		{[]string{"reset", "--config", example, "--format", "xml"}, `--format "xml": use table or json`},
+		{[]string{"reset", "--config", example, "extra"}, `unexpected argument "extra"`},
+		{[]string{"reset", "--config", example, "--timeout", "0s"}, "--timeout must be positive"},
 	} {
 		code, _, errs := run(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) {
