@@ -101,6 +101,9 @@ func dirOf(p string) string {
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) error {
+	// First of all: a SIGTERM during start-up is a clean stop too.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
 	fs := flag.NewFlagSet("router run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f runFlags
@@ -116,8 +119,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	return serve(ctx, top, f, log, metrics.New())
 }
 
