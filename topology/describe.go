@@ -114,10 +114,24 @@ type DescribedWindow struct {
 	GroupBy           string               `json:"group_by"` // "": the input key
 	Aggregates        []DescribedAggregate `json:"aggregates"`
 	LateTopic         string               `json:"late_topic"`
-	Repartition       bool                 `json:"repartition"`
-	RepartitionTopic  string               `json:"repartition_topic,omitempty"` // none with repartition: false
-	ChangelogTopic    string               `json:"changelog_topic"`
-	Limits            *DescribedLimits     `json:"limits,omitempty"`
+	DescribedState
+}
+
+// DescribedState is what window and assembly routes share: where their
+// state travels and lives, and its limits.
+type DescribedState struct {
+	Repartition      bool             `json:"repartition"`
+	RepartitionTopic string           `json:"repartition_topic,omitempty"` // none with repartition: false
+	ChangelogTopic   string           `json:"changelog_topic"`
+	Limits           *DescribedLimits `json:"limits,omitempty"`
+}
+
+func describeState(direct bool, repartition, changelog string, l *Limits) DescribedState {
+	d := DescribedState{Repartition: !direct, ChangelogTopic: changelog, Limits: describeLimits(l)}
+	if !direct {
+		d.RepartitionTopic = repartition
+	}
+	return d
 }
 
 // DescribedAggregate is one aggregation of a window route.
@@ -137,19 +151,16 @@ type DescribedLimits struct {
 
 // DescribedAssembly is an assembly route's operator.
 type DescribedAssembly struct {
-	ID               string           `json:"id"`
-	Parts            []DescribedPart  `json:"parts"`
-	CompleteWhen     []string         `json:"complete_when"` // empty: all parts
-	TTL              string           `json:"ttl"`
-	Time             string           `json:"time"`
-	Duplicates       string           `json:"duplicates"`
-	Retention        string           `json:"retention"`
-	IncompleteTopic  string           `json:"incomplete_topic"`
-	DuplicateTopic   string           `json:"duplicate_topic"`
-	Repartition      bool             `json:"repartition"`
-	RepartitionTopic string           `json:"repartition_topic,omitempty"` // none with repartition: false
-	ChangelogTopic   string           `json:"changelog_topic"`
-	Limits           *DescribedLimits `json:"limits,omitempty"`
+	ID              string          `json:"id"`
+	Parts           []DescribedPart `json:"parts"`
+	CompleteWhen    []string        `json:"complete_when"` // empty: all parts
+	TTL             string          `json:"ttl"`
+	Time            string          `json:"time"`
+	Duplicates      string          `json:"duplicates"`
+	Retention       string          `json:"retention"`
+	IncompleteTopic string          `json:"incomplete_topic"`
+	DuplicateTopic  string          `json:"duplicate_topic"`
+	DescribedState
 }
 
 // DescribedPart is one part of an assembly.
@@ -420,11 +431,8 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 	da := &DescribedAssembly{
 		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
 		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
-		DuplicateTopic: c.DuplicateTopic, Repartition: !a.Direct, ChangelogTopic: a.ChangelogTopic,
-		Parts: []DescribedPart{}, Limits: describeLimits(c.Limits),
-	}
-	if !a.Direct {
-		da.RepartitionTopic = a.RepartitionTopic
+		DuplicateTopic: c.DuplicateTopic, Parts: []DescribedPart{},
+		DescribedState: describeState(a.Direct, a.RepartitionTopic, a.ChangelogTopic, c.Limits),
 	}
 	for _, p := range c.Parts {
 		dp := DescribedPart{Name: p.Name, Source: p.Source, When: p.When, ID: p.ID, Project: []DescribedField{}}
@@ -441,11 +449,8 @@ func describeWindow(w *WindowNode) *DescribedWindow {
 	dw := &DescribedWindow{
 		Type: c.Type, MaxOutOfOrderness: c.MaxOutOfOrderness.D().String(), Grace: c.Grace.D().String(),
 		Watermark: c.Watermark, Emit: c.Emit, GroupBy: c.GroupBy, LateTopic: c.LateTopic,
-		Repartition: !w.Direct, ChangelogTopic: w.ChangelogTopic, Aggregates: []DescribedAggregate{},
-		Limits: describeLimits(c.Limits),
-	}
-	if !w.Direct {
-		dw.RepartitionTopic = w.RepartitionTopic
+		Aggregates:     []DescribedAggregate{},
+		DescribedState: describeState(w.Direct, w.RepartitionTopic, w.ChangelogTopic, c.Limits),
 	}
 	if c.Size > 0 {
 		dw.Size = c.Size.D().String()
