@@ -1,7 +1,6 @@
 package itest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -42,18 +41,7 @@ func newAssemblyRun(base *scenario, tag string) *assemblyRun {
 			repartition: rt.Assembly.RepartitionTopic, changelog: rt.Assembly.ChangelogTopic},
 		assembled: rt.Topic, incomplete: rt.Assembly.Config.IncompleteTopic, duplicate: rt.Assembly.Config.DuplicateTopic,
 	}
-	s.outputs = top.OutputTopics()
-	slices.Sort(s.outputs)
 	s.topicOf = map[string]string{"dirty": top.Dirty.Topic}
-	t.Cleanup(s.cleanup)
-	t.Cleanup(func() {
-		if t.Failed() {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, _ = s.adm.DeleteTopics(ctx, a.repartition, a.changelog)
-	})
 	return a
 }
 

@@ -1,13 +1,11 @@
 package itest
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,18 +88,6 @@ func TestLimitsRestartEquivalence(t *testing.T) {
 	run := func(tag string) (*scenario, func() outcome) {
 		prefix := base.app + "-" + tag
 		s, top := base.derivedRun(tag, src, [][2]string{{"APP", prefix}, {"INPUT", base.input}})
-		s.outputs = top.OutputTopics()
-		slices.Sort(s.outputs)
-		t.Cleanup(s.cleanup)
-		t.Cleanup(func() {
-			if t.Failed() {
-				return
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_, changelogs := top.InternalTopics()
-			_, _ = s.adm.DeleteTopics(ctx, changelogs...)
-		})
 		rt := top.Route("perid")
 		return s, func() outcome {
 			o := outcome{finals: map[string]string{}, overflow: map[string]int{}}

@@ -50,7 +50,8 @@ type windowRun struct {
 // own temp dir) over base's input topic, events and clients, running the
 // topology at src with each replacement applied (every one must match, so
 // a changed file fails here, named). It returns the scenario, its
-// topology file written, and the compiled topology.
+// topology file written, and the compiled topology; its group, output and
+// internal topics are deleted when the test ends (kept when it failed).
 func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *topology.Topology) {
 	t := base.t
 	prefix := base.app + "-" + tag
@@ -82,6 +83,18 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
+	s.outputs = top.OutputTopics()
+	slices.Sort(s.outputs)
+	t.Cleanup(s.cleanup) // group and output topics (the input too: harmless twice)
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		repartition, changelogs := top.InternalTopics()
+		_, _ = s.adm.DeleteTopics(ctx, append(repartition, changelogs...)...)
+	})
 	return s, top
 }
 
@@ -116,18 +129,7 @@ func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 			t.Fatalf("run %s writes %q, not one of its own topics", tag, tp)
 		}
 	}
-	s.outputs = top.OutputTopics()
-	slices.Sort(s.outputs)
 	s.topicOf = map[string]string{"dirty": w.dirty, winRoute: w.results}
-	t.Cleanup(s.cleanup) // group and output topics (the input too: harmless twice)
-	t.Cleanup(func() {
-		if t.Failed() {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_, _ = s.adm.DeleteTopics(ctx, w.repartition, w.changelog)
-	})
 	return w
 }
 
