@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"image/png"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"pgregory.net/rapid"
 )
@@ -155,4 +159,42 @@ func TestNiceCeil(t *testing.T) {
 			t.Fatalf("niceCeil(%v) = %v", v, c)
 		}
 	})
+}
+
+func TestTopicsReady(t *testing.T) {
+	parts := func(leaders ...int32) kadm.PartitionDetails {
+		ps := kadm.PartitionDetails{}
+		for i, l := range leaders {
+			ps[int32(i)] = kadm.PartitionDetail{Partition: int32(i), Leader: l}
+		}
+		return ps
+	}
+	md := kadm.Metadata{Topics: kadm.TopicDetails{
+		"a": {Topic: "a", Partitions: parts(1, 1)},
+		"b": {Topic: "b", Partitions: parts(1, -1)},
+	}}
+	if ok, seen := topicsReady(md, []string{"a"}, 2); !ok {
+		t.Fatalf("a is ready, got not ready: %s", seen)
+	}
+	ok, seen := topicsReady(md, []string{"a", "b", "c"}, 2)
+	if ok || !strings.Contains(seen, "c (absent)") || !strings.Contains(seen, "1 partitions without a leader") {
+		t.Fatalf("want c absent and one leaderless partition, got ok=%v %q", ok, seen)
+	}
+	if ok, seen := topicsReady(md, []string{"a"}, 6); ok || !strings.Contains(seen, "a (2 partitions)") {
+		t.Fatalf("want a short of partitions, got ok=%v %q", ok, seen)
+	}
+}
+
+func TestWaitUntil(t *testing.T) {
+	n := 0
+	if err := waitUntil(context.Background(), time.Minute, time.Millisecond, "three polls", func() (bool, string) {
+		n++
+		return n == 3, strconv.Itoa(n)
+	}); err != nil || n != 3 {
+		t.Fatalf("waitUntil = %v after %d polls, want nil after 3", err, n)
+	}
+	err := waitUntil(context.Background(), 20*time.Millisecond, time.Millisecond, "never", func() (bool, string) { return false, "still no" })
+	if err == nil || !strings.Contains(err.Error(), "for never; last seen: still no") {
+		t.Fatalf("waitUntil past its ceiling = %v, want what it waited for and saw", err)
+	}
 }
