@@ -169,20 +169,14 @@ dirty:
 	produced := int64(0)
 	waitLag0 := func(r *router) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if _, sum := s.committed(); sum == produced {
-				return
+		waitFor(t, 3*time.Minute, "input lag 0", func() (bool, string) {
+			_, sum := s.committed()
+			if sum == produced {
+				return true, ""
 			}
-			if r.exited() {
-				t.Fatalf("router exited by itself: %s", r.cmd.ProcessState)
-			}
-			if time.Now().After(deadline) {
-				_, sum := s.committed()
-				t.Fatalf("input lag not 0 after 60s: committed %d of %d\n%s", sum, produced, tail(r.logPath, 30))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			requireRunning(t, r)
+			return false, fmt.Sprintf("committed %d of %d", sum, produced)
+		})
 	}
 
 	r := s.startRouter("a")
@@ -203,14 +197,13 @@ dirty:
 	half := len(phaseA) / 2
 	produce(phaseA[:half])
 	produced += int64(half)
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if _, sum := s.committed(); sum > 0 {
-			break // some committed, the rest likely in an open transaction
-		}
-		if time.Since(start) > 60*time.Second {
-			t.Fatalf("no progress in 60s\n%s", tail(r.logPath, 30))
-		}
-	}
+	// Soon after the first commit, the rest is likely in an open
+	// transaction (polled often, to kill while it is).
+	waitEvery(t, 50*time.Millisecond, 2*time.Minute, "a first commit", func() (bool, string) {
+		_, sum := s.committed()
+		requireRunning(t, r)
+		return sum > 0, fmt.Sprintf("committed %d", sum)
+	})
 	r.kill9() // mid-stream: an open transaction is lost and replayed
 	r = r.restart()
 	produce(phaseA[half:])
@@ -227,19 +220,15 @@ dirty:
 
 	table := strings.ToLower(results)
 	var got map[string]cwRow
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitEvery(t, time.Second, 3*time.Minute, "table "+table+" equal to the expected results", func() (bool, string) {
 		var err error
 		got, err = readTable(mysqlAddr, table)
 		if err == nil && equalRows(got, want) {
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			status, _ := httpGet(connectURL + "/connectors/" + connector + "/status")
-			t.Fatalf("table %s does not equal the expected results after 90s (err %v)\n%s\nconnector status: %s", table, err, diffRows(got, want), status)
-		}
-		time.Sleep(time.Second)
-	}
+		status, _ := httpGet(connectURL + "/connectors/" + connector + "/status")
+		return false, fmt.Sprintf("err %v\n%s\nconnector status: %s", err, diffRows(got, want), status)
+	})
 	// Late updates were applied to their rows (revision > 1), every
 	// window was closed (final), and the key is the window's natural ID.
 	lateWins := map[string]bool{}
@@ -497,17 +486,14 @@ func submitConnector(t *testing.T, base, path string, vars map[string]string) st
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("submit connector %s: %s: %s", name, resp.Status, rb)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitEvery(t, 500*time.Millisecond, 3*time.Minute, "connector "+name+" task RUNNING", func() (bool, string) {
 		st, _ := httpGet(base + "/connectors/" + name + "/status")
-		if strings.Contains(st, `"tasks":[{"id":0,"state":"RUNNING"`) {
-			return name
+		if strings.Contains(st, `"FAILED"`) {
+			t.Fatalf("connector %s failed: %s", name, st)
 		}
-		if strings.Contains(st, `"FAILED"`) || time.Now().After(deadline) {
-			t.Fatalf("connector %s not running: %s", name, st)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return strings.Contains(st, `"tasks":[{"id":0,"state":"RUNNING"`), st
+	})
+	return name
 }
 
 func deleteConnector(t *testing.T, base, name string) {

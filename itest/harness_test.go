@@ -462,20 +462,23 @@ func (r *router) readyz() (int, string) {
 
 func (r *router) waitReady(limit time.Duration) {
 	r.s.t.Helper()
-	deadline := time.Now().Add(limit)
-	var last string
-	for time.Now().Before(deadline) {
+	waitFor(r.s.t, limit, "router "+r.id+" /readyz 200", func() (bool, string) {
 		if r.exited() {
-			r.s.t.Fatalf("router %s exited while starting: %s", r.id, r.cmd.ProcessState)
+			r.s.t.Fatalf("router %s exited while starting: %s\n%s", r.id, r.cmd.ProcessState, tail(r.logPath, 20))
 		}
 		code, body := r.readyz()
-		if code == http.StatusOK {
-			return
+		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
+	})
+}
+
+// requireRunning fails the test when a router of live exited by itself.
+func requireRunning(t testing.TB, live ...*router) {
+	t.Helper()
+	for _, r := range live {
+		if r.exited() {
+			t.Fatalf("router %s exited by itself: %s\n%s", r.id, r.cmd.ProcessState, tail(r.logPath, 20))
 		}
-		last = body
-		time.Sleep(100 * time.Millisecond)
 	}
-	r.s.t.Fatalf("router %s not ready after %s: %s", r.id, limit, last)
 }
 
 // tasks lists the input partitions the router says it owns.
@@ -555,23 +558,17 @@ func (s *scenario) committed() (map[int32]int64, int64) {
 // everything there is; it returns the new sum.
 func (s *scenario) waitProgress(p *producer, from int64, limit time.Duration, live ...*router) int64 {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
 	from = max(from, 0) // -1: the broker did not answer
-	for {
-		_, sum := s.committed()
+	var sum int64
+	waitFor(s.t, limit, fmt.Sprintf("group commits past %d input records", from), func() (bool, string) {
+		_, sum = s.committed()
 		if sum > from || (p.finished() && sum == int64(len(s.events))) {
-			return sum
+			return true, ""
 		}
-		for _, r := range live {
-			if r.exited() {
-				s.t.Fatalf("router %s exited by itself: %s", r.id, r.cmd.ProcessState)
-			}
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("no progress in %s: committed %d of %d", limit, sum, len(s.events))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		requireRunning(s.t, live...)
+		return false, fmt.Sprintf("committed %d of %d", sum, len(s.events))
+	})
+	return sum
 }
 
 // waitCaughtUp waits until every produced record is committed: the group's
@@ -580,30 +577,17 @@ func (s *scenario) waitCaughtUp(p *producer, limit time.Duration, live ...*route
 	s.t.Helper()
 	start := time.Now()
 	p.wait(s.t, limit)
-	deadline := start.Add(limit)
-	lastLog := time.Now()
-	for {
+	waitFor(s.t, limit-time.Since(start), "input lag 0", func() (bool, string) {
 		_, sum := s.committed()
 		if sum == int64(len(s.events)) {
-			return
+			return true, ""
 		}
 		if sum > int64(len(s.events)) {
 			s.t.Fatalf("committed offsets sum %d is past the %d records produced", sum, len(s.events))
 		}
-		for _, r := range live {
-			if r.exited() {
-				s.t.Fatalf("router %s exited by itself: %s", r.id, r.cmd.ProcessState)
-			}
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("lag not 0 after %s: committed %d of %d", limit, sum, len(s.events))
-		}
-		if time.Since(lastLog) > 10*time.Second {
-			s.t.Logf("waiting for lag 0: committed %d of %d", sum, len(s.events))
-			lastLog = time.Now()
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		requireRunning(s.t, live...)
+		return false, fmt.Sprintf("committed %d of %d", sum, len(s.events))
+	})
 }
 
 // group describes the consumer group.
@@ -625,22 +609,15 @@ func (s *scenario) group() (kadm.DescribedGroup, error) {
 // every input partition between them.
 func (s *scenario) waitMembers(n int, limit time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	var last string
-	for time.Now().Before(deadline) {
+	waitFor(s.t, limit, fmt.Sprintf("group %s stable with %d members", s.app, n), func() (bool, string) {
 		g, err := s.group()
-		if err == nil {
-			owned := len(g.AssignedPartitions()[s.input])
-			if g.State == "Stable" && len(g.Members) == n && owned == inputPartitions {
-				return
-			}
-			last = fmt.Sprintf("state %s, %d members, %d partitions assigned", g.State, len(g.Members), owned)
-		} else {
-			last = err.Error()
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.t.Fatalf("group %s not stable with %d members after %s: %s", s.app, n, limit, last)
+		owned := len(g.AssignedPartitions()[s.input])
+		return g.State == "Stable" && len(g.Members) == n && owned == inputPartitions,
+			fmt.Sprintf("state %s, %d members, %d partitions assigned", g.State, len(g.Members), owned)
+	})
 }
 
 // memberIDs lists the group's member ids (nil when the broker does not
@@ -661,20 +638,14 @@ func (s *scenario) memberIDs() []string {
 // differ from before (a member was replaced).
 func (s *scenario) waitMembersChanged(n int, before []string, limit time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	start := time.Now()
+	slices.Sort(before)
+	waitFor(s.t, limit, fmt.Sprintf("group membership other than %v", before), func() (bool, string) {
 		now := s.memberIDs()
 		slices.Sort(now)
-		slices.Sort(before)
-		if len(now) > 0 && !slices.Equal(now, before) {
-			break
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("group membership still %v after %s", before, limit)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.waitMembers(n, time.Until(deadline))
+		return len(now) > 0 && !slices.Equal(now, before), fmt.Sprintf("members %v", now)
+	})
+	s.waitMembers(n, limit-time.Since(start))
 }
 
 // ---------------------------------------------------------------- read-back
@@ -695,19 +666,16 @@ func (s *scenario) waitSettled(limit time.Duration) map[string]map[int32]int64 {
 // waitTopicsSettled is waitSettled for any topics (e.g. internal ones).
 func (s *scenario) waitTopicsSettled(topics []string, limit time.Duration) map[string]map[int32]int64 {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	var last string
-	for time.Now().Before(deadline) {
+	var ends map[string]map[int32]int64
+	waitFor(s.t, limit, fmt.Sprintf("no open transaction on %v", topics), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		hwm, err1 := s.adm.ListEndOffsets(ctx, topics...)
 		lso, err2 := s.adm.ListCommittedOffsets(ctx, topics...)
 		cancel()
 		if err := errors.Join(err1, err2, hwm.Error(), lso.Error()); err != nil {
-			last = err.Error()
-			time.Sleep(200 * time.Millisecond)
-			continue
+			return false, err.Error()
 		}
-		ends := map[string]map[int32]int64{}
+		ends = map[string]map[int32]int64{}
 		open := 0
 		hwm.Each(func(o kadm.ListedOffset) {
 			if ends[o.Topic] == nil {
@@ -718,14 +686,9 @@ func (s *scenario) waitTopicsSettled(topics []string, limit time.Duration) map[s
 				open++
 			}
 		})
-		if open == 0 {
-			return ends
-		}
-		last = fmt.Sprintf("%d partitions have an open transaction", open)
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.t.Fatalf("%v not settled after %s: %s", topics, limit, last)
-	return nil
+		return open == 0, fmt.Sprintf("%d partitions have an open transaction", open)
+	})
+	return ends
 }
 
 // readBack reads every output topic from the start to the high watermark,
@@ -933,7 +896,9 @@ func (s *scenario) connect() {
 	s.adm = kadm.NewClient(s.cl)
 	t.Cleanup(s.cl.Close)
 	t.Cleanup(s.cleanup)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A loaded broker creating many partitions at once can take tens of
+	// seconds per request.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	resp, err := s.adm.CreateTopic(ctx, inputPartitions, 1, nil, s.input)
 	if err == nil {
@@ -945,16 +910,27 @@ func (s *scenario) connect() {
 	// CreateTopics returns once the controller has the topic; a broker's
 	// metadata may lag a moment behind, and a router started in that
 	// moment rightly refuses a missing input topic.
-	for {
-		td, err := s.adm.ListTopics(ctx, s.input)
-		if err == nil {
-			if d, ok := td[s.input]; ok && d.Err == nil && len(d.Partitions) == inputPartitions {
-				return
+	waitFor(t, time.Minute, "input topic "+s.input+" in the brokers' metadata", func() (bool, string) {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		td, err := s.adm.ListTopics(c, s.input)
+		if err != nil {
+			return false, err.Error()
+		}
+		d, ok := td[s.input]
+		switch {
+		case !ok:
+			return false, "not listed"
+		case d.Err != nil:
+			return false, d.Err.Error()
+		}
+		led := 0
+		for _, pd := range d.Partitions {
+			if pd.Err == nil && pd.Leader >= 0 {
+				led++
 			}
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("input topic %s not in the brokers' metadata after 30 s: %v", s.input, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(d.Partitions) == inputPartitions && led == inputPartitions,
+			fmt.Sprintf("%d partitions, %d with a leader", len(d.Partitions), led)
+	})
 }

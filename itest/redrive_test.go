@@ -133,8 +133,14 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 			if cmd.Process.Signal(syscall.SIGSTOP) != nil {
 				return false
 			}
-			time.Sleep(500 * time.Millisecond)
-			if open() {
+			// Frozen, the process sends nothing: a transaction that
+			// stays open for 2 s has no end on its way (a loaded broker
+			// may take a while to write the markers of one that has).
+			stillOpen := open()
+			for frozen := time.Now(); stillOpen && time.Since(frozen) < 2*time.Second; stillOpen = open() {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if stillOpen {
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				err := <-done
 				if cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled() {

@@ -196,20 +196,17 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 	at, _ := s.committed()
 	t.Logf("router a (partitions %v) frozen with SIGSTOP", aParts)
 	s.waitMembers(1, 60*time.Second) // a's session expired: b owns everything ...
-	deadline := time.Now().Add(90 * time.Second)
-	for moved := false; !moved; { // ... and commits on a's partitions
+	// ... and commits on a's partitions (after a's transaction timeout
+	// at worst: 20s).
+	waitFor(t, 2*time.Minute, fmt.Sprintf("router b committing on a's partitions %v", aParts), func() (bool, string) {
 		now, _ := s.committed()
-		moved = true
 		for _, part := range aParts {
 			if now[part] <= at[part] {
-				moved = false
+				return false, fmt.Sprintf("committed %v, at the freeze %v", now, at)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("router b did not commit on a's partitions %v within 90s: %v -> %v", aParts, at, now)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return true, ""
+	})
 	logAt := a.logSize()
 	a.signal(syscall.SIGCONT)
 	frozenFor := time.Since(frozen)
@@ -231,13 +228,11 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 	n = s.waitProgress(p, n, time.Minute, a, b2)
 	logAt = b.logSize()
 	b.signal(syscall.SIGCONT)
-	deadline = time.Now().Add(30 * time.Second)
-	for len(b.logLines(logAt, "session failed", "FENCED", "INVALID_PRODUCER_EPOCH")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("thawed router b logged no fencing within 30s (input still flowing: %v)", !p.finished())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Polled often: b is killed as soon as it knows it is fenced.
+	waitEvery(t, 20*time.Millisecond, time.Minute, "the thawed router b logging its fencing", func() (bool, string) {
+		return len(b.logLines(logAt, "session failed", "FENCED", "INVALID_PRODUCER_EPOCH")) > 0,
+			fmt.Sprintf("no such line yet; input still flowing: %v", !p.finished())
+	})
 	b.kill9() // before it rebuilds its session and fences the replacement in turn
 	replacedBy, replacedAborted := fenceSignal(t, b, logAt)
 
@@ -466,7 +461,10 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 	time.Sleep(s.randDur(0, 300*time.Millisecond))
 
 	logAt := r.logSize()
-	took := r.stop(30 * time.Second) // the topology's shutdown_timeout
+	// Exit code 0 proves the router ended within its own shutdown_timeout
+	// (30s; past it the router exits 1); the test's ceiling leaves room
+	// for a loaded machine to deliver the signal and reap the process.
+	took := r.stop(45 * time.Second)
 	t.Logf("SIGTERM: exit 0 in %s", took.Round(time.Millisecond))
 	for _, want := range []string{"transaction ended, leaving the group", "router stopped"} {
 		if len(r.logLines(logAt, want)) == 0 {
@@ -481,7 +479,10 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 		t.Errorf("group right after the stop: state %s, %d members; want Empty, 0", g.State, len(g.Members))
 	}
 	settle := time.Now()
-	s.waitSettled(3 * time.Second)
+	// Well under the 30s transaction timeout: only the router's own end
+	// of its transaction settles the outputs this soon, even when a
+	// loaded broker is slow to write the markers.
+	s.waitSettled(10 * time.Second)
 	settled := time.Since(settle)
 	_, stoppedAt := s.committed()
 	lag := p.acked.Load() - stoppedAt
@@ -493,7 +494,7 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 
 	r = r.restart()
 	s.waitCaughtUp(p, 3*time.Minute, r)
-	r.stop(30 * time.Second)
+	r.stop(45 * time.Second)
 	tl, aborted := s.verifyExactlyOnce()
 	s.report(tl, fmt.Sprintf("stop_took=%s lag_at_stop=%d aborted_invisible=%d", took.Round(time.Millisecond), lag, aborted))
 }

@@ -152,7 +152,7 @@ func (w *windowRun) waitWindowDone(p *producer, limit time.Duration, live ...*ro
 		rep[r.Partition] = append(rep[r.Partition], r)
 		next[r.Partition] = r.Offset + 1
 	}
-	for lastLog := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+	waitFor(t, time.Until(deadline), "run "+w.tag+": repartition lag 0", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		offs, err := w.adm.FetchOffsets(ctx, w.app)
 		cancel()
@@ -168,21 +168,11 @@ func (w *windowRun) waitWindowDone(p *producer, limit time.Duration, live ...*ro
 			}
 		}
 		if behind == 0 {
-			break
+			return true, ""
 		}
-		for _, r := range live {
-			if r.exited() {
-				t.Fatalf("router %s exited by itself: %s", r.id, r.cmd.ProcessState)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: repartition lag not 0 after %s: %d partitions behind, %d records (err %v)", w.tag, limit, behind, lag, err)
-		}
-		if time.Since(lastLog) > 10*time.Second {
-			t.Logf("run %s: waiting for repartition lag 0: %d partitions, %d records behind", w.tag, behind, lag)
-			lastLog = time.Now()
-		}
-	}
+		requireRunning(t, live...)
+		return false, fmt.Sprintf("%d partitions, %d records behind (err %v)", behind, lag, err)
+	})
 	w.waitSettled(time.Until(deadline))
 	return rep
 }

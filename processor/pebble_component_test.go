@@ -153,7 +153,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 		}
 		return false
 	}
-	for deadline := time.Now().Add(30 * time.Second); !shown(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !shown(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("/tasks shows no local checkpoint for b's window tasks: %+v", b.p.Tasks())
 		}

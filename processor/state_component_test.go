@@ -204,7 +204,7 @@ func TestStateQuery(t *testing.T) {
 	}
 	hc := stateHandler(c2.p)
 	code, body := getState(t, hc, "/state/errors?key=svc-05")
-	for deadline := time.Now().Add(30 * time.Second); code == 503 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); code == 503 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		code, body = getState(t, hc, "/state/errors?key=svc-05")
 	}
 	wins, _ := body["windows"].([]any)

@@ -34,7 +34,7 @@ func (s *probeScript) step(t *testing.T, w *strandedWatch, now time.Time, quiet 
 	}
 	select {
 	case <-s.asked:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a ceiling: a loaded -race run may be slow to schedule the probe
 		t.Fatalf("check at %s started no probe", now.Format(time.TimeOnly))
 	}
 	s.answers <- a

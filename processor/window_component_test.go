@@ -113,8 +113,19 @@ func TestWindowIdleAdvance(t *testing.T) {
 				}
 			}
 			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), 10, 30*time.Second) // 5 inputs + 5 repartitioned
-			time.Sleep(3 * time.Second)
+			waitConsumed(t, r.p.Metrics(), 10, time.Minute) // 5 inputs + 5 repartitioned
+			if idle > 0 {
+				// ~1 s of idle advance closes the window: awaited, not slept.
+				for deadline := time.Now().Add(time.Minute); r.p.Metrics().Snapshot().Results["final"] == 0; time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("idle advance closed no window within a minute: %+v", r.p.Metrics().Snapshot())
+					}
+				}
+			} else {
+				// Nothing may close it: a fixed window on purpose, ten
+				// times the idle timeout the other case uses.
+				time.Sleep(3 * time.Second)
+			}
 			if idle == 0 {
 				// The window waits for the input partitions that never
 				// spoke, and /tasks says so.

@@ -39,6 +39,13 @@ log() { printf 'connect.sh: %s\n' "$*" >&2; }
 die() { printf 'connect.sh: error: %s\n' "$*" >&2; exit 1; }
 port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$1" 2>/dev/null; }
 
+# Ceilings, not pacing, in seconds: what a loaded 2-core machine twice as
+# slow as a quiet one still meets. The worker's JVM scans every plugin
+# jar (the JDBC sink brings Hibernate) before its REST API lists them.
+DB_START_TIMEOUT=120
+WORKER_START_TIMEOUT=300
+STOP_TIMEOUT=60
+
 pom_hash() { cat "$SCRIPT_DIR"/connect/*/pom.xml | { cat; echo "kafka.version=$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
 
 # Fill $CONNECT_HOME/libs (the worker) and $CONNECT_HOME/plugins/jdbc (the
@@ -115,7 +122,7 @@ db_up() {
   ) </dev/null >/dev/null 2>&1 &
   local start=$SECONDS
   until mariadb --no-defaults --socket="$DB_SOCK" -uroot -e 'SELECT 1' >/dev/null 2>&1; do
-    ((SECONDS - start < 60)) || { tail -30 "$DB_DIR/error.log" >&2; die "MariaDB did not start"; }
+    ((SECONDS - start < DB_START_TIMEOUT)) || { tail -30 "$DB_DIR/error.log" >&2; die "MariaDB did not answer within $DB_START_TIMEOUT s"; }
     sleep 0.3
   done
   mariadb --no-defaults --socket="$DB_SOCK" -uroot -e "
@@ -131,7 +138,7 @@ db_down() {
     kill -TERM "$pid"
     local start=$SECONDS
     while kill -0 "$pid" 2>/dev/null; do
-      ((SECONDS - start < 30)) || { kill -KILL "$pid" 2>/dev/null || true; break; }
+      ((SECONDS - start < STOP_TIMEOUT)) || { kill -KILL "$pid" 2>/dev/null || true; break; }
       sleep 0.2
     done
     log "MariaDB stopped"
@@ -181,10 +188,10 @@ L4J
   ) </dev/null >"$DIR/worker.out" 2>&1 &
   echo $! >"$W_PID"
   local start=$SECONDS
-  until curl -fsS "http://$HOST:$REST_PORT/connector-plugins" 2>/dev/null | grep -q JdbcSinkConnector; do
-    if ! kill -0 "$(cat "$W_PID")" 2>/dev/null || ((SECONDS - start >= 120)); then
+  until curl -fsS --max-time 10 "http://$HOST:$REST_PORT/connector-plugins" 2>/dev/null | grep -q JdbcSinkConnector; do
+    if ! kill -0 "$(cat "$W_PID")" 2>/dev/null || ((SECONDS - start >= WORKER_START_TIMEOUT)); then
       tail -n 40 "$DIR/worker.log" "$DIR/worker.out" >&2 || true
-      die "the Connect worker did not start (or has no JdbcSinkConnector)"
+      die "the Connect worker did not list JdbcSinkConnector within $WORKER_START_TIMEOUT s (or exited)"
     fi
     sleep 0.5
   done
@@ -197,7 +204,7 @@ worker_down() {
     kill -TERM "$pid"
     local start=$SECONDS
     while kill -0 "$pid" 2>/dev/null; do
-      ((SECONDS - start < 30)) || { kill -KILL "$pid" 2>/dev/null || true; break; }
+      ((SECONDS - start < STOP_TIMEOUT)) || { kill -KILL "$pid" 2>/dev/null || true; break; }
       sleep 0.2
     done
     log "worker stopped"

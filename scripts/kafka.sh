@@ -28,8 +28,8 @@
 #   SIDESTREAM_KAFKA_DIR     data/config/log dir  (/tmp/sidestream-kafka)
 #   SIDESTREAM_KAFKA_PORT    PLAINTEXT port       (19092; controller is +1)
 #   SIDESTREAM_KAFKA_HEAP_OPTS      JVM heap flags    (-Xms256m -Xmx1g)
-#   SIDESTREAM_KAFKA_START_TIMEOUT  seconds to wait   (90)
-#   SIDESTREAM_KAFKA_STOP_TIMEOUT   seconds before SIGKILL (30)
+#   SIDESTREAM_KAFKA_START_TIMEOUT  seconds to wait   (180)
+#   SIDESTREAM_KAFKA_STOP_TIMEOUT   seconds before SIGKILL (60)
 #   SIDESTREAM_KAFKA_EXTRA_CONFIG   extra server.properties lines, applied at
 #                                   format time (a fresh data dir)
 #
@@ -77,8 +77,12 @@ CONTROLLER_PORT=$((PORT + 1))
 HOST=127.0.0.1
 BROKERS="$HOST:$PORT"
 HEAP_OPTS="${SIDESTREAM_KAFKA_HEAP_OPTS:--Xms256m -Xmx1g}"
-START_TIMEOUT="${SIDESTREAM_KAFKA_START_TIMEOUT:-90}"
-STOP_TIMEOUT="${SIDESTREAM_KAFKA_STOP_TIMEOUT:-30}"
+# Ceilings, not pacing: a quiet 2-core machine starts the broker in ~7 s
+# and stops it in a few; a loaded one, after a restart with many
+# partitions to recover, takes several times longer. A stop that reaches
+# SIGKILL leaves a log to recover and so slows the next start.
+START_TIMEOUT="${SIDESTREAM_KAFKA_START_TIMEOUT:-180}"
+STOP_TIMEOUT="${SIDESTREAM_KAFKA_STOP_TIMEOUT:-60}"
 
 CONFIG="$DATA_DIR/server.properties"
 LOG4J_CONFIG="$DATA_DIR/log4j2.properties"
