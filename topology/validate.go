@@ -323,10 +323,10 @@ func normMechanism(m string) (string, bool) {
 type pemKind int
 
 const (
-	pemCA   pemKind = iota // one or more CA certificates
-	pemCert                // a certificate chain
-	pemKey                 // one unencrypted private key
-	pemServerCert          // the HTTP API's own certificate chain
+	pemCA         pemKind = iota // one or more CA certificates
+	pemCert                      // a certificate chain
+	pemKey                       // one unencrypted private key
+	pemServerCert                // the HTTP API's own certificate chain
 )
 
 // maxPEMBytes bounds a TLS file, like maxSchemaBytes.
