@@ -5,6 +5,9 @@
 # builds the router, runs one short `router demo` and points the browser at
 # its /ui while it runs (scripts/ui-test/ui.test.mjs says what is checked).
 #
+# The demo runs with api.auth: bearer (a fresh token through
+# SIDESTREAM_API_TOKENS): the page must ask for it, then show the view.
+#
 # Environment:
 #   SIDESTREAM_UI_SCREENSHOT  where to save a screenshot (docs/ui.png to
 #                             refresh the README's; default a temp file)
@@ -42,7 +45,9 @@ go build -o "$work/router" ./cmd/router
 
 # One short demo: 4000 records at 400/s keep it running ~10 s, long enough
 # for the page to connect and watch its counters move.
-"$work/router" demo --records 4000 --rate 400 --listen 127.0.0.1:0 --linger 2s --quiet >"$work/demo.json" 2>"$work/demo.err" &
+token="$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')"
+SIDESTREAM_API_AUTH=bearer SIDESTREAM_API_TOKENS="$token" \
+  "$work/router" demo --records 4000 --rate 400 --listen 127.0.0.1:0 --linger 2s --quiet >"$work/demo.json" 2>"$work/demo.err" &
 demo_pid=$!
 url=""
 for _ in $(seq 1 200); do
@@ -56,7 +61,7 @@ log "web view at $url"
 
 shot="${SIDESTREAM_UI_SCREENSHOT:-$work/ui.png}"
 [[ "$shot" = /* ]] || shot="$REPO_DIR/$shot"
-if ! (cd scripts/ui-test && UI_URL="$url" UI_ROUTES=error,warn,main,dirty UI_SCREENSHOT="$shot" CHROMIUM="$CHROMIUM" node ui.test.mjs | tee "$work/ui.json"); then
+if ! (cd scripts/ui-test && UI_URL="$url" UI_TOKEN="$token" UI_ROUTES=error,warn,main,dirty UI_SCREENSHOT="$shot" CHROMIUM="$CHROMIUM" node ui.test.mjs | tee "$work/ui.json"); then
   cat "$work/demo.err" >&2
   die "browser test failed"
 fi
