@@ -1,6 +1,7 @@
 // Package api serves sidestream's HTTP endpoints with chi: health,
 // readiness, metrics, the compiled topology, the assigned tasks and
-// interactive queries on operator state.
+// interactive queries on operator state; every endpoint but the probes
+// behind bearer tokens or client certificates when Auth says so.
 //
 // It declares the small interfaces it needs and must never import the
 // processor or topology packages: cmd/router wires the implementations.
