@@ -1,6 +1,7 @@
 // Package api serves sidestream's HTTP endpoints with chi: health,
 // readiness, metrics, the compiled topology, the assigned tasks and
-// interactive queries on operator state.
+// interactive queries on operator state; every endpoint but the probes
+// behind bearer tokens or client certificates when Auth says so.
 //
 // It declares the small interfaces it needs and must never import the
 // processor or topology packages: cmd/router wires the implementations.
@@ -64,9 +65,13 @@ type Config struct {
 	// State maps an operator name to its reader, for GET
 	// /state/{operator}?key=K. Nil or empty: every operator is unknown.
 	State map[string]StateReader
+	// Auth guards every endpoint but the probes; the zero value is
+	// AuthNone.
+	Auth Auth
 }
 
-// Handler builds the router.
+// Handler builds the router. The probes stay open whatever c.Auth says:
+// kubelet calls them without credentials.
 func Handler(c Config) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
@@ -78,33 +83,46 @@ func Handler(c Config) http.Handler {
 		ok, reason := c.Probe.Ready()
 		writeProbe(w, ok, reason)
 	})
-	r.Handle("/metrics", c.Metrics)
-	r.Get("/topology", func(w http.ResponseWriter, req *http.Request) {
-		format := req.URL.Query().Get("format")
-		if format == "" {
-			format = "json"
-		}
-		b, err := c.Describer.Describe(format)
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-			return
-		}
-		switch format {
-		case "json":
-			w.Header().Set("Content-Type", "application/json")
-		default:
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		}
-		_, _ = w.Write(b)
-	})
-	r.Get("/tasks", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, c.Tasks.TaskList())
-	})
-	if c.UI != nil {
-		mountUI(r, c.UI)
+	if c.Auth.ProtectMetrics {
+		r.With(c.Auth.middleware).Handle("/metrics", c.Metrics)
+	} else {
+		r.Handle("/metrics", c.Metrics)
 	}
-	r.Get("/state/{operator}", func(w http.ResponseWriter, req *http.Request) {
-		serveState(w, req, c.State)
+	if c.UI != nil {
+		mountUIPage(r)
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(c.Auth.middleware)
+		r.Get("/topology", func(w http.ResponseWriter, req *http.Request) {
+			format := req.URL.Query().Get("format")
+			if format == "" {
+				format = "json"
+			}
+			b, err := c.Describer.Describe(format)
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+				return
+			}
+			switch format {
+			case "json":
+				w.Header().Set("Content-Type", "application/json")
+			default:
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			}
+			_, _ = w.Write(b)
+		})
+		r.Get("/tasks", func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, c.Tasks.TaskList())
+		})
+		if c.UI != nil {
+			mountUIData(r, c.UI)
+		}
+		r.Get("/state/{operator}", func(w http.ResponseWriter, req *http.Request) {
+			serveState(w, req, c.State)
+		})
+		// Anything else is a 404, but only for a caller with credentials:
+		// a stranger learns nothing of which paths exist.
+		r.NotFound(http.NotFound)
 	})
 	return r
 }

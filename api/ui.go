@@ -25,10 +25,10 @@ type UIState interface {
 // uiInterval is how often /ui/events sends the state.
 const uiInterval = time.Second
 
-// mountUI serves the web view: /ui (the page), /ui/state (the state as
-// JSON, for polling) and /ui/events (the state every second as
-// server-sent events).
-func mountUI(r chi.Router, st UIState) {
+// mountUIPage serves the web view's page, script and style (/ui/), which
+// hold no data: they load without credentials, so the page can ask for a
+// token.
+func mountUIPage(r chi.Router) {
 	sub, err := fs.Sub(uiFiles, "ui")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -37,6 +37,18 @@ func mountUI(r chi.Router, st UIState) {
 	r.Get("/ui", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusFound)
 	})
+	r.Get("/ui/*", func(w http.ResponseWriter, req *http.Request) {
+		h := w.Header()
+		// The page is self-contained: forbid anything from elsewhere.
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		static.ServeHTTP(w, req)
+	})
+}
+
+// mountUIData serves the web view's state: /ui/state (JSON, for polling)
+// and /ui/events (the state every second as server-sent events).
+func mountUIData(r chi.Router, st UIState) {
 	r.Get("/ui/state", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, st.UIView())
@@ -68,12 +80,5 @@ func mountUI(r chi.Router, st UIState) {
 			case <-t.C:
 			}
 		}
-	})
-	r.Get("/ui/*", func(w http.ResponseWriter, req *http.Request) {
-		h := w.Header()
-		// The page is self-contained: forbid anything from elsewhere.
-		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		static.ServeHTTP(w, req)
 	})
 }

@@ -1,12 +1,14 @@
 package live
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/redact"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
@@ -18,6 +20,12 @@ import (
 const (
 	DefaultSamples  = 20   // records kept per side route kind
 	DefaultValueMax = 1024 // bytes of a sampled value shown
+	// KindWithheld is a sampled value's kind when api.samples: redacted
+	// cannot redact it (not JSON): only its size is shown.
+	KindWithheld = "withheld"
+	// withheld replaces a free text (an error, a key) that quotes a
+	// redacted value.
+	withheld = "*** (withheld: it quotes a redacted value)"
 )
 
 // State is the live view of one router process. Safe for concurrent use.
@@ -28,6 +36,9 @@ type State struct {
 	status func() (bool, string)
 	n      int
 	kinds  map[string]string // side topic -> "dirty" or "late"
+	mode   string            // api.samples: full, redacted or off
+	red    *redact.Redactor
+	max    int // bytes of a sampled value shown
 
 	mu      sync.Mutex
 	samples map[string][]Sample // by kind, newest last
@@ -52,8 +63,16 @@ func New(top *topology.Topology, m *metrics.Metrics, o Options) *State {
 	if o.Samples <= 0 {
 		o.Samples = DefaultSamples
 	}
+	api := top.Config.API
 	s := &State{top: top, m: m, tasks: o.Tasks, status: o.Status, n: o.Samples,
-		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{}}
+		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{},
+		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes}
+	if s.mode == "" {
+		s.mode = topology.SamplesFull
+	}
+	if s.max <= 0 {
+		s.max = DefaultValueMax
+	}
 	for _, r := range top.Windows() {
 		if lt := r.Window.Config.LateTopic; lt != "" {
 			s.kinds[lt] = sideroute.KindLate
@@ -91,11 +110,17 @@ type Sample struct {
 	Lines     []string          `json:"lines"`
 	Reasons   sideroute.Reasons `json:"reasons"`
 	Value     show.Value        `json:"value"`
-	Committed int64             `json:"committed"` // epoch ms
+	// Redacted: api.samples: redacted replaced fields of Value by "***".
+	Redacted  bool  `json:"redacted,omitempty"`
+	Committed int64 `json:"committed"` // epoch ms
 }
 
-// Sample keeps the side records among recs (processor.WithSideSampler).
+// Sample keeps the side records among recs (processor.WithSideSampler),
+// as api.samples says: whole, redacted, or not at all.
 func (s *State) Sample(recs []*kgo.Record) {
+	if s.mode == topology.SamplesOff {
+		return
+	}
 	now := time.Now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,21 +131,57 @@ func (s *State) Sample(recs []*kgo.Record) {
 		}
 		s.seq++
 		rs := sideroute.Decode(r.Headers)
+		smp := Sample{
+			Seq: s.seq, Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
+			Key: show.Key(r.Key, 128), Timestamp: r.Timestamp.UnixMilli(), Committed: now,
+		}
+		if s.mode == topology.SamplesRedacted {
+			s.redact(&smp, &rs, r)
+		} else {
+			smp.Value = show.Render(r.Value, s.max)
+		}
 		lines := rs.Lines()
 		for i := range lines {
 			lines[i] = show.Escape(lines[i])
 		}
-		smp := Sample{
-			Seq: s.seq, Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-			Key: show.Key(r.Key, 128), Timestamp: r.Timestamp.UnixMilli(), Reason: show.Escape(rs.Code()),
-			Lines: lines, Reasons: rs, Value: show.Render(r.Value, DefaultValueMax), Committed: now,
-		}
+		smp.Reason, smp.Lines, smp.Reasons = show.Escape(rs.Code()), lines, rs
 		smp.Reasons.Error = show.Escape(smp.Reasons.Error)
 		b := append(s.samples[kind], smp)
 		if len(b) > s.n {
 			b = append([]Sample(nil), b[len(b)-s.n:]...)
 		}
 		s.samples[kind] = b
+	}
+}
+
+var mask = []byte(`"` + redact.Mask + `"`)
+
+// redact fills smp's value under api.samples: redacted: the value with
+// the redact paths masked, or withheld (only its size) when it is not
+// JSON; a key or an error text that quotes a masked value is withheld
+// too, as is every error of a withheld value (it may quote the value).
+func (s *State) redact(smp *Sample, rs *sideroute.Reasons, r *kgo.Record) {
+	if len(r.Value) == 0 {
+		smp.Value = show.Render(r.Value, s.max)
+		return
+	}
+	out, hidden, ok := s.red.JSON(r.Value)
+	if !ok {
+		smp.Value = show.Value{Kind: KindWithheld, Bytes: len(r.Value)}
+		if rs.Error != "" {
+			rs.Error = "*** (withheld: the value is not JSON, so it could not be redacted)"
+		}
+		return
+	}
+	smp.Value, smp.Redacted = show.Render(out, s.max), len(hidden) > 0 || bytes.Count(out, mask) > bytes.Count(r.Value, mask)
+	smp.Value.Bytes = len(r.Value)
+	if redact.Leaks(string(r.Key), hidden) {
+		smp.Key = redact.Mask
+	}
+	for _, f := range []*string{&rs.Error, &rs.DuplicateOf} {
+		if redact.Leaks(*f, hidden) {
+			*f = withheld
+		}
 	}
 }
 
@@ -141,6 +202,8 @@ type View struct {
 	Routes   []RouteView         `json:"routes"`
 	Tasks    []TaskView          `json:"tasks"`
 	Samples  map[string][]Sample `json:"samples"`
+	// SamplesMode is api.samples: full, redacted or off.
+	SamplesMode string `json:"samples_mode"`
 }
 
 // RouteView is one addressable route (sideroute.Targets) and its counter.
@@ -174,6 +237,7 @@ func (s *State) View() View {
 	v := View{
 		ApplicationID: s.top.Config.ApplicationID, Guarantee: string(s.top.Config.Guarantee), Now: now.UnixMilli(),
 		Counters: cur, Rates: map[string]float64{}, Routes: []RouteView{}, Tasks: []TaskView{}, Samples: map[string][]Sample{},
+		SamplesMode: s.mode,
 	}
 	for k, r := range s.rates {
 		v.Rates[k] = r

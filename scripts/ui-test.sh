@@ -5,6 +5,9 @@
 # builds the router, runs one short `router demo` and points the browser at
 # its /ui while it runs (scripts/ui-test/ui.test.mjs says what is checked).
 #
+# The demo runs with api.auth: bearer (a fresh token through
+# SIDESTREAM_API_TOKENS): the page must ask for it, then show the view.
+#
 # Environment:
 #   SIDESTREAM_UI_SCREENSHOT  where to save a screenshot (docs/ui.png to
 #                             refresh the README's; default a temp file)
@@ -44,8 +47,11 @@ go build -o "$work/router" ./cmd/router
 # page can connect and watch its counters move even when chromium takes
 # many seconds to start on a loaded machine (10 s of input left a slow
 # start little margin). On a quiet machine the browser is done in a few
-# seconds and waits for the demo's verdict.
-"$work/router" demo --records 12000 --rate 400 --listen 127.0.0.1:0 --linger 2s --quiet >"$work/demo.json" 2>"$work/demo.err" &
+# seconds and waits for the demo's verdict. The API asks for a bearer
+# token, which the page is given at its login field.
+token="$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')"
+SIDESTREAM_API_AUTH=bearer SIDESTREAM_API_TOKENS="$token" \
+  "$work/router" demo --records 12000 --rate 400 --listen 127.0.0.1:0 --linger 2s --quiet >"$work/demo.json" 2>"$work/demo.err" &
 demo_pid=$!
 url=""
 start=$SECONDS
@@ -58,7 +64,7 @@ log "web view at $url"
 
 shot="${SIDESTREAM_UI_SCREENSHOT:-$work/ui.png}"
 [[ "$shot" = /* ]] || shot="$REPO_DIR/$shot"
-if ! (cd scripts/ui-test && UI_URL="$url" UI_ROUTES=error,warn,main,dirty UI_SCREENSHOT="$shot" CHROMIUM="$CHROMIUM" node ui.test.mjs | tee "$work/ui.json"); then
+if ! (cd scripts/ui-test && UI_URL="$url" UI_TOKEN="$token" UI_ROUTES=error,warn,main,dirty UI_SCREENSHOT="$shot" CHROMIUM="$CHROMIUM" node ui.test.mjs | tee "$work/ui.json"); then
   cat "$work/demo.err" >&2
   die "browser test failed"
 fi

@@ -65,6 +65,8 @@ type Config struct {
 	State          State         `yaml:"state"`
 	// Client bounds the Kafka client's fetch and produce buffers.
 	Client Client `yaml:"client"`
+	// API secures the HTTP API: authentication, TLS, what samples show.
+	API API `yaml:"api"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at

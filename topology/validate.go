@@ -231,6 +231,7 @@ func (d *doc) validate() {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
 	d.validateSecurity()
+	d.validateAPI()
 }
 
 // validateSecurity checks each field of the security section on its own:
@@ -322,9 +323,10 @@ func normMechanism(m string) (string, bool) {
 type pemKind int
 
 const (
-	pemCA   pemKind = iota // one or more CA certificates
-	pemCert                // a certificate chain
-	pemKey                 // one unencrypted private key
+	pemCA         pemKind = iota // one or more CA certificates
+	pemCert                      // a certificate chain
+	pemKey                       // one unencrypted private key
+	pemServerCert                // the HTTP API's own certificate chain
 )
 
 // maxPEMBytes bounds a TLS file, like maxSchemaBytes.
@@ -373,10 +375,13 @@ func checkPEMFile(kind pemKind, path string) error {
 		}
 	}
 	switch kind {
-	case pemCA, pemCert:
+	case pemCA, pemCert, pemServerCert:
 		what := "CA certificates"
-		if kind == pemCert {
+		switch kind {
+		case pemCert:
 			what = "the client certificate"
+		case pemServerCert:
+			what = "the server certificate"
 		}
 		if certs == 0 {
 			return fmt.Errorf("file %q holds no PEM certificate (-----BEGIN CERTIFICATE-----); it must hold %s", path, what)

@@ -1,7 +1,12 @@
 // The sidestream web view: the compiled topology (GET /topology) drawn as
-// SVG, and the live state (GET /ui/events, server-sent events; polling of
-// /ui/state when streaming fails) written into it. Every value from the
-// server goes into the page as text (textContent), never as markup.
+// SVG, and the live state (GET /ui/events, server-sent events read with
+// fetch so that a bearer token can go in a header; polling of /ui/state
+// when streaming fails) written into it. Every value from the server goes
+// into the page as text (textContent), never as markup.
+//
+// With api.auth: bearer the page asks for a token. It lives in this
+// script's memory only: never in the URL, a cookie or storage, so a
+// reload forgets it.
 "use strict";
 
 const SVGNS = "http://www.w3.org/2000/svg";
@@ -239,14 +244,19 @@ function sampleCard(s) {
   for (const l of s.lines || []) ul.append(el("li", {}, l));
   d.append(ul);
   const v = s.value || {};
-  let note = `${v.kind}, ${v.bytes} bytes` + (v.truncated ? ", truncated" : "");
+  let note = `${v.kind}, ${v.bytes} bytes` + (v.truncated ? ", truncated" : "") + (s.redacted ? ", fields redacted" : "");
   d.append(el("div", { class: "head" }, "value (" + note + ")"));
-  if (v.kind !== "empty") d.append(el("pre", {}, v.text));
+  if (v.kind === "withheld") d.append(el("div", { class: "note" }, "not JSON, so it cannot be redacted: withheld (api.samples: redacted)"));
+  else if (v.kind !== "empty") d.append(el("pre", {}, v.text));
   return d;
 }
 
 const shown = { dirty: -1, late: -1, incomplete: -1, overflow: -1 };
 function updateSamples(v) {
+  if (v.samples_mode === "off") {
+    for (const kind of Object.keys(shown)) $("samples-" + kind).replaceChildren(el("p", { class: "empty" }, "samples are off (api.samples: off)"));
+    return;
+  }
   for (const kind of ["dirty", "late", "incomplete", "overflow"]) {
     const list = v.samples[kind] || [];
     const last = list.length ? list[list.length - 1].seq : -1;
@@ -258,12 +268,57 @@ function updateSamples(v) {
   }
 }
 
+// ---- auth ---------------------------------------------------------------
+
+let token = "";
+
+// Unauthorized is what api() throws on a 401, with the server's answer.
+class Unauthorized extends Error {
+  constructor(body) { super("unauthorized"); this.body = body || {}; }
+}
+
+// api fetches a path of this router with the token, if any.
+async function api(path, opts) {
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const r = await fetch(path, { cache: "no-store", ...(opts || {}), headers });
+  if (r.status === 401) throw new Unauthorized(await r.json().catch(() => ({})));
+  return r;
+}
+
+// askLogin shows how to get in, instead of the view.
+function askLogin(body, failed) {
+  const why = $("login-why");
+  if (body.auth === "mtls") {
+    why.textContent = "This router's API needs a client certificate (api.auth: mtls). Install one signed by the CA of api.tls.client_ca_file in this browser, then reload the page.";
+    $("login-form").hidden = true;
+  } else {
+    why.textContent = "This router's API needs a token (api.auth: bearer). Paste one of the tokens of api.token_file or SIDESTREAM_API_TOKENS; the page keeps it in memory only, never in the address or storage.";
+    $("login-form").hidden = false;
+  }
+  $("login-err").textContent = failed ? "That token was refused." : "";
+  $("login").hidden = false;
+  $("view").hidden = true;
+  setConn("sign-in needed", false);
+  if (!$("login-form").hidden) $("token").focus();
+}
+
+function login() {
+  const t = $("token").value.trim();
+  $("token").value = "";
+  if (!t) return;
+  token = t;
+  start(true);
+}
+
+$("login-go").addEventListener("click", login);
+$("token").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); login(); } });
+
 // ---- state ------------------------------------------------------------
 
 let drawn = false;
 async function apply(v) {
   if (!drawn) {
-    const desc = await (await fetch("/topology", { cache: "no-store" })).json();
+    const desc = await (await api("/topology")).json();
     buildGraph(desc, v.routes);
     drawn = true;
   }
@@ -294,10 +349,11 @@ function poll() {
   setConn("polling", true);
   const tick = async () => {
     try {
-      const r = await fetch("/ui/state", { cache: "no-store" });
+      const r = await api("/ui/state");
       await apply(await r.json());
       setConn("polling", true);
     } catch (e) {
+      if (e instanceof Unauthorized) return askLogin(e.body, true);
       setConn("disconnected", false);
     }
     setTimeout(tick, 1000);
@@ -305,19 +361,60 @@ function poll() {
   tick();
 }
 
-function stream() {
-  if (!window.EventSource) return poll();
-  const es = new EventSource("/ui/events");
+// stream reads /ui/events with fetch: EventSource cannot send the
+// Authorization header. Frames are "event: state\ndata: JSON\n\n".
+async function stream() {
+  if (!window.ReadableStream || !window.TextDecoder) return poll();
   let opened = false;
-  es.addEventListener("state", (m) => {
-    opened = true;
-    setConn("live", true);
-    apply(JSON.parse(m.data)).catch((e) => setConn("error: " + e.message, false));
-  });
-  es.onerror = () => {
-    if (!opened) { es.close(); poll(); return; }
-    setConn("reconnecting…", false);
-  };
+  for (;;) {
+    try {
+      const r = await api("/ui/events");
+      if (!r.ok || !r.body) throw new Error("HTTP " + r.status);
+      const reader = r.body.getReader();
+      const dec = new TextDecoder();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const frame = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let event = "message", data = "";
+          for (const line of frame.split("\n")) {
+            if (line.startsWith("event:")) event = line.slice(6).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).trim();
+          }
+          if (event !== "state" || !data) continue;
+          opened = true;
+          setConn("live", true);
+          await apply(JSON.parse(data)).catch((e) => setConn("error: " + e.message, false));
+        }
+      }
+      setConn("reconnecting…", false);
+    } catch (e) {
+      if (e instanceof Unauthorized) return askLogin(e.body, true);
+      if (!opened) return poll();
+      setConn("reconnecting…", false);
+    }
+    await new Promise((res) => setTimeout(res, 1000));
+  }
 }
 
-stream();
+// start shows the view when the API lets this page in, else the login.
+async function start(afterLogin) {
+  try {
+    const r = await api("/ui/state");
+    $("login").hidden = true;
+    $("view").hidden = false;
+    await apply(await r.json());
+    stream();
+  } catch (e) {
+    if (e instanceof Unauthorized) return askLogin(e.body, afterLogin);
+    setConn("disconnected", false);
+    setTimeout(() => start(afterLogin), 1000);
+  }
+}
+
+start(false);

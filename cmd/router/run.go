@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,6 +91,9 @@ func loadTopology(path string, o topology.Overrides, plaintext bool) (*topology.
 	if err := cfg.Apply(o); err != nil {
 		return nil, err
 	}
+	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
+		return nil, err
+	}
 	return topology.Compile(cfg, dirOf(path))
 }
 
@@ -146,10 +150,13 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		ui = live.New(top, m, live.Options{})
 	}
 	opts := []processor.Opt{
-		processor.WithSideSampler(ui.Sample),
 		processor.WithLogger(log), processor.WithMetrics(m),
 		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
 		processor.WithTransactionTimeout(f.txnTimeout), processor.WithOwnerURL(f.ownerURL),
+	}
+	if top.Config.API.Samples != topology.SamplesOff {
+		// Off keeps no record content in memory at all.
+		opts = append(opts, processor.WithSideSampler(ui.Sample))
 	}
 	if f.workers > 0 {
 		opts = append(opts, processor.WithWorkers(f.workers))
@@ -163,9 +170,17 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		return err
 	}
 	ui.SetTasks(proc.Tasks, proc.Ready)
+	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen for the HTTP API: %w", err)
+	}
+	addr := ln.Addr()
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	srv := api.Server(f.listen, api.Handler(api.Config{
 		Probe:     proc,
@@ -173,10 +188,11 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        uiView{ui},
-		State:     stateReaders(proc),
+		State:     stateReadersFor(proc, top.Config.API),
+		Auth:      auth,
 	}))
 	if hooks.listening != nil {
-		hooks.listening(ln.Addr().String())
+		hooks.listening(addr.String())
 	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -184,7 +200,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		}
 	}()
 	sec := top.Config.Security
-	started := []any{"api", ln.Addr().String(), "brokers", top.Config.Brokers,
+	started := []any{"api", addr.String(), "api_tls", tlsCfg != nil, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
 		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID(), "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
@@ -192,6 +208,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 	}
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
+	apiWarnings(log, top.Config.API, addr)
 
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
@@ -230,16 +247,6 @@ type taskList struct{ p *processor.Processor }
 
 func (t taskList) TaskList() any { return t.p.Tasks() }
 
-// stateReaders registers every stateful operator of the processor for
-// GET /state/{operator}.
-func stateReaders(p *processor.Processor) map[string]api.StateReader {
-	out := map[string]api.StateReader{}
-	for name, r := range p.StateReaders() {
-		out[name] = r
-	}
-	return out
-}
-
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -258,6 +265,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 			return exitError{code: 1}
 		}
 		return err
+	}
+	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
+		fmt.Fprintln(stdout, err)
+		return exitError{code: 1}
 	}
 	if _, err := topology.Compile(cfg, dirOf(*config)); err != nil {
 		return err

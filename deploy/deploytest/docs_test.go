@@ -13,7 +13,7 @@ import (
 // opaque values are documented as one row, not key by key.
 var opaque = map[string]bool{
 	"topology": true, "schemas": true, "resources": true, "podSecurityContext": true, "securityContext": true,
-	"probes.startup": true, "probes.liveness": true, "probes.readiness": true,
+	"probes.startup": true, "probes.liveness": true, "probes.readiness": true, "networkPolicy.prometheusPodSelector": true,
 }
 
 // valuePaths lists the chart's values as dotted paths: maps are walked,

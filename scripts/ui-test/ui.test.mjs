@@ -2,16 +2,20 @@
 // playwright-core, against a running `router demo`. Checks that the page
 // loads, shows every route of the topology (table and graph), that its
 // counters increase while the demo runs, that a dirty sample shows its
-// reason, and that the page asks nothing of another host. Prints one JSON
-// line; exits 1 on the first failed check.
+// reason, and that the page asks nothing of another host. With UI_TOKEN
+// (the demo runs with api.auth: bearer) it first checks that the page,
+// without a token, says how to sign in, then signs in with the token,
+// which must never reach the address bar or the browser's storage.
+// Prints one JSON line; exits 1 on the first failed check.
 //
-//   UI_URL=http://127.0.0.1:PORT/ui/ UI_ROUTES=error,warn,main,dirty \
+//   UI_URL=http://127.0.0.1:PORT/ui/ UI_ROUTES=error,warn,main,dirty UI_TOKEN=... \
 //   UI_SCREENSHOT=/tmp/ui.png CHROMIUM=/usr/bin/chromium node ui.test.mjs
 import { chromium } from "playwright-core";
 
 const url = process.env.UI_URL;
 const routes = (process.env.UI_ROUTES || "").split(",").filter(Boolean);
 const shot = process.env.UI_SCREENSHOT;
+const token = process.env.UI_TOKEN || "";
 if (!url || routes.length === 0) {
   console.error("ui.test.mjs: set UI_URL and UI_ROUTES");
   process.exit(2);
@@ -33,12 +37,34 @@ try {
   const page = await browser.newPage({ viewport: { width: 1500, height: 1100 } });
   const problems = [];
   page.on("pageerror", (e) => problems.push("page error: " + e.message));
-  page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
+  let signedIn = !token;
+  // Before signing in, the browser logs the expected 401s.
+  page.on("console", (m) => { if (m.type() === "error" && (signedIn || !m.text().includes("401"))) problems.push("console: " + m.text()); });
   page.on("request", (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith("data:")) problems.push("external request: " + r.url()); });
 
   const resp = await page.goto(url, { waitUntil: "load" });
   if (!resp || resp.status() !== 200) fail(`GET ${url}: ${resp && resp.status()}`);
   pass("page loads");
+  if (token) {
+    await page.waitForSelector("#login:not([hidden])", { timeout: 20000 }).catch(() => fail("without a token the page shows no sign-in"));
+    const why = await page.textContent("#login-why");
+    if (!/token/.test(why) || !/api\.auth: bearer/.test(why)) fail("the sign-in does not say how to log in: " + why);
+    if (await page.$("#graph [data-id]")) fail("the graph is drawn without a token");
+    const denied = await page.evaluate(async () => (await fetch("/ui/state")).status);
+    if (denied !== 401) fail(`/ui/state without a token: ${denied}, want 401`);
+    pass("without a token: sign-in shown", why.slice(0, 60));
+    await page.fill("#token", "wrong-token-0123456789");
+    await page.click("#login-go");
+    await page.waitForFunction(() => document.querySelector("#login-err").textContent.includes("refused"), null, { timeout: 10000 }).catch(() => fail("a wrong token is not refused"));
+    pass("a wrong token is refused");
+    await page.fill("#token", token);
+    await page.click("#login-go");
+    signedIn = true;
+    await page.waitForSelector("#view:not([hidden])", { timeout: 20000 }).catch(() => fail("signing in with the token did not open the view"));
+    const stored = await page.evaluate(() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie + location.href);
+    if (stored.includes(token)) fail("the token is kept outside memory: " + stored);
+    pass("signed in with the token; not in the URL or storage");
+  }
   await page.waitForSelector("#conn.ok", { timeout: 20000 }).catch(() => fail("the state stream never connected"));
   pass("live state", await page.textContent("#conn"));
 

@@ -139,6 +139,20 @@ once, from the workload.
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are mutually exclusive: every series would be scraped twice; enable one of them" }}
 {{- end }}
+{{- with .Values.api }}
+{{- if and (eq .auth "bearer") (not .bearer.existingSecret) }}
+{{- fail "api.auth: bearer needs api.bearer.existingSecret: the Secret with the accepted tokens (the chart never writes a token into a manifest)" }}
+{{- end }}
+{{- if and (eq .auth "mtls") (not .tls.existingSecret) }}
+{{- fail "api.auth: mtls needs api.tls.existingSecret: the kubernetes.io/tls Secret the API serves, whose ca.crt signs the client certificates" }}
+{{- end }}
+{{- if and .protectMetrics (eq .auth "none") }}
+{{- fail "api.protectMetrics needs api.auth bearer or mtls: with none nothing protects /metrics" }}
+{{- end }}
+{{- if and .protectMetrics (eq .auth "mtls") (or $.Values.monitoring.serviceMonitor.enabled $.Values.monitoring.podMonitor.enabled) (not .tls.prometheusClientSecret) }}
+{{- fail "api.protectMetrics with api.auth: mtls needs api.tls.prometheusClientSecret: the client certificate Prometheus presents to scrape /metrics" }}
+{{- end }}
+{{- end }}
 {{- with .Values.persistence }}
 {{- if .enabled }}
 {{- if eq $.Values.workload "deployment" }}
@@ -181,5 +195,37 @@ Service, or the pod IP the broker saw under a Deployment. */}}
 {{- printf "http://{instance}.%s-headless.%s.svc:8080" (include "sidestream.fullname" .) .Release.Namespace }}
 {{- else }}
 {{- print "http://{host}:8080" }}
+{{- end }}
+{{- end }}
+
+{{/* How Prometheus scrapes /metrics: https with the API's CA, and the
+bearer token or client certificate when /metrics is protected. Shared by
+the ServiceMonitor and the PodMonitor. */}}
+{{- define "sidestream.scrapeAuth" -}}
+{{- $api := .Values.api }}
+{{- if $api.tls.existingSecret }}
+scheme: https
+tlsConfig:
+  ca:
+    secret:
+      name: {{ $api.tls.existingSecret }}
+      key: ca.crt
+  serverName: {{ printf "%s.%s.svc" (include "sidestream.fullname" .) .Release.Namespace }}
+  {{- if and $api.protectMetrics (eq $api.auth "mtls") }}
+  cert:
+    secret:
+      name: {{ $api.tls.prometheusClientSecret }}
+      key: tls.crt
+  keySecret:
+    name: {{ $api.tls.prometheusClientSecret }}
+    key: tls.key
+  {{- end }}
+{{- end }}
+{{- if and $api.protectMetrics (eq $api.auth "bearer") }}
+authorization:
+  type: Bearer
+  credentials:
+    name: {{ $api.bearer.existingSecret }}
+    key: {{ $api.bearer.prometheusKey }}
 {{- end }}
 {{- end }}
