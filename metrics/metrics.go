@@ -325,8 +325,9 @@ type Gap struct {
 	To        int64  `json:"to"`
 }
 
-// Records is the number of offsets the gap skipped.
-func (g Gap) Records() int64 { return g.To - g.From }
+// Offsets is the number of offsets the gap skipped: records, and any
+// transaction markers or aborted records deleted with them.
+func (g Gap) Offsets() int64 { return g.To - g.From }
 
 // AddGap records a gap of a batch.
 func (t *Tally) AddGap(g Gap) { t.Gaps = append(t.Gaps, g) }
@@ -422,7 +423,7 @@ func (m *Metrics) Observe(t *Tally) {
 	m.observeAssemblies(t)
 	m.observeLimits(t)
 	for _, g := range t.Gaps {
-		m.InputLost.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Add(float64(g.Records()))
+		m.InputLost.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Add(float64(g.Offsets()))
 	}
 }
 

@@ -21,9 +21,9 @@ type InputGapError struct {
 }
 
 func (e *InputGapError) Error() string {
-	return fmt.Sprintf("topic %s partition %d: offsets %d to %d (%d records) were deleted by the broker before the router read them; "+
+	return fmt.Sprintf("topic %s partition %d: offsets %d to %d (%d offsets) were deleted by the broker before the router read them; "+
 		"the task does not process (on_gap: fail; set on_gap: skip to count them and go on, or move the group's offsets with router reset)",
-		e.Gap.Topic, e.Gap.Partition, e.Gap.From, e.Gap.To-1, e.Gap.Records())
+		e.Gap.Topic, e.Gap.Partition, e.Gap.From, e.Gap.To-1, e.Gap.Offsets())
 }
 
 // gapTracker knows, per consumed partition, the offset its next fetched
@@ -153,7 +153,7 @@ func (p *Processor) inputGap(g metrics.Gap, tally *metrics.Tally) error {
 	p.st.gap(g, false)
 	p.st.setGapStop(g, e.Error())
 	p.log.Error("records deleted before they were read; the task does not process (on_gap: fail)",
-		"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "records", g.Records())
+		"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "offsets", g.Offsets())
 	return e
 }
 
@@ -163,6 +163,6 @@ func (p *Processor) committedGaps(t *metrics.Tally) {
 	for _, g := range t.Gaps {
 		p.st.gap(g, true)
 		p.log.Error("records deleted by the broker before they were read were skipped (on_gap: skip)",
-			"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "records", g.Records())
+			"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "offsets", g.Offsets())
 	}
 }

@@ -58,7 +58,7 @@ type TaskStatus struct {
 type GapRange struct {
 	From    int64 `json:"from"`
 	To      int64 `json:"to"` // exclusive
-	Records int64 `json:"records"`
+	Offsets int64 `json:"offsets"`
 	// Skipped: counted and passed (on_gap: skip); false: the task stopped
 	// before it (on_gap: fail).
 	Skipped bool `json:"skipped"`
@@ -287,12 +287,12 @@ func (s *status) gap(g metrics.Gap, skipped bool) {
 		h = &TaskStatus{}
 		s.gapHist[k] = h
 	}
-	r := GapRange{From: g.From, To: g.To, Records: g.Records(), Skipped: skipped}
+	r := GapRange{From: g.From, To: g.To, Offsets: g.Offsets(), Skipped: skipped}
 	if n := len(h.Gaps); n > 0 && h.Gaps[n-1] == r {
 		return // the same stop seen again at a recheck
 	}
 	if skipped {
-		h.Lost += g.Records()
+		h.Lost += g.Offsets()
 	}
 	h.Gaps = append(h.Gaps, r)
 	if len(h.Gaps) > maxGaps {
