@@ -24,14 +24,14 @@ type assemblyRun struct {
 	duplicate  string
 }
 
-func newAssemblyRun(base *scenario, tag string) *assemblyRun {
+func newAssemblyRun(base *scenario, tag string, extra ...[2]string) *assemblyRun {
 	t := base.t
 	prefix := base.app + "-" + tag
-	s, top := base.derivedRun(tag, "../examples/assemble-orders.yaml", [][2]string{
+	s, top := base.derivedRun(tag, "../examples/assemble-orders.yaml", append([][2]string{
 		{"application_id: assemble-orders\n", "application_id: " + prefix + "\n"},
 		{"  - topic: order-parts\n", "  - topic: " + base.input + "\n"},
 		{"topic: orders.", "topic: " + prefix + ".orders."}, // route, incomplete, duplicate and dirty topics
-	})
+	}, extra...))
 	rt := top.Route("assembled")
 	if rt == nil || rt.Assembly == nil || rt.Assembly.Config.Time != topology.ClockEvent {
 		t.Fatalf("examples/assemble-orders.yaml changed: no event-time assembly route %q", "assembled")

@@ -55,7 +55,10 @@ type scenario struct {
 	byID   map[string]*gen.Event
 	want   map[string]int // oracle: output topic -> records
 
-	started  time.Time
+	started time.Time
+	// stamp, when set, is the Kafka timestamp of event i (a replay of
+	// old data); otherwise the producer's clock.
+	stamp    func(i int) time.Time
 	kills    int
 	restarts int
 
@@ -286,7 +289,11 @@ func (s *scenario) startProducerRange(from, to int, rate float64) *producer {
 					}
 				}
 			}
-			cl.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, func(_ *kgo.Record, err error) {
+			rec := &kgo.Record{Key: ev.Key, Value: ev.Value}
+			if s.stamp != nil {
+				rec.Timestamp = s.stamp(from + i)
+			}
+			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
 				if err != nil {
 					fail(err)
 					return

@@ -9,6 +9,7 @@ package metrics
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -309,7 +310,27 @@ type Tally struct {
 	// StateOverflow counts state limit decisions, by route and policy
 	// (nil until the first; see AddOverflow).
 	StateOverflow map[[2]string]int
+	// Gaps are the offsets of consumed partitions the broker deleted
+	// before they were read (nil until the first; see AddGap).
+	Gaps []Gap
 }
+
+// Gap is a range of offsets [From, To) of one partition that the broker
+// deleted before the router read it (retention, DeleteRecords): those
+// records were never consumed.
+type Gap struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	From      int64  `json:"from"`
+	To        int64  `json:"to"`
+}
+
+// Offsets is the number of offsets the gap skipped: records, and any
+// transaction markers or aborted records deleted with them.
+func (g Gap) Offsets() int64 { return g.To - g.From }
+
+// AddGap records a gap of a batch.
+func (t *Tally) AddGap(g Gap) { t.Gaps = append(t.Gaps, g) }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
@@ -337,6 +358,7 @@ func (t *Tally) Add(o *Tally) {
 	addCounts(t.AssemblyParts, o.AssemblyParts)
 	addCounts(t.Assemblies, o.Assemblies)
 	t.AssemblyObs = append(t.AssemblyObs, o.AssemblyObs...)
+	t.Gaps = append(t.Gaps, o.Gaps...)
 	for k, v := range o.StateOverflow {
 		t.AddOverflow(k[0], k[1], v)
 	}
@@ -352,7 +374,7 @@ func addCounts[K comparable](dst, src map[K]int) {
 // window results, no state changes).
 func (t *Tally) Empty() bool {
 	return t.Records() == 0 && len(t.WindowResults) == 0 && len(t.Changelog) == 0 && len(t.Assemblies) == 0 &&
-		t.MarksWritten == 0 && t.MarksRead == 0
+		t.MarksWritten == 0 && t.MarksRead == 0 && len(t.Gaps) == 0
 }
 
 // Records is the number of input records the tally covers.
@@ -400,6 +422,9 @@ func (m *Metrics) Observe(t *Tally) {
 	}
 	m.observeAssemblies(t)
 	m.observeLimits(t)
+	for _, g := range t.Gaps {
+		m.InputLost.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Add(float64(g.Offsets()))
+	}
 }
 
 // Snapshot is the current value of the record counters, summed over
@@ -425,6 +450,10 @@ type Snapshot struct {
 	// and windows or assemblies evicted (on_overflow: evict).
 	Overflowed float64 `json:"overflowed"`
 	Evicted    float64 `json:"evicted"`
+	// Lost is the offsets of consumed partitions the broker deleted
+	// before they were read: never consumed, so not in the conservation
+	// sum, but never silent either.
+	Lost float64 `json:"lost"`
 }
 
 // Snapshot gathers the registry and sums the record counters.
@@ -452,6 +481,8 @@ func (m *Metrics) Snapshot() Snapshot {
 				s.Dirty += v
 			case NameDropped:
 				s.Dropped += v
+			case NameInputLost:
+				s.Lost += v
 			case NameCommits:
 				s.Commits += v
 			case NameAborts:
@@ -548,11 +579,29 @@ const (
 	// NameAuthzRefused counts transactions aborted because the broker
 	// refused a write for want of an ACL, by topic.
 	NameAuthzRefused = "sidestream_authorization_refused_total"
+	// NameInputLost counts, by topic and partition, the offsets of a
+	// consumed topic (an input or a repartition topic) the broker deleted
+	// before the router read them, skipped under on_gap: skip. Counted
+	// with the commit that moved past them.
+	NameInputLost = "sidestream_input_records_lost_total"
+	// NameInputGapStopped is 1 for a consumed partition whose gap stopped
+	// the router under on_gap: fail, by topic and partition.
+	NameInputGapStopped = "sidestream_input_gap_stopped"
+	// NamePurged counts repartition records deleted below the group's
+	// committed offsets (DeleteRecords), by topic.
+	NamePurged = "sidestream_repartition_purged_records_total"
+	// NamePurgeErrors counts purges of a repartition topic that failed,
+	// by topic.
+	NamePurgeErrors = "sidestream_repartition_purge_errors_total"
 )
 
 type faultMetrics struct {
 	ChangelogLoss *prometheus.CounterVec // route, reason, action
 	AuthzRefused  *prometheus.CounterVec // topic
+	InputLost     *prometheus.CounterVec // topic, partition
+	InputGapStop  *prometheus.GaugeVec   // topic, partition
+	Purged        *prometheus.CounterVec // topic
+	PurgeErrors   *prometheus.CounterVec // topic
 }
 
 func newFaultMetrics(r *prometheus.Registry) faultMetrics {
@@ -562,6 +611,14 @@ func newFaultMetrics(r *prometheus.Registry) faultMetrics {
 		AuthzRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAuthzRefused,
 			Help: "Transactions aborted because the broker refused a write to a topic (authorization failed), by topic."}, []string{"topic"}),
 	}
-	r.MustRegister(f.ChangelogLoss, f.AuthzRefused)
+	f.InputLost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameInputLost,
+		Help: "Offsets of consumed partitions (inputs and repartition topics) the broker deleted before the router read them (retention, DeleteRecords), skipped under on_gap: skip, by topic and partition."}, []string{"topic", "partition"})
+	f.InputGapStop = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameInputGapStopped,
+		Help: "1 for a consumed partition whose deleted records stopped the router (on_gap: fail), by topic and partition."}, []string{"topic", "partition"})
+	f.Purged = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurged,
+		Help: "Repartition records deleted below the consumer group's committed offsets, by topic."}, []string{"topic"})
+	f.PurgeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurgeErrors,
+		Help: "Failed purges (offset fetch, list or DeleteRecords) of a repartition topic, by topic."}, []string{"topic"})
+	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.Purged, f.PurgeErrors)
 	return f
 }

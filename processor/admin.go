@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/topology"
 )
 
 // ErrMissingInput is returned when an input topic does not exist: the
@@ -85,19 +88,37 @@ func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 	if !*cfg.Topics.Create {
 		return fmt.Errorf("output topics %v do not exist and topics.create is false", missing)
 	}
-	resp, err := adm.CreateTopics(ctx, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, nil, missing...)
-	if err != nil {
-		return fmt.Errorf("create topics %v: %w", missing, err)
-	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("create topic %q (%d partitions, replication %d): %w", r.Topic, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, r.Err)
+	for _, t := range missing {
+		configs := p.top.CreateConfigs(t)
+		r, err := adm.CreateTopic(ctx, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, configs, t)
+		if err == nil {
+			err = r.Err
 		}
-		if r.Err == nil {
-			p.log.Info("created topic", "topic", r.Topic, "partitions", cfg.Topics.Partitions)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %q (%d partitions, replication %d, configs %s): %w", t, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, showConfigs(configs), err)
+		}
+		if err == nil {
+			p.log.Info("created topic", "topic", t, "partitions", cfg.Topics.Partitions, "configs", showConfigs(configs))
 		}
 	}
 	return nil
+}
+
+// showConfigs renders topic configs for a log line or an error, sorted.
+func showConfigs(c map[string]*string) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + *c[k])
+	}
+	return "{" + b.String() + "}"
 }
 
 func newAdmin(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
@@ -141,22 +162,22 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 	if err != nil {
 		return fmt.Errorf("list internal topics: %w", err)
 	}
-	compact := "compact"
+	var existingRep []string
 	for _, t := range internal {
 		d, ok := md[t]
 		if ok && d.Err == nil {
 			if n := int32(len(d.Partitions)); n != parts {
 				return fmt.Errorf("internal topic %q has %d partitions, the inputs have %d: co-partitioning is broken (delete it, or match the input partitions)", t, n, parts)
 			}
+			if slices.Contains(rep, t) {
+				existingRep = append(existingRep, t)
+			}
 			continue
 		}
 		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
 			return fmt.Errorf("internal topic %q: %w", t, d.Err)
 		}
-		var configs map[string]*string
-		if strings.HasSuffix(t, "-changelog") {
-			configs = map[string]*string{"cleanup.policy": &compact}
-		}
+		configs := p.top.CreateConfigs(t)
 		resp, err := adm.CreateTopic(ctx, parts, p.top.Config.Topics.ReplicationFactor, configs, t)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create internal topic %q: %w", t, err)
@@ -164,8 +185,60 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create internal topic %q: %w", t, resp.Err)
 		}
-		p.log.Info("created internal topic", "topic", t, "partitions", parts, "compacted", configs != nil)
+		p.log.Info("created internal topic", "topic", t, "partitions", parts, "configs", showConfigs(configs))
+	}
+	if err := p.checkRepartitionRetention(ctx, adm, existingRep); err != nil {
+		return err
 	}
 	p.ws.partitions.Store(parts) // state queries may now compute a key's partition
+	return nil
+}
+
+// ErrRepartitionRetention is returned at start, under
+// topics.on_repartition_retention: fail, for an existing repartition
+// topic that the broker expires by time or size.
+var ErrRepartitionRetention = errors.New("repartition topic expires records by time or size")
+
+// checkRepartitionRetention reports existing repartition topics whose
+// records the broker deletes by time or size (created before the router
+// set retention.ms=-1, or by hand): a replay's records carry old
+// timestamps, and the broker may delete them before stage two reads
+// them. Under warn it logs a WARN and puts the warning on /readyz; under
+// fail it refuses to start.
+func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Client, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describe repartition topic configs: %w", err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("describe configs of repartition topic %q: %w", rc.Name, rc.Err)
+		}
+		var bad []string
+		for _, c := range rc.Configs {
+			v := c.MaybeValue()
+			switch {
+			case c.Key == "retention.ms" && v != "-1", c.Key == "retention.bytes" && v != "-1":
+				bad = append(bad, c.Key+"="+v)
+			case c.Key == "cleanup.policy" && v != "delete":
+				bad = append(bad, c.Key+"="+v)
+			}
+		}
+		if len(bad) == 0 {
+			continue
+		}
+		slices.Sort(bad)
+		why := fmt.Sprintf("repartition topic %s has %s: the broker may delete records before stage two reads them "+
+			"(a replay's old timestamps expire at once); set retention.ms=-1, retention.bytes=-1, cleanup.policy=delete on it "+
+			"(the router purges what the group committed)", rc.Name, strings.Join(bad, ", "))
+		if p.top.Config.Topics.OnRepartitionRetention == topology.RetentionFail {
+			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
+		}
+		p.st.warn(why)
+		p.log.Warn("repartition topic expires records; gaps in it are counted as lost", "topic", rc.Name, "configs", strings.Join(bad, ", "))
+	}
 	return nil
 }

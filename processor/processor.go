@@ -106,6 +106,7 @@ type Processor struct {
 	admCl   *kgo.Client     // the client under adm
 	started time.Time
 	samples *sideSamples // nil without WithSideSampler
+	gaps    *gapTracker  // where each consumed partition's next record must be
 	// produceFails counts the transactions aborted in a row by a produce
 	// failure (the commit loop's own): the retry backs off with it.
 	produceFails int
@@ -183,6 +184,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		m:    op.metrics,
 		eng:  newEngine(top),
 		st:   newStatus(top),
+		gaps: newGapTracker(),
 	}
 	p.samples = newSideSamples(p)
 	return p, nil
@@ -219,12 +221,18 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.st.setReady(false, err.Error())
 		return nilIfDone(ctx, err)
 	}
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	var purging sync.WaitGroup
+	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })
+	defer purging.Wait()
+	defer stopPurge()
 	const minBackoff = 500 * time.Millisecond
 	backoff := minBackoff
 	for {
 		var err error
 		sessionStart := time.Now()
 		p.dropState(nil) // a new session restores state from the changelogs
+		p.gaps.reset()   // and fetches its committed offsets again
 		if p.top.Config.Guarantee == topology.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
@@ -238,6 +246,16 @@ func (p *Processor) Run(ctx context.Context) error {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		p.m.Ready.Set(0)
+		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
+			// As a changelog loss: the records are gone, a retry
+			// finds the same gap until the offsets are moved past it.
+			p.st.setReady(false, ge.Error())
+			p.log.Error("a consumed partition lost records before they were read; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
+			if !p.idle(ctx, p.opts.lossRecheck) {
+				return nil
+			}
+			continue
+		}
 		if le := (*ChangelogLossError)(nil); errors.As(err, &le) {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
@@ -296,7 +314,11 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.ClientID(p.opts.instanceID),
 		kgo.ConsumeTopics(p.consumedTopics()...),
 		kgo.RecordPartitioner(p.part),
+		// Below the log start (records deleted before they were
+		// read) the client resumes at the log start; the gap tracker
+		// counts what was skipped (gaps.go).
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.AdjustFetchOffsetsFn(p.adjustFetchOffsets),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kslog.New(p.opts.log.With("component", "kafka"))),
@@ -329,6 +351,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 	return func(_ context.Context, _ *kgo.Client, r map[string][]int32) {
 		p.dropState(r)
+		p.gaps.forget(r)
 		if kind == "lost" {
 			// The session is gone (broker unreachable, session expired).
 			// Empty transactions still "commit" without the broker, so
@@ -388,6 +411,14 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 		return total, err
 	}
 	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
+		if g, ok := p.gaps.check(ftp); ok {
+			if err := p.inputGap(g, tally); err != nil {
+				taskErrOnce.Do(func() { taskErr = err })
+				return
+			}
+		} else if p.st.clearGapStop(ftp.Topic, ftp.Partition) {
+			p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
+		}
 		if p.ws.isRepartition(ftp.Topic) {
 			t, err := p.windowTask(ftp.Topic, ftp.Partition)
 			if err != nil {
@@ -463,6 +494,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 				return
 			}
 		}
+		p.gaps.advance(ftp)
 		last := ftp.Records[len(ftp.Records)-1]
 		lag := p.st.progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
 		p.m.ConsumerLag.WithLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition))).Set(float64(lag))

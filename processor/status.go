@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -45,7 +46,26 @@ type TaskStatus struct {
 	// LocalCheckpoint is the changelog offset an on-disk store's durable
 	// state reflects (a restart restores from there); absent for memory.
 	LocalCheckpoint *int64 `json:"local_checkpoint,omitempty"`
+	// Lost is the offsets of this partition the broker deleted before
+	// they were read and the router skipped (on_gap: skip), since this
+	// process was assigned it; Gaps the last few ranges, skipped or (with
+	// on_gap: fail) stopping the task.
+	Lost int64      `json:"lost,omitempty"`
+	Gaps []GapRange `json:"gaps,omitempty"`
 }
+
+// GapRange is a range of offsets deleted before they were read.
+type GapRange struct {
+	From    int64 `json:"from"`
+	To      int64 `json:"to"` // exclusive
+	Offsets int64 `json:"offsets"`
+	// Skipped: counted and passed (on_gap: skip); false: the task stopped
+	// before it (on_gap: fail).
+	Skipped bool `json:"skipped"`
+}
+
+// maxGaps bounds the gap ranges /tasks keeps per partition.
+const maxGaps = 8
 
 // status is the shared, lock-protected view of a running processor for
 // the HTTP API. The poll loop writes it; handlers read copies.
@@ -70,6 +90,15 @@ type status struct {
 	// lost holds, per repartition partition, why its changelog lost
 	// state: the router is not ready while one of them is assigned.
 	lost map[tp]string
+	// gapStop holds, per consumed partition, why a gap stopped it
+	// (on_gap: fail), until a later batch of it is processed.
+	gapStop map[tp]string
+	// warnings are conditions reported on /readyz that do not make the
+	// router unready (an existing repartition topic with time retention).
+	warnings []string
+	// gaps keeps the gap history of partitions across revokes, so /tasks
+	// shows it again when the partition comes back.
+	gapHist map[tp]*TaskStatus
 }
 
 type tp struct {
@@ -78,7 +107,7 @@ type tp struct {
 }
 
 func newStatus(t *topology.Topology) *status {
-	s := &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{},
+	s := &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
 		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics()}
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
@@ -127,6 +156,9 @@ func (s *status) assign(topic string, parts []int32) {
 		k := tp{topic, p}
 		if s.tasks[k] == nil {
 			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1, active: time.Now()}
+			if h := s.gapHist[k]; h != nil {
+				s.tasks[k].Lost, s.tasks[k].Gaps = h.Lost, h.Gaps
+			}
 		}
 		if !slices.Contains(s.inputs, topic) {
 			continue
@@ -225,11 +257,69 @@ func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
 }
 
 // Ready reports whether the processor has joined its group with a working
-// producer, and why not when it has not.
+// producer, and why not when it has not. Warnings (conditions that do not
+// stop processing) follow the reason.
 func (p *Processor) Ready() (bool, string) {
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
+	if len(p.st.warnings) > 0 {
+		return p.st.ready, p.st.reason + "; warning: " + strings.Join(p.st.warnings, "; warning: ")
+	}
 	return p.st.ready, p.st.reason
+}
+
+func (s *status) warn(w string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.warnings, w) {
+		s.warnings = append(s.warnings, w)
+	}
+}
+
+// gap records a gap of a consumed partition: skipped (committed past it)
+// or stopping the task.
+func (s *status) gap(g metrics.Gap, skipped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := tp{g.Topic, g.Partition}
+	h := s.gapHist[k]
+	if h == nil {
+		h = &TaskStatus{}
+		s.gapHist[k] = h
+	}
+	r := GapRange{From: g.From, To: g.To, Offsets: g.Offsets(), Skipped: skipped}
+	if n := len(h.Gaps); n > 0 && h.Gaps[n-1] == r {
+		return // the same stop seen again at a recheck
+	}
+	if skipped {
+		h.Lost += g.Offsets()
+	}
+	h.Gaps = append(h.Gaps, r)
+	if len(h.Gaps) > maxGaps {
+		h.Gaps = slices.Clone(h.Gaps[len(h.Gaps)-maxGaps:])
+	}
+	if t := s.tasks[k]; t != nil {
+		t.Lost, t.Gaps = h.Lost, h.Gaps
+	}
+}
+
+func (s *status) setGapStop(g metrics.Gap, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gapStop[tp{g.Topic, g.Partition}] = why
+	s.ready, s.reason = false, why
+}
+
+// clearGapStop reports whether the partition was stopped by a gap, and
+// forgets it.
+func (s *status) clearGapStop(topic string, p int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.gapStop[tp{topic, p}]; !ok {
+		return false
+	}
+	delete(s.gapStop, tp{topic, p})
+	return true
 }
 
 // Healthy reports whether the poll loop is making progress: it has turned
@@ -345,6 +435,11 @@ func (s *status) lostReason() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, why := range s.lost {
+		if s.task(k.topic, k.partition) != nil {
+			return why
+		}
+	}
+	for k, why := range s.gapStop {
 		if s.task(k.topic, k.partition) != nil {
 			return why
 		}

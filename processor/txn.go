@@ -139,6 +139,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	case prodErr != nil:
 		p.samples.discard()
 		p.dropState(nil)
+		p.gaps.rewind(sess.Client().CommittedOffsets())
 		if topic, ok := authzRefused(prodErr); ok {
 			p.m.Aborts.WithLabelValues("authorization").Inc()
 			p.m.AuthzRefused.WithLabelValues(topic).Inc()
@@ -161,6 +162,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		return nil
 	case !committed:
 		p.samples.discard()
+		p.gaps.rewind(sess.Client().CommittedOffsets())
 		// The state in memory holds this transaction's changes: drop it,
 		// the next records restore what the changelog committed.
 		p.dropState(nil)
@@ -174,6 +176,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	p.produceFails = 0
 	if !pending.Empty() { // an empty transaction sends nothing: not a commit
 		p.m.Observe(pending)
+		p.committedGaps(pending)
 		p.m.Commits.Inc()
 		p.st.committed(committedOffsets(sess.Client()), time.Now())
 	}
@@ -230,6 +233,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		}
 		p.m.CommitDuration.Observe(time.Since(start).Seconds())
 		p.m.Observe(pending)
+		p.committedGaps(pending)
 		p.m.Commits.Inc()
 		*pending = *metrics.NewTally()
 		p.st.committed(committedOffsets(cl), time.Now())

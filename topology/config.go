@@ -194,6 +194,19 @@ type TopicDefaults struct {
 	Partitions int32 `yaml:"partitions"`
 	// ReplicationFactor of created topics (default -1: the broker default).
 	ReplicationFactor int16 `yaml:"replication_factor"`
+	// Configs are topic-level configs for every topic the router creates
+	// (retention.ms, cleanup.policy, ...); a route's topic_configs win
+	// over them. Repartition topics always get retention.ms=-1,
+	// retention.bytes=-1 and cleanup.policy=delete, changelogs
+	// cleanup.policy=compact. Existing topics are never altered.
+	Configs TopicConfigs `yaml:"configs"`
+	// OnRepartitionRetention is what an existing repartition topic with
+	// time or size retention does at start: warn (the default: a WARN log
+	// and a warning on /readyz) or fail (the router refuses to start).
+	OnRepartitionRetention string `yaml:"on_repartition_retention"`
+	// PurgeInterval is how often the router deletes repartition records
+	// below the group's committed offsets (default 30s).
+	PurgeInterval Duration `yaml:"purge_interval"`
 }
 
 // Input is one input topic.
@@ -202,6 +215,14 @@ type Input struct {
 	Format string `yaml:"format"`
 	// Schema is the path of a JSON Schema file, relative to the config file.
 	Schema string `yaml:"schema"`
+	// Start is where a consumer group without committed offsets starts:
+	// earliest (the default) or latest.
+	Start string `yaml:"start"`
+	// OnGap is what happens when records were deleted by the broker
+	// before the router read them (retention, DeleteRecords): skip (the
+	// default: counted, logged, and the router goes on at the log start)
+	// or fail (the task stops, not ready, until offsets are reset).
+	OnGap string `yaml:"on_gap"`
 }
 
 // EventTime says where a record's event time comes from.
@@ -267,6 +288,9 @@ type Route struct {
 	// delete reaches the sink). Only on plain routes that keep the input
 	// key.
 	Tombstones string `yaml:"tombstones"`
+	// TopicConfigs are topic configs for the route's topic when the
+	// router creates it, over topics.configs.
+	TopicConfigs TopicConfigs `yaml:"topic_configs"`
 }
 
 // Tombstone handling of a route.
@@ -320,6 +344,9 @@ type Window struct {
 	GroupBy string `yaml:"group_by"`
 	// LateTopic receives records whose every window is already purged.
 	LateTopic string `yaml:"late_topic"`
+	// LateTopicConfigs are topic configs for the late topic when the
+	// router creates it, over topics.configs.
+	LateTopicConfigs TopicConfigs `yaml:"late_topic_configs"`
 	// Aggregates computed per window, in output order.
 	Aggregates []Aggregate `yaml:"aggregates"`
 	// Limits bound each task's open windows (default: no bound).
@@ -345,6 +372,9 @@ type Dirty struct {
 	// TruncateTo is the size a too-large payload is cut to on the dirty
 	// route (default 65536).
 	TruncateTo int `yaml:"truncate_to"`
+	// TopicConfigs are topic configs for the dirty topic when the router
+	// creates it, over topics.configs.
+	TopicConfigs TopicConfigs `yaml:"topic_configs"`
 }
 
 // Field is one projected output field.
@@ -460,6 +490,7 @@ func (c *Config) applyDefaults() {
 		c.Security.Protocol = ProtocolPlaintext
 	}
 	c.Client.applyDefaults(c.Dirty.MaxRecordBytes)
+	c.applyTopicDefaults()
 	for i := range c.Routes {
 		if w := c.Routes[i].Window; w != nil {
 			w.Limits.applyDefaults()

@@ -275,9 +275,10 @@ func dirOf(name string) string {
 }
 
 var (
-	durationType   = reflect.TypeOf(Duration(0))
-	spanType       = reflect.TypeOf(Span(0))
-	projectionType = reflect.TypeOf(Projection(nil))
+	durationType     = reflect.TypeOf(Duration(0))
+	spanType         = reflect.TypeOf(Span(0))
+	projectionType   = reflect.TypeOf(Projection(nil))
+	topicConfigsType = reflect.TypeOf(TopicConfigs(nil))
 )
 
 func join(path, key string) string {
@@ -363,6 +364,9 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 			proj = append(proj, Field{Name: k.Value, Expr: val.Value})
 		}
 		v.Set(reflect.ValueOf(proj))
+		return
+	case t == topicConfigsType:
+		d.decodeTopicConfigs(n, v, path)
 		return
 	}
 	switch t.Kind() {

@@ -50,6 +50,7 @@ func (d *doc) validate() {
 	}
 	d.validateState()
 	d.validateClient()
+	d.validateTopics()
 	if c.CommitRecords < 0 {
 		d.at("commit_records", "commit_records must be positive, got %d", c.CommitRecords)
 	}
