@@ -225,7 +225,7 @@ func TestZombieFencedExactlyOnce(t *testing.T) {
 	s.restarts++
 	t.Logf("router b frozen with SIGSTOP and replaced by a new process with instance id b")
 	s.waitMembersChanged(2, before, 60*time.Second)
-	n = s.waitProgress(p, n, time.Minute, a, b2)
+	s.waitProgress(p, n, time.Minute, a, b2)
 	logAt = b.logSize()
 	b.signal(syscall.SIGCONT)
 	// Polled often: b is killed as soon as it knows it is fenced.

@@ -21,7 +21,6 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	o := append(p.clientOpts(),
 		kgo.TransactionalID(p.TransactionalID()),
 		kgo.TransactionTimeout(p.opts.txnTimeout),
-		kgo.RequireStableFetchOffsets(),
 		kgo.OnPartitionsRevoked(p.onRevoked("revoked")),
 		kgo.OnPartitionsLost(p.onRevoked("lost")),
 	)

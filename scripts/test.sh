@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh - every test of sidestream, on a fresh machine:
 #   1. installs what the tests need (kcat; Java and Maven if missing),
-#   2. go vet + unit and component tests (embedded kfake broker),
+#   2. go vet, golangci-lint (.golangci.yml, scripts/lint.sh) + unit and
+#      component tests (embedded kfake broker),
 #   3. a short fuzz run of each fuzz target,
 #   4. the demo end to end (router demo must exit 0 with conservation true),
 #      and the web view (/ui) of a short demo in headless chromium,
@@ -27,6 +28,9 @@ scripts/helm.sh --bin   # Helm from its Go module, built once into ~/.cache/side
 
 step "go vet"
 go vet ./...
+
+step "lint (golangci-lint v2: import rules of DESIGN.md, errcheck, staticcheck, function length)"
+scripts/lint.sh
 
 step "unit and component tests (embedded broker)"
 go test -count=1 -race -timeout 20m $(go list ./... | grep -v /itest)

@@ -437,7 +437,7 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 	for _, p := range c.Parts {
 		dp := DescribedPart{Name: p.Name, Source: p.Source, When: p.When, ID: p.ID, Project: []DescribedField{}}
 		for _, f := range p.Project {
-			dp.Project = append(dp.Project, DescribedField{Name: f.Name, Expr: f.Expr})
+			dp.Project = append(dp.Project, DescribedField(f))
 		}
 		da.Parts = append(da.Parts, dp)
 	}
@@ -465,7 +465,7 @@ func describeWindow(w *WindowNode) *DescribedWindow {
 		dw.IdleTimeout = c.IdleTimeout.D().String()
 	}
 	for _, a := range c.Aggregates {
-		dw.Aggregates = append(dw.Aggregates, DescribedAggregate{Name: a.Name, Fn: a.Fn, Of: a.Of})
+		dw.Aggregates = append(dw.Aggregates, DescribedAggregate(a))
 	}
 	return dw
 }

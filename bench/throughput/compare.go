@@ -570,14 +570,16 @@ func startContender(env compareEnv, c contender, brokers []string, input, id str
 	return p, nil
 }
 
-// stop ends the contender with SIGTERM, then SIGKILL after 30 s.
-func (p *proc) stop() {
+// stop ends the contender with SIGTERM, then SIGKILL after 30 s, and
+// returns how it exited (a stopped contender's exit is not the measure).
+func (p *proc) stop() error {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		return err
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		return <-p.done
 	}
 }
 
@@ -615,7 +617,7 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 	if err != nil {
 		return res, err
 	}
-	defer p.stop()
+	defer func() { _ = p.stop() }()
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	var start time.Time
 	var cpu0 float64
@@ -797,7 +799,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	if err != nil {
 		return res, err
 	}
-	defer p.stop()
+	defer func() { _ = p.stop() }()
 	total := int(rate*dur.Seconds()) + 1
 	sent := make([]atomic.Int64, total+1)
 	var seen atomic.Int64
