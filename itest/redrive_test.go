@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/sideroute"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestRedriveKill9ExactlyOnce fills a dirty topic, then runs router redrive
@@ -46,9 +46,9 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: dirty, Key: []byte(id),
 			Value: fmt.Appendf(nil, `{"id":%q,"ts":%d,"level":"TRACE","service":"s","message":"m"}`, id, 1790000000000+int64(i)),
 			Headers: []kgo.RecordHeader{
-				{Key: processor.HeaderReason, Value: []byte("schema_violation")},
-				{Key: processor.HeaderStage, Value: []byte("schema")},
-				{Key: processor.HeaderTopic, Value: []byte(s.input)},
+				{Key: wire.HeaderReason, Value: []byte("schema_violation")},
+				{Key: wire.HeaderStage, Value: []byte("schema")},
+				{Key: wire.HeaderTopic, Value: []byte(s.input)},
 			}})
 	}
 	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -175,7 +175,7 @@ func TestRedriveKill9ExactlyOnce(t *testing.T) {
 	for _, r := range got {
 		var origin string
 		for _, h := range r.Headers {
-			if h.Key == processor.HeaderRedriveOrigin {
+			if h.Key == wire.HeaderRedriveOrigin {
 				origin = string(h.Value)
 			}
 		}

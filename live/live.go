@@ -14,6 +14,7 @@ import (
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/sideroute"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // Defaults of New.
@@ -99,17 +100,17 @@ func (s *State) SetTasks(fn func() []processor.TaskStatus, status func() (bool, 
 
 // Sample is one side record as the view shows it.
 type Sample struct {
-	Seq       int64             `json:"seq"`
-	Kind      string            `json:"kind"` // dirty, late or incomplete
-	Topic     string            `json:"topic"`
-	Partition int32             `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Key       string            `json:"key"`
-	Timestamp int64             `json:"timestamp"` // epoch ms
-	Reason    string            `json:"reason"`
-	Lines     []string          `json:"lines"`
-	Reasons   sideroute.Reasons `json:"reasons"`
-	Value     show.Value        `json:"value"`
+	Seq       int64        `json:"seq"`
+	Kind      string       `json:"kind"` // dirty, late or incomplete
+	Topic     string       `json:"topic"`
+	Partition int32        `json:"partition"`
+	Offset    int64        `json:"offset"`
+	Key       string       `json:"key"`
+	Timestamp int64        `json:"timestamp"` // epoch ms
+	Reason    string       `json:"reason"`
+	Lines     []string     `json:"lines"`
+	Reasons   wire.Reasons `json:"reasons"`
+	Value     show.Value   `json:"value"`
 	// Redacted: api.samples: redacted replaced fields of Value by "***".
 	Redacted  bool  `json:"redacted,omitempty"`
 	Committed int64 `json:"committed"` // epoch ms
@@ -130,7 +131,7 @@ func (s *State) Sample(recs []*kgo.Record) {
 			continue
 		}
 		s.seq++
-		rs := sideroute.Decode(r.Headers)
+		rs := wire.Decode(r.Headers)
 		smp := Sample{
 			Seq: s.seq, Kind: kind, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 			Key: show.Key(r.Key, 128), Timestamp: r.Timestamp.UnixMilli(), Committed: now,
@@ -160,7 +161,7 @@ var mask = []byte(`"` + redact.Mask + `"`)
 // the redact paths masked, or withheld (only its size) when it is not
 // JSON; a key or an error text that quotes a masked value is withheld
 // too, as is every error of a withheld value (it may quote the value).
-func (s *State) redact(smp *Sample, rs *sideroute.Reasons, r *kgo.Record) {
+func (s *State) redact(smp *Sample, rs *wire.Reasons, r *kgo.Record) {
 	if len(r.Value) == 0 {
 		smp.Value = show.Render(r.Value, s.max)
 		return

@@ -12,6 +12,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 func load(t *testing.T, path string) *topology.Topology {
@@ -31,16 +32,16 @@ func TestSamplesBoundedAndSafe(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: "orders.dirty", Offset: int64(i), Key: []byte("k\x1b" + strconv.Itoa(i)),
 			Value: []byte{0xff, byte(i)},
 			Headers: []kgo.RecordHeader{
-				{Key: processor.HeaderReason, Value: []byte("invalid_utf8")},
-				{Key: processor.HeaderStage, Value: []byte("decode")},
-				{Key: processor.HeaderError, Value: []byte("bad \x07 byte <script>")},
+				{Key: wire.HeaderReason, Value: []byte("invalid_utf8")},
+				{Key: wire.HeaderStage, Value: []byte("decode")},
+				{Key: wire.HeaderError, Value: []byte("bad \x07 byte <script>")},
 			}})
 	}
 	recs = append(recs,
 		&kgo.Record{Topic: "orders.late", Value: []byte(`{"ts":1}`), Headers: []kgo.RecordHeader{
-			{Key: processor.HeaderLateRoute, Value: []byte("revenue")},
-			{Key: processor.HeaderLateBy, Value: []byte("61000")},
-			{Key: processor.HeaderLateWins, Value: []byte("[0,60000)")},
+			{Key: wire.HeaderLateRoute, Value: []byte("revenue")},
+			{Key: wire.HeaderLateBy, Value: []byte("61000")},
+			{Key: wire.HeaderLateWins, Value: []byte("[0,60000)")},
 		}},
 		&kgo.Record{Topic: "orders.clean", Value: []byte("{}")}, // not a side route: ignored
 	)
@@ -112,9 +113,9 @@ func TestIncompleteSamples(t *testing.T) {
 	s := New(top, m, Options{})
 	s.Sample([]*kgo.Record{
 		{Topic: "orders.incomplete", Key: []byte("o-9"), Value: []byte(`{"id":"o-9","parts":{"lines":{"total":3}}}`), Headers: []kgo.RecordHeader{
-			{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
-			{Key: processor.HeaderAssemblyParts, Value: []byte("lines")},
-			{Key: processor.HeaderMissing, Value: []byte("customer")},
+			{Key: wire.HeaderAssemblyRoute, Value: []byte("assembled")},
+			{Key: wire.HeaderAssemblyParts, Value: []byte("lines")},
+			{Key: wire.HeaderMissing, Value: []byte("customer")},
 		}},
 		{Topic: "orders.duplicate", Value: []byte("{}")}, // counted, not sampled
 	})

@@ -10,8 +10,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 func withSamples(t *testing.T, mode string, paths ...string) *State {
@@ -112,8 +112,8 @@ func TestRedactedSamplesProperty(t *testing.T) {
 			break
 		}
 		s.Sample([]*kgo.Record{{Topic: "orders.dirty", Key: []byte("id-" + quoted), Value: val, Headers: []kgo.RecordHeader{
-			{Key: processor.HeaderReason, Value: []byte("schema")},
-			{Key: processor.HeaderError, Value: []byte("field has value " + quoted + ", not allowed")},
+			{Key: wire.HeaderReason, Value: []byte("schema")},
+			{Key: wire.HeaderError, Value: []byte("field has value " + quoted + ", not allowed")},
 		}}})
 		out, _ := json.Marshal(s.View())
 		for h := range hidden {
@@ -146,8 +146,8 @@ func TestSamplesOffAndWithheld(t *testing.T) {
 
 	red := withSamples(t, topology.SamplesRedacted, "email")
 	red.Sample([]*kgo.Record{{Topic: "orders.dirty", Value: []byte(`{"email":"ann@example.com"`), Headers: []kgo.RecordHeader{
-		{Key: processor.HeaderReason, Value: []byte("invalid_json")},
-		{Key: processor.HeaderError, Value: []byte(`unexpected end after "ann@example.com"`)},
+		{Key: wire.HeaderReason, Value: []byte("invalid_json")},
+		{Key: wire.HeaderError, Value: []byte(`unexpected end after "ann@example.com"`)},
 	}}})
 	b, _ := json.Marshal(red.View())
 	if strings.Contains(string(b), "ann@example.com") {

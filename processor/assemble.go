@@ -17,24 +17,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/topology"
-)
-
-// Headers of the assembly stage. Stage one writes each part to the
-// route's repartition topic keyed by its ID, naming the part; stage two
-// writes assembled, incomplete and duplicate records with these.
-const (
-	HeaderPart           = "sidestream.assembly.part"
-	HeaderAssemblyRoute  = "sidestream.assembly.route"
-	HeaderAssemblyParts  = "sidestream.assembly.parts"   // the parts held, comma-separated
-	HeaderMissing        = "sidestream.assembly.missing" // the required parts missing, comma-separated
-	HeaderComplete       = "sidestream.assembly.complete"
-	HeaderDuplicateOf    = "sidestream.assembly.completed_id"
-	StageAssemble        = "assemble"
-	ReasonBadAssemblyID  = assembly.ReasonBadID
-	ReasonUnknownPart    = assembly.ReasonUnknownPart
-	ReasonBadPartValue   = assembly.ReasonBadValue
-	ReasonPartPredicate  = "part_predicate_error"
-	ReasonPartProjection = "part_projection_error"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // assemblyRoute is one compiled assembly route and its operator spec.
@@ -206,11 +189,11 @@ func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Outp
 			if pn.When != nil {
 				res, err := machine.Run(pn.When.Program, ev)
 				if err != nil {
-					return nil, recErr(StageAssemble, ReasonPartPredicate, "route %q part %q: when %q: %s", rt.Name, pn.Name, pn.When.Source, firstLine(err))
+					return nil, recErr(wire.StageAssemble, wire.ReasonPartPredicate, "route %q part %q: when %q: %s", rt.Name, pn.Name, pn.When.Source, firstLine(err))
 				}
 				ok, isBool := res.(bool)
 				if !isBool {
-					return nil, recErr(StageAssemble, ReasonPartPredicate, "route %q part %q: when %q returned %T, not bool", rt.Name, pn.Name, pn.When.Source, res)
+					return nil, recErr(wire.StageAssemble, wire.ReasonPartPredicate, "route %q part %q: when %q returned %T, not bool", rt.Name, pn.Name, pn.When.Source, res)
 				}
 				if !ok {
 					continue
@@ -218,22 +201,22 @@ func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Outp
 			}
 			res, err := machine.Run(pn.ID.Program, ev)
 			if err != nil {
-				return nil, recErr(StageAssemble, ReasonBadAssemblyID, "route %q part %q: id %q: %s", rt.Name, pn.Name, pn.ID.Source, firstLine(err))
+				return nil, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q part %q: id %q: %s", rt.Name, pn.Name, pn.ID.Source, firstLine(err))
 			}
 			id, err := assembly.ID(res)
 			if err != nil {
-				return nil, recErr(StageAssemble, ReasonBadAssemblyID, "route %q part %q: id %q: %v", rt.Name, pn.Name, pn.ID.Source, err)
+				return nil, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q part %q: id %q: %v", rt.Name, pn.Name, pn.ID.Source, err)
 			}
 			if len(pn.Project) > 0 {
 				v, rerr := project(&machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
 				if rerr != nil {
-					rerr.Stage, rerr.Reason = StageAssemble, ReasonPartProjection
+					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
 					return nil, rerr
 				}
 				value = v
 			}
 			hs := repartitionHeaders(r, d.EventTime, math.MinInt64, false)
-			hs = append(hs, kgo.RecordHeader{Key: HeaderPart, Value: []byte(pn.Name)})
+			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: []byte(pn.Name)})
 			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
 		}
 	}
@@ -245,21 +228,21 @@ func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Outp
 func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) []*kgo.Record {
 	ar := t.route
 	name := ar.rt.Name
-	part := headerStr(r.Headers, HeaderPart)
+	part := wire.String(r.Headers, wire.HeaderPart)
 	if part == "" {
-		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, HeaderPart), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}
 	}
 	if len(r.Key) == 0 {
-		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}
 	}
 	if !gjson.ValidBytes(r.Value) {
-		return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}
 	}
 	at := now.UnixMilli()
 	if ar.event {
-		et, ok := headerInt(r.Headers, HeaderEventTime)
+		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 		if !ok {
-			return []*kgo.Record{e.dirty(r, recErr(StageAssemble, ReasonBadTime, "route %q: repartitioned part has no %s header", name, HeaderEventTime), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}
 		}
 		at = et
 	}
@@ -267,7 +250,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	if err != nil {
 		var re *assembly.RecordError
 		if errors.As(err, &re) {
-			return []*kgo.Record{e.dirty(r, recErr(StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}
 		}
 		// The store failed: nothing of this record may be written.
 		panic(fmt.Sprintf("assembly state of route %q partition %d: %v", name, t.part, err))
@@ -290,7 +273,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		tally.AssemblyParts[[2]string{name, metrics.PartCompleted}]++
 		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 		hs = append(hs, r.Headers...)
-		hs = append(hs, kgo.RecordHeader{Key: HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: HeaderDuplicateOf, Value: r.Key})
+		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: wire.HeaderDuplicateOf, Value: r.Key})
 		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
 	case out.DuplicatePart:
 		tally.AssemblyParts[[2]string{name, metrics.PartDuplicate}]++
@@ -325,11 +308,11 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 	tally.AssemblyObs = append(tally.AssemblyObs, metrics.AssemblyObs{Route: name, Parts: len(a.Parts), Complete: a.Complete,
 		Seconds: float64(a.Done-a.First) / 1000})
 	return e.fit(ar, &kgo.Record{Topic: topic, Key: []byte(a.ID), Value: a.Value, Timestamp: ts, Headers: []kgo.RecordHeader{
-		{Key: HeaderAssemblyRoute, Value: []byte(name)},
-		{Key: HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
-		{Key: HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
-		{Key: HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
-		{Key: HeaderAssemblyEvicted, Value: []byte(strconv.FormatBool(a.Evicted))},
+		{Key: wire.HeaderAssemblyRoute, Value: []byte(name)},
+		{Key: wire.HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
+		{Key: wire.HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
+		{Key: wire.HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
+		{Key: wire.HeaderAssemblyEvicted, Value: []byte(strconv.FormatBool(a.Evicted))},
 	}}, tally)
 }
 
@@ -342,7 +325,7 @@ func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *
 	if recordSize(rec) <= e.maxRec {
 		return rec
 	}
-	d := e.dirty(rec, recErr(StageAssemble, ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
+	d := e.dirty(rec, recErr(wire.StageAssemble, wire.ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
 		ar.rt.Name, rec.Topic, rec.Key, recordSize(rec), e.maxRec), metrics.NewTally())
 	tally.Assemblies[[2]string{ar.rt.Name, metrics.ResultTooLarge}]++
 	return d

@@ -10,6 +10,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestPartsStageOne: stage one of the three-topic example for single
@@ -32,11 +33,11 @@ func TestPartsStageOne(t *testing.T) {
 		{name: "captured payment", topic: "payments", value: `{"order_ref":"o-1","status":"captured","method":"card","amount":5}`, wantKey: "o-1", wantPart: "payment", wantValue: `{"method":"card","paid":5}`},
 		{name: "failed payment: predicate false", topic: "payments", value: `{"order_ref":"o-1","status":"failed"}`, wantDrop: true},
 		{name: "shipment", topic: "shipments", value: `{"for_order":"o-1","carrier":"dhl","tracking":"T1"}`, wantKey: "o-1", wantPart: "shipment"},
-		{name: "missing id", topic: "orders", value: `{"customer":"c","amount":5}`, wantDirty: ReasonBadAssemblyID},
-		{name: "null id", topic: "payments", value: `{"order_ref":null,"status":"captured"}`, wantDirty: ReasonBadAssemblyID},
-		{name: "bool id", topic: "shipments", value: `{"for_order":true}`, wantDirty: ReasonBadAssemblyID},
-		{name: "object id", topic: "orders", value: `{"id":{"a":1}}`, wantDirty: ReasonBadAssemblyID},
-		{name: "empty id", topic: "orders", value: `{"id":""}`, wantDirty: ReasonBadAssemblyID},
+		{name: "missing id", topic: "orders", value: `{"customer":"c","amount":5}`, wantDirty: wire.ReasonBadAssemblyID},
+		{name: "null id", topic: "payments", value: `{"order_ref":null,"status":"captured"}`, wantDirty: wire.ReasonBadAssemblyID},
+		{name: "bool id", topic: "shipments", value: `{"for_order":true}`, wantDirty: wire.ReasonBadAssemblyID},
+		{name: "object id", topic: "orders", value: `{"id":{"a":1}}`, wantDirty: wire.ReasonBadAssemblyID},
+		{name: "empty id", topic: "orders", value: `{"id":""}`, wantDirty: wire.ReasonBadAssemblyID},
 		{name: "predicate not bool", topic: "payments", value: `{"order_ref":"o-1","status":null}`, wantDrop: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -44,18 +45,18 @@ func TestPartsStageOne(t *testing.T) {
 			outs := e.process(&kgo.Record{Topic: c.topic, Value: []byte(c.value), Timestamp: time.UnixMilli(1)}, tally)
 			switch {
 			case c.wantDirty != "":
-				if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || headerStr(outs[0].Headers, HeaderReason) != c.wantDirty {
+				if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || wire.String(outs[0].Headers, wire.HeaderReason) != c.wantDirty {
 					t.Fatalf("want dirty %s, got %v", c.wantDirty, outs)
 				}
-				if !strings.Contains(headerStr(outs[0].Headers, HeaderError), "id") {
-					t.Errorf("error header does not name the id: %q", headerStr(outs[0].Headers, HeaderError))
+				if !strings.Contains(wire.String(outs[0].Headers, wire.HeaderError), "id") {
+					t.Errorf("error header does not name the id: %q", wire.String(outs[0].Headers, wire.HeaderError))
 				}
 			case c.wantDrop:
-				if len(outs) != 0 || tally.Dropped[DropReasonNoRoute] != 1 {
+				if len(outs) != 0 || tally.Dropped[wire.DropNoRoute] != 1 {
 					t.Fatalf("want dropped, got %v", outs)
 				}
 			default:
-				if len(outs) != 1 || outs[0].Topic != rep || string(outs[0].Key) != c.wantKey || headerStr(outs[0].Headers, HeaderPart) != c.wantPart {
+				if len(outs) != 1 || outs[0].Topic != rep || string(outs[0].Key) != c.wantKey || wire.String(outs[0].Headers, wire.HeaderPart) != c.wantPart {
 					t.Fatalf("want part %s keyed %s on %s, got %+v", c.wantPart, c.wantKey, rep, outs)
 				}
 				if c.wantValue != "" && string(outs[0].Value) != c.wantValue {
@@ -99,7 +100,7 @@ func TestAssemblyTooLarge(t *testing.T) {
 	for _, part := range e.process(&kgo.Record{Topic: "payments", Value: []byte(`{"order_ref":"o-1","status":"captured","method":"` + big + `","amount":1}`)}, tally) {
 		last = e.processAssembly(part, task, time.Now(), tally)
 	}
-	if len(last) != 1 || last[0].Topic != top.Dirty.Topic || headerStr(last[0].Headers, HeaderReason) != ReasonTooLarge {
+	if len(last) != 1 || last[0].Topic != top.Dirty.Topic || wire.String(last[0].Headers, wire.HeaderReason) != wire.ReasonTooLarge {
 		t.Fatalf("want one dirty too_large record, got %+v", last)
 	}
 	if recordSize(last[0]) > top.Dirty.MaxRecordBytes {

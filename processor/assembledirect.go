@@ -6,12 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/wire"
 )
-
-// ReasonNotPartitionedByID: an assembly route without a repartition topic
-// (repartition: false) got a part whose ID belongs to another partition:
-// the input is not partitioned by the assembly ID.
-const ReasonNotPartitionedByID = "not_partitioned_by_id"
 
 // directAssemblies runs the assembly routes without a repartition topic
 // inside one input partition's processing: each part stage one would have
@@ -58,9 +54,9 @@ func (d *directAssemblies) process(out, in *kgo.Record) {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.dirty(in, recErr(StageAssemble, ReasonNotPartitionedByID,
+			d.produce(d.p.eng.dirty(in, recErr(wire.StageAssemble, wire.ReasonNotPartitionedByID,
 				"route %q has repartition: false, but part %q's id %q belongs to partition %d, not %d: the input is not partitioned by the assembly id (Kafka's murmur2 key hash)",
-				t.route.rt.Name, headerStr(out.Headers, HeaderPart), out.Key, kp, d.part), d.tally))
+				t.route.rt.Name, wire.String(out.Headers, wire.HeaderPart), out.Key, kp, d.part), d.tally))
 			return
 		}
 	}

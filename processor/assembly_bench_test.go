@@ -12,6 +12,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // BenchmarkAssemblyPipeline: the seed-002 example per input record, on
@@ -73,7 +74,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 				}
 				out.Key = append(out.Key, byte('a'+laps%26), byte('a'+laps/26%26))
 				for k, h := range out.Headers {
-					if h.Key == HeaderEventTime {
+					if h.Key == wire.HeaderEventTime {
 						out.Headers[k].Value = strconv.AppendInt(nil, parts[i%len(parts)].TS+int64(laps)*1_000_000, 10)
 					}
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 func exampleAt(t testing.TB, path string, brokers []string) *topology.Topology {
@@ -125,8 +126,8 @@ func checkAssemblyOutputs(t *testing.T, brokers []string, top *topology.Topology
 	for _, r := range recs {
 		switch r.Topic {
 		case top.Dirty.Topic:
-			if got := headerStr(r.Headers, HeaderReason); got != ReasonBadAssemblyID {
-				t.Errorf("dirty record with reason %q, want %q", got, ReasonBadAssemblyID)
+			if got := wire.String(r.Headers, wire.HeaderReason); got != wire.ReasonBadAssemblyID {
+				t.Errorf("dirty record with reason %q, want %q", got, wire.ReasonBadAssemblyID)
 			}
 			dirty++
 			continue
@@ -162,8 +163,8 @@ func checkAssemblyOutputs(t *testing.T, brokers []string, top *topology.Topology
 			t.Errorf("unexpected incomplete %s", r.Value)
 		}
 		incomplete[a.ID] = true
-		if !slices.Equal(a.Missing, want) || headerStr(r.Headers, HeaderMissing) != strings.Join(want, ",") {
-			t.Errorf("incomplete %s: missing %v (header %q), want %v", a.ID, a.Missing, headerStr(r.Headers, HeaderMissing), want)
+		if !slices.Equal(a.Missing, want) || wire.String(r.Headers, wire.HeaderMissing) != strings.Join(want, ",") {
+			t.Errorf("incomplete %s: missing %v (header %q), want %v", a.ID, a.Missing, wire.String(r.Headers, wire.HeaderMissing), want)
 		}
 	}
 	if len(complete) != len(exp.Complete) || len(incomplete) != len(exp.Incomplete) {

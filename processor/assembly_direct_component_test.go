@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // assembleOrdersVariant compiles examples/assemble-orders.yaml under its
@@ -214,12 +215,12 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 	delete(want, "assembled|"+misID)
 	var dirty []string
 	for _, d := range readCommitted(t, brokers, direct.Dirty.Topic) {
-		if headerStr(d.Headers, HeaderReason) == ReasonNotPartitionedByID {
+		if wire.String(d.Headers, wire.HeaderReason) == wire.ReasonNotPartitionedByID {
 			dirty = append(dirty, string(d.Value))
 		}
 	}
 	if len(dirty) != 1 || !strings.Contains(dirty[0], `"kind":"y"`) || !strings.Contains(dirty[0], misID) {
-		t.Fatalf("direct run: dirty records with reason %s %q, want the misrouted customer part", ReasonNotPartitionedByID, dirty)
+		t.Fatalf("direct run: dirty records with reason %s %q, want the misrouted customer part", wire.ReasonNotPartitionedByID, dirty)
 	}
 	var counts [3]int
 	for k := range want {
@@ -301,7 +302,7 @@ func TestAssemblyDirectProcessingTTL(t *testing.T) {
 // start recreates it empty; the witness is in the input offsets'
 // metadata), stop the next run's task, and /readyz names the changelog.
 func TestAssemblyDirectChangelogLoss(t *testing.T) {
-	for _, how := range []string{LossRecordsDeleted, LossChangelogEmpty} {
+	for _, how := range []string{wire.LossRecordsDeleted, wire.LossChangelogEmpty} {
 		t.Run(how, func(t *testing.T) {
 			c := newCluster(t, kfake.SeedTopics(6, "order-parts"))
 			brokers := c.ListenAddrs()

@@ -11,16 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sidestream/sidestream/changelog"
-)
-
-// Reasons of a changelog loss (the reason label of
-// sidestream_changelog_loss_total).
-const (
-	LossRecordsDeleted       = "records_deleted"
-	LossChangelogEmpty       = "changelog_empty"
-	LossChangelogMissing     = "changelog_missing"
-	LossCheckpointPastEnd    = "checkpoint_past_end"
-	LossCheckpointBelowStart = "checkpoint_below_start"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // ChangelogLossError reports that a changelog partition no longer holds
@@ -141,7 +132,7 @@ func (p *Processor) missingChangelog(ctx context.Context, route, topic string, p
 	if err != nil || w == "" {
 		return nil
 	}
-	return p.changelogLoss(route, topic, part, LossChangelogMissing, "the topic does not exist, but "+w)
+	return p.changelogLoss(route, topic, part, wire.LossChangelogMissing, "the topic does not exist, but "+w)
 }
 
 // lossRecheck is how long Run waits, not ready, before it tries again a

@@ -16,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestChangelogLoss: a window route's state is committed, then its
@@ -27,7 +28,7 @@ import (
 // run proceeds and counts it so; a later run under fail then starts
 // without a word, because the accepted loss is marked in the changelog.
 func TestChangelogLoss(t *testing.T) {
-	for _, how := range []string{LossRecordsDeleted, LossChangelogEmpty} {
+	for _, how := range []string{wire.LossRecordsDeleted, wire.LossChangelogEmpty} {
 		t.Run(how, func(t *testing.T) {
 			c := newCluster(t)
 			brokers := c.ListenAddrs()
@@ -114,8 +115,8 @@ func drainAll(t *testing.T, inputs int, rs ...*running) {
 }
 
 // loseChangelog makes a changelog lose its state between two runs: its
-// records deleted (LossRecordsDeleted) or the topic deleted, which the
-// next start recreates empty (LossChangelogEmpty).
+// records deleted (wire.LossRecordsDeleted) or the topic deleted, which the
+// next start recreates empty (wire.LossChangelogEmpty).
 func loseChangelog(t *testing.T, brokers []string, topic, how string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -126,7 +127,7 @@ func loseChangelog(t *testing.T, brokers []string, topic, how string) {
 	adm := kadm.NewClient(cl)
 	ctx := context.Background()
 	switch how {
-	case LossRecordsDeleted:
+	case wire.LossRecordsDeleted:
 		ends, err := adm.ListEndOffsets(ctx, topic)
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +136,7 @@ func loseChangelog(t *testing.T, brokers []string, topic, how string) {
 		if err != nil || resp.Error() != nil {
 			t.Fatalf("delete records: %v %v", err, resp.Error())
 		}
-	case LossChangelogEmpty:
+	case wire.LossChangelogEmpty:
 		if _, err := adm.DeleteTopic(ctx, topic); err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +181,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 		}
 	}
 	a.stop(t)
-	loseChangelog(t, brokers, ar.Assembly.ChangelogTopic, LossChangelogEmpty)
+	loseChangelog(t, brokers, ar.Assembly.ChangelogTopic, wire.LossChangelogEmpty)
 	produceParts(t, brokers, parts[half:])
 
 	b := start(t, top, "b", WithLossRecheck(time.Hour))
@@ -193,7 +194,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 			t.Fatalf("no loss reported: %v %q", ok, why)
 		}
 	}
-	if n := testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "fail")); n == 0 {
+	if n := testutil.ToFloat64(b.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, wire.LossChangelogEmpty, "fail")); n == 0 {
 		t.Fatal("the loss was not counted")
 	}
 	b.stop(t)
@@ -206,7 +207,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 		}
 	}
 	s.stop(t)
-	if n := testutil.ToFloat64(s.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, LossChangelogEmpty, "start_empty")); n == 0 {
+	if n := testutil.ToFloat64(s.p.Metrics().ChangelogLoss.WithLabelValues(ar.Name, wire.LossChangelogEmpty, "start_empty")); n == 0 {
 		t.Fatal("start_empty did not count the accepted loss")
 	}
 	for _, m := range ms {
@@ -281,7 +282,7 @@ func TestChangelogLossDirect(t *testing.T) {
 		return out
 	}
 	count := func(r *running, action string) float64 {
-		return testutil.ToFloat64(r.p.Metrics().ChangelogLoss.WithLabelValues(rt.Name, LossChangelogEmpty, action))
+		return testutil.ToFloat64(r.p.Metrics().ChangelogLoss.WithLabelValues(rt.Name, wire.LossChangelogEmpty, action))
 	}
 
 	a := start(t, top, "a")
@@ -298,7 +299,7 @@ func TestChangelogLossDirect(t *testing.T) {
 			t.Fatalf("changelog partition %d ends at %d before the loss; want state exactly in %v", o.Partition, o.Offset, held)
 		}
 	})
-	loseChangelog(t, brokers, rt.Window.ChangelogTopic, LossChangelogEmpty)
+	loseChangelog(t, brokers, rt.Window.ChangelogTopic, wire.LossChangelogEmpty)
 
 	// The partitions that never held state restore empty and process.
 	b := start(t, top, "b", WithLossRecheck(time.Hour))

@@ -11,10 +11,6 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
-// ReasonConnectType is the dirty reason of a record whose value does not
-// fit its connect-json route's schema (a field's type is wrong).
-const ReasonConnectType = "connect_type"
-
 // connectEnvelope renders one connect-json value: Kafka Connect's
 // JsonConverter envelope {"schema":...,"payload":{...}} with vals in the
 // order of cs.Fields. Every field is optional, so nil is always null; any

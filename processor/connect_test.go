@@ -15,6 +15,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // checkEnvelope asserts that b is a Kafka Connect JsonConverter envelope
@@ -280,7 +281,7 @@ func TestConnectJSONTypeMismatchIsDirty(t *testing.T) {
       n: int(n)
 `)
 	o := process(t, top, input(`{"ts":1,"n":"seven"}`))
-	o.wantDirty(t, StageRoute, ReasonProjectError)
+	o.wantDirty(t, wire.StageRoute, wire.ReasonProjectError)
 	o = process(t, top, input(`{"ts":1,"n":7}`))
 	checkEnvelope(t, top.Route("typed").Connect, o.outs[0].Value)
 }
@@ -358,7 +359,7 @@ func TestConnectJSONWindowResults(t *testing.T) {
 	if len(recs) != 1 || recs[0].Topic != "dirty" || !bytes.Equal(recs[0].Value, bad[0].Value) {
 		t.Fatalf("unfit result: %+v", recs)
 	}
-	if r, _ := header(recs[0], HeaderReason); r != ReasonConnectType {
+	if r, _ := header(recs[0], wire.HeaderReason); r != wire.ReasonConnectType {
 		t.Fatalf("reason %q", r)
 	}
 }

@@ -15,36 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sidestream/sidestream/topology"
-)
-
-// Stages a record passes; a failure names the stage on the dirty route.
-const (
-	StageDecode    = "decode"
-	StageSchema    = "schema"
-	StageEventTime = "event_time"
-	StageRoute     = "route"
-	StageProduce   = "produce"
-)
-
-// Reasons are short, bounded codes (metric labels); the full message
-// travels in the sidestream.error header.
-const (
-	ReasonNullValue      = "null_value"
-	ReasonEmptyValue     = "empty_value"
-	ReasonInvalidUTF8    = "invalid_utf8"
-	ReasonInvalidJSON    = "invalid_json"
-	ReasonNotObject      = "not_object"
-	ReasonSchema         = "schema_violation"
-	ReasonMissingTime    = "missing_event_time"
-	ReasonBadTime        = "bad_event_time"
-	ReasonTimeAhead      = "event_time_ahead"
-	ReasonExprError      = "expression_error"
-	ReasonPredicateType  = "predicate_not_bool"
-	ReasonKeyError       = "key_error"
-	ReasonProjectError   = "projection_error"
-	ReasonTooLarge       = "too_large"
-	ReasonUnknownTopic   = "unknown_input_topic"
-	ReasonUnsupportedFmt = "unsupported_format"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // RecordError is a permanent failure of one record: it goes to the dirty
@@ -115,30 +86,30 @@ func newDecoder(t *topology.Topology) *decoder {
 // record's Kafka timestamp, used when the event-time format is kafka.
 func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *RecordError) {
 	if value == nil {
-		return nil, recErr(StageDecode, ReasonNullValue, "value is null (a tombstone); a JSON object is expected")
+		return nil, recErr(wire.StageDecode, wire.ReasonNullValue, "value is null (a tombstone); a JSON object is expected")
 	}
 	// Only JSON's own whitespace: bytes.TrimSpace would also take a
 	// no-break space or a form feed, calling an invalid value empty.
 	trimmed := bytes.Trim(value, jsonSpace)
 	if len(trimmed) == 0 {
-		return nil, recErr(StageDecode, ReasonEmptyValue, "value is empty; a JSON object is expected")
+		return nil, recErr(wire.StageDecode, wire.ReasonEmptyValue, "value is empty; a JSON object is expected")
 	}
 	if !utf8.Valid(value) {
-		return nil, recErr(StageDecode, ReasonInvalidUTF8, "value is not valid UTF-8")
+		return nil, recErr(wire.StageDecode, wire.ReasonInvalidUTF8, "value is not valid UTF-8")
 	}
 	if !gjson.ValidBytes(value) {
-		return nil, recErr(StageDecode, ReasonInvalidJSON, "value is not valid JSON%s", jsonErrorHint(value))
+		return nil, recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON%s", jsonErrorHint(value))
 	}
 	if trimmed[0] != '{' {
-		return nil, recErr(StageDecode, ReasonNotObject, "value is JSON %s, not an object", jsonKind(trimmed[0]))
+		return nil, recErr(wire.StageDecode, wire.ReasonNotObject, "value is JSON %s, not an object", jsonKind(trimmed[0]))
 	}
 	if s := d.schemas[topic]; s != nil {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
 		if err != nil {
-			return nil, recErr(StageDecode, ReasonInvalidJSON, "value is not valid JSON: %v", err)
+			return nil, recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON: %v", err)
 		}
 		if err := s.Validate(inst); err != nil {
-			return nil, &RecordError{Stage: StageSchema, Reason: ReasonSchema, Err: schemaErr(err)}
+			return nil, &RecordError{Stage: wire.StageSchema, Reason: wire.ReasonSchema, Err: schemaErr(err)}
 		}
 	}
 
@@ -153,7 +124,7 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 		if d.fields[name] {
 			fv, err := jsonValue(v)
 			if err != nil {
-				ferr = recErr(StageDecode, ReasonInvalidJSON, "field %q: %v", name, err)
+				ferr = recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", name, err)
 				return false
 			}
 			out.Fields[name] = fv
@@ -179,7 +150,7 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 	}
 	if bound := ts.UnixMilli() + d.maxAhead; d.maxAhead > 0 && et > bound {
 		if !d.clamp {
-			return nil, recErr(StageEventTime, ReasonTimeAhead, "event time %s is %s ahead of the record timestamp %s (event_time.max_ahead %s)",
+			return nil, recErr(wire.StageEventTime, wire.ReasonTimeAhead, "event time %s is %s ahead of the record timestamp %s (event_time.max_ahead %s)",
 				time.UnixMilli(et).UTC().Format(time.RFC3339Nano), time.Duration(et-ts.UnixMilli())*time.Millisecond,
 				ts.UTC().Format(time.RFC3339Nano), time.Duration(d.maxAhead)*time.Millisecond)
 		}
@@ -198,22 +169,22 @@ const (
 
 func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 	if !r.Exists() || r.Type == gjson.Null {
-		return 0, recErr(StageEventTime, ReasonMissingTime, "event-time field %q is missing or null", d.timeField)
+		return 0, recErr(wire.StageEventTime, wire.ReasonMissingTime, "event-time field %q is missing or null", d.timeField)
 	}
 	switch d.timeFmt {
 	case topology.TimeEpochMillis, topology.TimeEpochSecs:
 		if r.Type != gjson.Number {
-			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q must be a number (%s), got %s", d.timeField, d.timeFmt, shorten(r.Raw, 64))
+			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q must be a number (%s), got %s", d.timeField, d.timeFmt, shorten(r.Raw, 64))
 		}
 		f, err := strconv.ParseFloat(r.Raw, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q: %s is not a finite number", d.timeField, shorten(r.Raw, 64))
+			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q: %s is not a finite number", d.timeField, shorten(r.Raw, 64))
 		}
 		if d.timeFmt == topology.TimeEpochSecs {
 			f *= 1000
 		}
 		if f < minEventMillis || f > maxEventMillis {
-			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q: %s is outside years 0001-9999", d.timeField, shorten(r.Raw, 64))
+			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q: %s is outside years 0001-9999", d.timeField, shorten(r.Raw, 64))
 		}
 		shift := 0
 		if d.timeFmt == topology.TimeEpochSecs {
@@ -225,15 +196,15 @@ func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 		return int64(math.Floor(f)), nil
 	case topology.TimeRFC3339:
 		if r.Type != gjson.String {
-			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q must be an RFC 3339 string, got %s", d.timeField, shorten(r.Raw, 64))
+			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q must be an RFC 3339 string, got %s", d.timeField, shorten(r.Raw, 64))
 		}
 		t, err := time.Parse(time.RFC3339Nano, r.Str)
 		if err != nil {
-			return 0, recErr(StageEventTime, ReasonBadTime, "event-time field %q: %q is not RFC 3339 (e.g. 2026-11-30T17:25:57Z)", d.timeField, shorten(r.Str, 64))
+			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q: %q is not RFC 3339 (e.g. 2026-11-30T17:25:57Z)", d.timeField, shorten(r.Str, 64))
 		}
 		return t.UnixMilli(), nil
 	}
-	return 0, recErr(StageEventTime, ReasonBadTime, "unsupported event-time format %q", d.timeFmt)
+	return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "unsupported event-time format %q", d.timeFmt)
 }
 
 // jsonValue converts a gjson value for expressions: integers that fit stay

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // compileVariant compiles testdata/errors-per-service.yaml with each
@@ -187,12 +188,12 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	delete(fr, misKey)
 	var dirty []string
 	for _, r := range readCommitted(t, brokers, direct.Dirty.Topic) {
-		if headerStr(r.Headers, HeaderReason) == ReasonNotPartitioned {
-			dirty = append(dirty, headerStr(r.Headers, HeaderReason)+":"+string(r.Value))
+		if wire.String(r.Headers, wire.HeaderReason) == wire.ReasonNotPartitioned {
+			dirty = append(dirty, wire.String(r.Headers, wire.HeaderReason)+":"+string(r.Value))
 		}
 	}
-	if len(dirty) != 1 || !strings.HasPrefix(dirty[0], ReasonNotPartitioned+":") || !strings.Contains(dirty[0], `"misrouted"`) {
-		t.Fatalf("direct run dirty records %q, want the misrouted record with reason %s", dirty, ReasonNotPartitioned)
+	if len(dirty) != 1 || !strings.HasPrefix(dirty[0], wire.ReasonNotPartitioned+":") || !strings.Contains(dirty[0], `"misrouted"`) {
+		t.Fatalf("direct run dirty records %q, want the misrouted record with reason %s", dirty, wire.ReasonNotPartitioned)
 	}
 	if len(fd) == 0 || len(ld) == 0 {
 		t.Fatalf("want both finals and late records: %d finals, %d late", len(fd), len(ld))

@@ -10,25 +10,8 @@ import (
 
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
-
-// Headers the router sets on dirty records. Original headers are kept and
-// these are appended, so a redrive tool can restore the input exactly.
-const (
-	HeaderError     = "sidestream.error"
-	HeaderReason    = "sidestream.reason"
-	HeaderStage     = "sidestream.stage"
-	HeaderTopic     = "sidestream.source.topic"
-	HeaderPartition = "sidestream.source.partition"
-	HeaderOffset    = "sidestream.source.offset"
-	HeaderTimestamp = "sidestream.source.timestamp"
-	HeaderAppID     = "sidestream.application_id"
-	HeaderTruncated = "sidestream.truncated.original_bytes"
-)
-
-// DropReasonNoRoute counts records that matched no route when
-// routing.default is drop.
-const DropReasonNoRoute = "no_route"
 
 // engine turns one input record into the records to write. It is pure:
 // no I/O, safe for concurrent use, the same input always gives the same
@@ -97,7 +80,7 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 		}
 	}()
 	if !e.dec.topics[r.Topic] {
-		return []*kgo.Record{e.dirty(r, recErr(StageDecode, ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), tally)}
 	}
 	if r.Value == nil && len(e.tombstones) > 0 {
 		return e.tombstone(r, tally)
@@ -135,7 +118,7 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
 	if len(outs) == 0 && len(parts) == 0 {
-		tally.Dropped[DropReasonNoRoute]++
+		tally.Dropped[wire.DropNoRoute]++
 		return nil
 	}
 	recs := make([]*kgo.Record, 0, len(outs)+len(parts))
@@ -149,15 +132,15 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 		if recordSize(rec) > e.maxRec {
 			// One oversized output makes the whole record dirty: writing
 			// the other routes' outputs would be a partial fan-out.
-			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageProduce, wire.ReasonTooLarge,
 				"output for route %q is %d bytes, over max_record_bytes %d", o.Route.Name, recordSize(rec), e.maxRec), tally)}
 		}
 		recs = append(recs, rec)
 	}
 	for _, rec := range parts {
 		if recordSize(rec) > e.maxRec {
-			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
-				"part for assembly %q is %d bytes, over max_record_bytes %d", headerStr(rec.Headers, HeaderPart), recordSize(rec), e.maxRec), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"part for assembly %q is %d bytes, over max_record_bytes %d", wire.String(rec.Headers, wire.HeaderPart), recordSize(rec), e.maxRec), tally)}
 		}
 	}
 	recs = append(recs, parts...)
@@ -177,14 +160,14 @@ func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tall
 // delete and it goes to dirty.
 func (e *engine) tombstone(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
 	if r.Key == nil {
-		return []*kgo.Record{e.dirty(r, recErr(StageDecode, ReasonNullValue,
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageDecode, wire.ReasonNullValue,
 			"value is null (a tombstone) and so is the key: there is nothing to delete, and a JSON object is expected"), tally)}
 	}
 	recs := make([]*kgo.Record, 0, len(e.tombstones))
 	for _, rt := range e.tombstones {
 		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
 		if recordSize(rec) > e.maxRec {
-			return []*kgo.Record{e.dirty(r, recErr(StageProduce, ReasonTooLarge,
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageProduce, wire.ReasonTooLarge,
 				"tombstone for route %q is %d bytes (key and headers), over max_record_bytes %d", rt.Name, recordSize(rec), e.maxRec), tally)}
 		}
 		recs = append(recs, rec)
@@ -203,14 +186,14 @@ func (e *engine) dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+9)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,
-		kgo.RecordHeader{Key: HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(rerr.Reason)},
-		kgo.RecordHeader{Key: HeaderStage, Value: []byte(rerr.Stage)},
-		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
-		kgo.RecordHeader{Key: HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
-		kgo.RecordHeader{Key: HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
-		kgo.RecordHeader{Key: HeaderAppID, Value: []byte(e.appID)},
+		kgo.RecordHeader{Key: wire.HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
+		kgo.RecordHeader{Key: wire.HeaderReason, Value: []byte(rerr.Reason)},
+		kgo.RecordHeader{Key: wire.HeaderStage, Value: []byte(rerr.Stage)},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
+		kgo.RecordHeader{Key: wire.HeaderAppID, Value: []byte(e.appID)},
 	)
 	d := &kgo.Record{Topic: e.top.Dirty.Topic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 	if recordSize(d) > e.maxRec {
@@ -219,7 +202,7 @@ func (e *engine) dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *
 		// value so the record fits and never poisons the transaction.
 		tally.Truncated++
 		orig := len(r.Key) + len(r.Value)
-		d.Headers = append([]kgo.RecordHeader{{Key: HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
+		d.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
 		// The reason headers come first; key and value get the room left,
 		// so the record written is never over max_record_bytes (a record
 		// the broker refuses would abort every transaction that retries it).
@@ -258,14 +241,14 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 		if before != math.MinInt64 {
 			b = []byte(strconv.FormatInt(before, 10))
 		}
-		hs = append(hs, kgo.RecordHeader{Key: HeaderSourceMax, Value: b})
+		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
 	}
 	return append(hs,
-		kgo.RecordHeader{Key: HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
-		kgo.RecordHeader{Key: HeaderSourceKey, Value: r.Key},
-		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
-		kgo.RecordHeader{Key: HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
+		kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
 	)
 }
 

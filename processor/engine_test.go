@@ -18,37 +18,38 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 func TestDirtyRecordKeepsTheInput(t *testing.T) {
 	top := topo(t, withSchema, tsMillis)
 	in := input(`{"id":"e-1","ts":"yesterday"}`, "trace", "abc", "trace", "again", "empty", "")
 	o := process(t, top, in)
-	o.wantDirty(t, StageSchema, ReasonSchema, "/ts")
+	o.wantDirty(t, wire.StageSchema, wire.ReasonSchema, "/ts")
 	d := o.outs[0]
 	if d.Topic != "dirty" || !bytes.Equal(d.Key, in.Key) || !bytes.Equal(d.Value, in.Value) || !d.Timestamp.Equal(in.Timestamp) {
 		t.Fatalf("dirty record %+v: want the input's key, value and timestamp on topic dirty", d)
 	}
 	var got []string
 	for _, h := range d.Headers {
-		if h.Key != HeaderError {
+		if h.Key != wire.HeaderError {
 			got = append(got, h.Key+"="+string(h.Value))
 		}
 	}
 	want := []string{
 		"trace=abc", "trace=again", "empty=",
-		HeaderReason + "=" + ReasonSchema,
-		HeaderStage + "=" + StageSchema,
-		HeaderTopic + "=in",
-		HeaderPartition + "=3",
-		HeaderOffset + "=42",
-		HeaderTimestamp + "=1700000000456",
-		HeaderAppID + "=unit",
+		wire.HeaderReason + "=" + wire.ReasonSchema,
+		wire.HeaderStage + "=" + wire.StageSchema,
+		wire.HeaderTopic + "=in",
+		wire.HeaderPartition + "=3",
+		wire.HeaderOffset + "=42",
+		wire.HeaderTimestamp + "=1700000000456",
+		wire.HeaderAppID + "=unit",
 	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("headers\n %q\nwant (plus %s)\n %q", got, HeaderError, want)
+		t.Fatalf("headers\n %q\nwant (plus %s)\n %q", got, wire.HeaderError, want)
 	}
-	if _, ok := header(d, HeaderTruncated); ok {
+	if _, ok := header(d, wire.HeaderTruncated); ok {
 		t.Fatalf("a record that fits must not be marked truncated")
 	}
 
@@ -56,7 +57,7 @@ func TestDirtyRecordKeepsTheInput(t *testing.T) {
 	tomb := input("")
 	tomb.Value = nil
 	o = process(t, top, tomb)
-	o.wantDirty(t, StageDecode, ReasonNullValue)
+	o.wantDirty(t, wire.StageDecode, wire.ReasonNullValue)
 	if o.outs[0].Value != nil {
 		t.Fatalf("tombstone written with value %q", o.outs[0].Value)
 	}
@@ -66,8 +67,8 @@ func TestUnknownInputTopic(t *testing.T) {
 	r := input(`{}`)
 	r.Topic = "elsewhere"
 	o := process(t, topo(t), r)
-	o.wantDirty(t, StageDecode, ReasonUnknownTopic, `"elsewhere"`)
-	if s, _ := header(o.outs[0], HeaderTopic); s != "elsewhere" {
+	o.wantDirty(t, wire.StageDecode, wire.ReasonUnknownTopic, `"elsewhere"`)
+	if s, _ := header(o.outs[0], wire.HeaderTopic); s != "elsewhere" {
 		t.Fatalf("source topic header %q", s)
 	}
 }
@@ -87,11 +88,11 @@ func TestTooLargeOutput(t *testing.T) {
 	s = strings.Repeat("x", 1100) // fits as input, not doubled
 	in = `{"s":"` + s + `"}`
 	o = process(t, top, input(in))
-	o.wantDirty(t, StageProduce, ReasonTooLarge, `output for route "twice" is 2249 bytes, over max_record_bytes 2048`)
+	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "twice" is 2249 bytes, over max_record_bytes 2048`)
 	if string(o.outs[0].Value) != in {
 		t.Fatalf("too-large dirty record must hold the input, got %d bytes", len(o.outs[0].Value))
 	}
-	if _, ok := header(o.outs[0], HeaderTruncated); ok {
+	if _, ok := header(o.outs[0], wire.HeaderTruncated); ok {
 		t.Fatalf("the input fits: it must not be truncated")
 	}
 }
@@ -106,11 +107,11 @@ func TestTruncateTooLargeDirty(t *testing.T) {
 		stage, reason string
 		wantValue     int // bytes of value kept
 	}{
-		{"invalid JSON, large value", topo(t, small), "k", "{" + big(5000), nil, StageDecode, ReasonInvalidJSON, 1024},
-		{"large key and headers", topo(t, small), big(3000), "x" + big(3000), []string{"h", big(600)}, StageDecode, ReasonInvalidJSON, -1},
-		{"valid, but the output is too large", topo(t, small), "k", `{"pad":"` + big(3000) + `"}`, nil, StageProduce, ReasonTooLarge, -1},
-		{"long error message", topo(t, small, tsRFC3339), big(5000), `{"ts":"` + big(3000) + `"}`, nil, StageEventTime, ReasonBadTime, -1},
-		{"defaults", topo(t), big(2000), "[" + big(1_200_000), nil, StageDecode, ReasonInvalidJSON, 65536},
+		{"invalid JSON, large value", topo(t, small), "k", "{" + big(5000), nil, wire.StageDecode, wire.ReasonInvalidJSON, 1024},
+		{"large key and headers", topo(t, small), big(3000), "x" + big(3000), []string{"h", big(600)}, wire.StageDecode, wire.ReasonInvalidJSON, -1},
+		{"valid, but the output is too large", topo(t, small), "k", `{"pad":"` + big(3000) + `"}`, nil, wire.StageProduce, wire.ReasonTooLarge, -1},
+		{"long error message", topo(t, small, tsRFC3339), big(5000), `{"ts":"` + big(3000) + `"}`, nil, wire.StageEventTime, wire.ReasonBadTime, -1},
+		{"defaults", topo(t), big(2000), "[" + big(1_200_000), nil, wire.StageDecode, wire.ReasonInvalidJSON, 65536},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := input(tc.value, tc.hs...)
@@ -118,8 +119,8 @@ func TestTruncateTooLargeDirty(t *testing.T) {
 			o := process(t, tc.top, in)
 			o.wantDirty(t, tc.stage, tc.reason)
 			d := o.outs[0]
-			if n, _ := header(d, HeaderTruncated); n != strconv.Itoa(len(tc.key)+len(tc.value)) {
-				t.Fatalf("%s = %q, want %d", HeaderTruncated, n, len(tc.key)+len(tc.value))
+			if n, _ := header(d, wire.HeaderTruncated); n != strconv.Itoa(len(tc.key)+len(tc.value)) {
+				t.Fatalf("%s = %q, want %d", wire.HeaderTruncated, n, len(tc.key)+len(tc.value))
 			}
 			if o.tally.Truncated != 1 {
 				t.Fatalf("truncated count %d", o.tally.Truncated)
@@ -137,7 +138,7 @@ func TestTruncateTooLargeDirty(t *testing.T) {
 			if _, ok := header(d, "h"); ok {
 				t.Fatalf("the input's own headers must be dropped from a truncated record")
 			}
-			for _, h := range []string{HeaderReason, HeaderStage, HeaderTopic, HeaderPartition, HeaderOffset, HeaderTimestamp, HeaderAppID} {
+			for _, h := range []string{wire.HeaderReason, wire.HeaderStage, wire.HeaderTopic, wire.HeaderPartition, wire.HeaderOffset, wire.HeaderTimestamp, wire.HeaderAppID} {
 				if _, ok := header(d, h); !ok {
 					t.Fatalf("truncated record lost header %s", h)
 				}
@@ -155,22 +156,22 @@ func TestTruncateLongReason(t *testing.T) {
 		`routes: [{name: r, topic: out, when: 'len(n) > 0 || x == "`+long+`"'}]`+"\n")
 	in := input(`{"n":1,"pad":"`+strings.Repeat("p", 2000)+`"}`, "h", "v")
 	o := process(t, top, in)
-	o.wantDirty(t, StageRoute, ReasonExprError, `route "r": when "len(n) > 0`)
+	o.wantDirty(t, wire.StageRoute, wire.ReasonExprError, `route "r": when "len(n) > 0`)
 	d := o.outs[0]
-	msg, _ := header(d, HeaderError)
+	msg, _ := header(d, wire.HeaderError)
 	if recordSize(d) > 1100 || len(msg) >= 1000 || !utf8.ValidString(msg) {
 		t.Fatalf("record %d bytes, error header %d bytes (valid UTF-8: %v)", recordSize(d), len(msg), utf8.ValidString(msg))
 	}
-	if n, _ := header(d, HeaderTruncated); n != strconv.Itoa(len(in.Key)+len(in.Value)) {
-		t.Fatalf("%s = %q", HeaderTruncated, n)
+	if n, _ := header(d, wire.HeaderTruncated); n != strconv.Itoa(len(in.Key)+len(in.Value)) {
+		t.Fatalf("%s = %q", wire.HeaderTruncated, n)
 	}
 }
 
 func TestRecordErrorUnwraps(t *testing.T) {
 	inner := errors.New("inner")
-	var err error = &RecordError{Stage: StageRoute, Reason: ReasonExprError, Err: inner}
+	var err error = &RecordError{Stage: wire.StageRoute, Reason: wire.ReasonExprError, Err: inner}
 	var re *RecordError
-	if !errors.Is(err, inner) || !errors.As(err, &re) || re.Reason != ReasonExprError {
+	if !errors.Is(err, inner) || !errors.As(err, &re) || re.Reason != wire.ReasonExprError {
 		t.Fatalf("RecordError does not unwrap: %v", err)
 	}
 }
@@ -185,9 +186,9 @@ func TestExampleTopologyOracle(t *testing.T) {
 		topicOf[r.Name] = r.Topic
 	}
 	reasonOf := map[string]string{
-		gen.KindTruncated: ReasonInvalidJSON, gen.KindBadUTF8: ReasonInvalidUTF8, gen.KindArray: ReasonNotObject,
-		gen.KindEmpty: ReasonEmptyValue, gen.KindNoLevel: ReasonSchema, gen.KindBadLevel: ReasonSchema,
-		gen.KindStringTime: ReasonSchema, gen.KindNegativeTS: ReasonSchema, gen.KindMissingTime: ReasonSchema,
+		gen.KindTruncated: wire.ReasonInvalidJSON, gen.KindBadUTF8: wire.ReasonInvalidUTF8, gen.KindArray: wire.ReasonNotObject,
+		gen.KindEmpty: wire.ReasonEmptyValue, gen.KindNoLevel: wire.ReasonSchema, gen.KindBadLevel: wire.ReasonSchema,
+		gen.KindStringTime: wire.ReasonSchema, gen.KindNegativeTS: wire.ReasonSchema, gen.KindMissingTime: wire.ReasonSchema,
 	}
 	g := gen.New(3)
 	g.BadFraction = 0.2
@@ -205,7 +206,7 @@ func TestExampleTopologyOracle(t *testing.T) {
 			t.Fatalf("event %s (%s) went to %v, want %s", ev.ID, ev.Kind, topics(outs), topicOf[gen.RouteOf[ev.Kind]])
 		}
 		if want := reasonOf[ev.Kind]; want != "" {
-			if got, _ := header(outs[0], HeaderReason); got != want {
+			if got, _ := header(outs[0], wire.HeaderReason); got != want {
 				t.Fatalf("event %s (%s): reason %q, want %q", ev.ID, ev.Kind, got, want)
 			}
 		}
@@ -392,7 +393,7 @@ func recordGen(top *topology.Topology) *rapid.Generator[*kgo.Record] {
 		}
 		for range rapid.IntRange(0, 3).Draw(t, "headers") {
 			r.Headers = append(r.Headers, kgo.RecordHeader{
-				Key:   rapid.SampledFrom([]string{"h", "x", HeaderReason, ""}).Draw(t, "header key"),
+				Key:   rapid.SampledFrom([]string{"h", "x", wire.HeaderReason, ""}).Draw(t, "header key"),
 				Value: rapid.SliceOfN(rapid.Byte(), 0, 8).Draw(t, "header value"),
 			})
 		}
@@ -413,12 +414,12 @@ func recordGen(top *topology.Topology) *rapid.Generator[*kgo.Record] {
 }
 
 var knownReasons = map[string]bool{
-	ReasonNullValue: true, ReasonEmptyValue: true, ReasonInvalidUTF8: true, ReasonInvalidJSON: true, ReasonNotObject: true,
-	ReasonSchema: true, ReasonMissingTime: true, ReasonBadTime: true, ReasonExprError: true, ReasonPredicateType: true,
-	ReasonKeyError: true, ReasonProjectError: true, ReasonTooLarge: true, ReasonUnknownTopic: true,
+	wire.ReasonNullValue: true, wire.ReasonEmptyValue: true, wire.ReasonInvalidUTF8: true, wire.ReasonInvalidJSON: true, wire.ReasonNotObject: true,
+	wire.ReasonSchema: true, wire.ReasonMissingTime: true, wire.ReasonBadTime: true, wire.ReasonExprError: true, wire.ReasonPredicateType: true,
+	wire.ReasonKeyError: true, wire.ReasonProjectError: true, wire.ReasonTooLarge: true, wire.ReasonUnknownTopic: true,
 	// Event time bounds, and the stateful stages (FuzzStateful).
-	ReasonTimeAhead: true, ReasonBadAssemblyID: true, ReasonUnknownPart: true, ReasonBadPartValue: true,
-	ReasonPartPredicate: true, ReasonPartProjection: true, ReasonAggregate: true,
+	wire.ReasonTimeAhead: true, wire.ReasonBadAssemblyID: true, wire.ReasonUnknownPart: true, wire.ReasonBadPartValue: true,
+	wire.ReasonPartPredicate: true, wire.ReasonPartProjection: true, wire.ReasonAggregate: true,
 }
 
 // checkOutputs checks what process returned beyond the counts: a dirty
@@ -431,13 +432,13 @@ func checkOutputs(t fataler, top *topology.Topology, r *kgo.Record, outs []*kgo.
 			t.Fatalf("dirty with unexpected stage/reason %v (a recovered panic is stage internal)", k)
 		}
 		d := outs[0]
-		reason, _ := header(d, HeaderReason)
-		stage, _ := header(d, HeaderStage)
-		msg, _ := header(d, HeaderError)
+		reason, _ := header(d, wire.HeaderReason)
+		stage, _ := header(d, wire.HeaderStage)
+		msg, _ := header(d, wire.HeaderError)
 		if reason != k[1] || stage != k[0] || msg == "" {
 			t.Fatalf("dirty headers stage %q reason %q error %q, counted as %v", stage, reason, msg, k)
 		}
-		if _, cut := header(d, HeaderTruncated); cut {
+		if _, cut := header(d, wire.HeaderTruncated); cut {
 			if !bytes.HasPrefix(r.Value, d.Value) || !bytes.HasPrefix(r.Key, d.Key) || tally.Truncated != 1 {
 				t.Fatalf("truncated dirty record is not a prefix of the input")
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // Seeds shared by both targets; the larger ones (10k-deep nesting, long
@@ -51,10 +52,10 @@ func fuzzDecoders(t testing.TB) map[string]*decoder {
 }
 
 var decodeReasons = map[string]bool{
-	StageDecode + "/" + ReasonNullValue: true, StageDecode + "/" + ReasonEmptyValue: true,
-	StageDecode + "/" + ReasonInvalidUTF8: true, StageDecode + "/" + ReasonInvalidJSON: true,
-	StageDecode + "/" + ReasonNotObject: true, StageSchema + "/" + ReasonSchema: true,
-	StageEventTime + "/" + ReasonMissingTime: true, StageEventTime + "/" + ReasonBadTime: true,
+	wire.StageDecode + "/" + wire.ReasonNullValue: true, wire.StageDecode + "/" + wire.ReasonEmptyValue: true,
+	wire.StageDecode + "/" + wire.ReasonInvalidUTF8: true, wire.StageDecode + "/" + wire.ReasonInvalidJSON: true,
+	wire.StageDecode + "/" + wire.ReasonNotObject: true, wire.StageSchema + "/" + wire.ReasonSchema: true,
+	wire.StageEventTime + "/" + wire.ReasonMissingTime: true, wire.StageEventTime + "/" + wire.ReasonBadTime: true,
 }
 
 // FuzzDecode checks the decoder against encoding/json: a value it accepts
@@ -77,10 +78,10 @@ func FuzzDecode(f *testing.F) {
 				if msg := rerr.Err.Error(); msg == "" || !utf8.ValidString(msg) {
 					t.Fatalf("%s: message %q is empty or not UTF-8", name, msg)
 				}
-				if rerr.Reason == ReasonInvalidJSON && json.Valid(value) {
+				if rerr.Reason == wire.ReasonInvalidJSON && json.Valid(value) {
 					t.Fatalf("%s: invalid_json (%v) for a value encoding/json accepts", name, rerr.Err)
 				}
-				if rerr.Reason == ReasonNotObject && (!json.Valid(value) && depth(value) <= 10000 || bytes.HasPrefix(bytes.TrimLeft(value, jsonSpace), []byte("{"))) {
+				if rerr.Reason == wire.ReasonNotObject && (!json.Valid(value) && depth(value) <= 10000 || bytes.HasPrefix(bytes.TrimLeft(value, jsonSpace), []byte("{"))) {
 					t.Fatalf("%s: not_object for %q", name, value)
 				}
 				continue

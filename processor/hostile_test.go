@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/wire"
 )
 
 // hostileTopo routes by level, re-keys by service and reads the event time
@@ -41,42 +43,42 @@ func TestHostileInput(t *testing.T) {
 		headers []kgo.RecordHeader
 		want    want
 	}{
-		{"truncated object", []byte(`{"level":"INFO","ts":1`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"trailing garbage", []byte(`{"level":"INFO"} x`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"single quotes", []byte(`{'level':'INFO'}`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"trailing comma", []byte(`{"level":"INFO",}`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"NaN literal", []byte(`{"level":"INFO","ts":NaN}`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"two documents", []byte(`{"level":"INFO"}{"level":"ERROR"}`), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"control character in a string", []byte("{\"level\":\"IN\x01FO\"}"), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"invalid UTF-8", []byte("{\"level\":\"\xff\xfe\"}"), nil, nil, dirty(StageDecode, ReasonInvalidUTF8)},
+		{"truncated object", []byte(`{"level":"INFO","ts":1`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"trailing garbage", []byte(`{"level":"INFO"} x`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"single quotes", []byte(`{'level':'INFO'}`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"trailing comma", []byte(`{"level":"INFO",}`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"NaN literal", []byte(`{"level":"INFO","ts":NaN}`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"two documents", []byte(`{"level":"INFO"}{"level":"ERROR"}`), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"control character in a string", []byte("{\"level\":\"IN\x01FO\"}"), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"invalid UTF-8", []byte("{\"level\":\"\xff\xfe\"}"), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidUTF8)},
 		{"lone surrogate escape", []byte(`{"level":"\ud800","ts":` + now(0) + `}`), nil, nil, want{route: "main"}},
-		{"nested 10,000 deep", []byte(deep), nil, nil, dirty(StageEventTime, ReasonMissingTime)},
-		{"nested 10,000 deep, unclosed", []byte(strings.Repeat("[", 10_000)), nil, nil, dirty(StageDecode, ReasonInvalidJSON)},
-		{"1 MiB value", []byte(big), nil, nil, dirty(StageProduce, ReasonTooLarge)},
-		{"empty value", []byte{}, nil, nil, dirty(StageDecode, ReasonEmptyValue)},
-		{"only whitespace", []byte(" \n\t"), nil, nil, dirty(StageDecode, ReasonEmptyValue)},
-		{"null value (tombstone)", nil, []byte("k"), nil, dirty(StageDecode, ReasonNullValue)},
+		{"nested 10,000 deep", []byte(deep), nil, nil, dirty(wire.StageEventTime, wire.ReasonMissingTime)},
+		{"nested 10,000 deep, unclosed", []byte(strings.Repeat("[", 10_000)), nil, nil, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
+		{"1 MiB value", []byte(big), nil, nil, dirty(wire.StageProduce, wire.ReasonTooLarge)},
+		{"empty value", []byte{}, nil, nil, dirty(wire.StageDecode, wire.ReasonEmptyValue)},
+		{"only whitespace", []byte(" \n\t"), nil, nil, dirty(wire.StageDecode, wire.ReasonEmptyValue)},
+		{"null value (tombstone)", nil, []byte("k"), nil, dirty(wire.StageDecode, wire.ReasonNullValue)},
 		{"null key", []byte(`{"level":"INFO","ts":` + now(0) + `}`), nil, nil, want{route: "main"}},
-		{"JSON array", []byte(`[1,2]`), nil, nil, dirty(StageDecode, ReasonNotObject)},
-		{"JSON string", []byte(`"x"`), nil, nil, dirty(StageDecode, ReasonNotObject)},
-		{"JSON null", []byte(`null`), nil, nil, dirty(StageDecode, ReasonNotObject)},
+		{"JSON array", []byte(`[1,2]`), nil, nil, dirty(wire.StageDecode, wire.ReasonNotObject)},
+		{"JSON string", []byte(`"x"`), nil, nil, dirty(wire.StageDecode, wire.ReasonNotObject)},
+		{"JSON null", []byte(`null`), nil, nil, dirty(wire.StageDecode, wire.ReasonNotObject)},
 		{"duplicate field: the last wins", []byte(`{"level":"INFO","level":"ERROR","service":"s","ts":` + now(0) + `}`), nil, nil, want{route: "errors"}},
-		{"integer beyond int64", []byte(`{"level":"INFO","ts":99999999999999999999999}`), nil, nil, dirty(StageEventTime, ReasonBadTime)},
-		{"number beyond float64", []byte(`{"level":"INFO","ts":1e400}`), nil, nil, dirty(StageEventTime, ReasonBadTime)},
+		{"integer beyond int64", []byte(`{"level":"INFO","ts":99999999999999999999999}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonBadTime)},
+		{"number beyond float64", []byte(`{"level":"INFO","ts":1e400}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonBadTime)},
 		{"negative event time", []byte(`{"level":"INFO","ts":-5000}`), nil, nil, want{route: "main"}},
-		{"event time before year 1", []byte(`{"level":"INFO","ts":-62135596800001}`), nil, nil, dirty(StageEventTime, ReasonBadTime)},
+		{"event time before year 1", []byte(`{"level":"INFO","ts":-62135596800001}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonBadTime)},
 		{"event time far in the past", []byte(`{"level":"INFO","ts":1}`), nil, nil, want{route: "main"}},
 		{"event time within max_ahead", []byte(`{"level":"INFO","ts":` + now(59*time.Minute) + `}`), nil, nil, want{route: "main"}},
-		{"event time beyond max_ahead", []byte(`{"level":"INFO","ts":` + now(2*time.Hour) + `}`), nil, nil, dirty(StageEventTime, ReasonTimeAhead)},
-		{"event time in year 9999", []byte(`{"level":"INFO","ts":253402300799999}`), nil, nil, dirty(StageEventTime, ReasonTimeAhead)},
-		{"event time as a string", []byte(`{"level":"INFO","ts":"1790000000000"}`), nil, nil, dirty(StageEventTime, ReasonBadTime)},
-		{"event time as an object", []byte(`{"level":"INFO","ts":{"ms":1}}`), nil, nil, dirty(StageEventTime, ReasonBadTime)},
-		{"event time missing", []byte(`{"level":"INFO"}`), nil, nil, dirty(StageEventTime, ReasonMissingTime)},
-		{"re-key field missing", []byte(`{"level":"ERROR","ts":` + now(0) + `}`), nil, nil, dirty(StageRoute, ReasonKeyError)},
+		{"event time beyond max_ahead", []byte(`{"level":"INFO","ts":` + now(2*time.Hour) + `}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonTimeAhead)},
+		{"event time in year 9999", []byte(`{"level":"INFO","ts":253402300799999}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonTimeAhead)},
+		{"event time as a string", []byte(`{"level":"INFO","ts":"1790000000000"}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonBadTime)},
+		{"event time as an object", []byte(`{"level":"INFO","ts":{"ms":1}}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonBadTime)},
+		{"event time missing", []byte(`{"level":"INFO"}`), nil, nil, dirty(wire.StageEventTime, wire.ReasonMissingTime)},
+		{"re-key field missing", []byte(`{"level":"ERROR","ts":` + now(0) + `}`), nil, nil, dirty(wire.StageRoute, wire.ReasonKeyError)},
 		{"re-key field an object: its JSON is the key", []byte(`{"level":"ERROR","service":{"a":1},"ts":` + now(0) + `}`), nil, nil, want{route: "errors"}},
 		{"predicate field of another type", []byte(`{"level":7,"ts":` + now(0) + `}`), nil, nil, want{route: "main"}},
 		{"huge binary header", []byte(`{"level":"INFO","ts":` + now(0) + `}`), nil, []kgo.RecordHeader{bigHeader}, want{route: "main"}},
-		{"huge binary header on a bad record", []byte(`{`), nil, []kgo.RecordHeader{bigHeader, bigHeader}, dirty(StageDecode, ReasonInvalidJSON)},
+		{"huge binary header on a bad record", []byte(`{`), nil, []kgo.RecordHeader{bigHeader, bigHeader}, dirty(wire.StageDecode, wire.ReasonInvalidJSON)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,19 +7,7 @@ import (
 
 	"github.com/sidestream/sidestream/processor/statelimit"
 	"github.com/sidestream/sidestream/topology"
-)
-
-// Headers of a record a full task sent to its route's overflow route
-// (limits.on_overflow: route), and of an evicted window result.
-const (
-	HeaderOverflowRoute = "sidestream.overflow.route"
-	HeaderOverflowLimit = "sidestream.overflow.limit" // max_entries or max_bytes
-	HeaderOverflowMax   = "sidestream.overflow.max"   // the configured bound
-	HeaderOverflowSize  = "sidestream.overflow.size"  // the task's size when the record arrived
-	HeaderEvicted       = "sidestream.window.evicted"
-	// HeaderAssemblyEvicted is "true" on an incomplete assembly that
-	// on_overflow: evict emitted before its TTL.
-	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // stateLimits is the operators' form of a route's limits block.
@@ -42,10 +30,10 @@ func overflowRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, limit str
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,
-		kgo.RecordHeader{Key: HeaderOverflowRoute, Value: []byte(rt.Name)},
-		kgo.RecordHeader{Key: HeaderOverflowLimit, Value: []byte(limit)},
-		kgo.RecordHeader{Key: HeaderOverflowMax, Value: []byte(strconv.FormatInt(maxv, 10))},
-		kgo.RecordHeader{Key: HeaderOverflowSize, Value: []byte(strconv.FormatInt(size, 10))},
+		kgo.RecordHeader{Key: wire.HeaderOverflowRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: wire.HeaderOverflowLimit, Value: []byte(limit)},
+		kgo.RecordHeader{Key: wire.HeaderOverflowMax, Value: []byte(strconv.FormatInt(maxv, 10))},
+		kgo.RecordHeader{Key: wire.HeaderOverflowSize, Value: []byte(strconv.FormatInt(size, 10))},
 	)
 	return &kgo.Record{Topic: rt.OverflowTopic(), Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }

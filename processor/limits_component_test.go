@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // limitedTopology is one tumbling window per distinct id, with limits.
@@ -92,7 +93,7 @@ func TestWindowLimitsComponent(t *testing.T) {
 			for _, rec := range outs {
 				if bytes.Contains(rec.Value, []byte(`"evicted":true`)) {
 					evicted++
-					if headerStr(rec.Headers, HeaderEvicted) != "true" {
+					if wire.String(rec.Headers, wire.HeaderEvicted) != "true" {
 						t.Fatalf("evicted result without its header: %s", rec.Value)
 					}
 				} else {
@@ -105,9 +106,9 @@ func TestWindowLimitsComponent(t *testing.T) {
 				if len(ov) != n-maxEntries+1 || s.Overflowed != float64(len(ov)) || s.Aggregated != maxEntries {
 					t.Fatalf("%d overflow records, snapshot %+v", len(ov), s)
 				}
-				h := func(k string) string { return headerStr(ov[0].Headers, k) }
-				if h(HeaderOverflowRoute) != "perkey" || h(HeaderOverflowLimit) != "max_entries" ||
-					h(HeaderOverflowMax) != fmt.Sprint(maxEntries) || h(HeaderOverflowSize) != fmt.Sprint(maxEntries) || h(HeaderTopic) != "keys" {
+				h := func(k string) string { return wire.String(ov[0].Headers, k) }
+				if h(wire.HeaderOverflowRoute) != "perkey" || h(wire.HeaderOverflowLimit) != "max_entries" ||
+					h(wire.HeaderOverflowMax) != fmt.Sprint(maxEntries) || h(wire.HeaderOverflowSize) != fmt.Sprint(maxEntries) || h(wire.HeaderTopic) != "keys" {
 					t.Fatalf("overflow headers: %v", ov[0].Headers)
 				}
 				// Exactly the keys past the 500th and the flush record, unchanged.
@@ -211,7 +212,7 @@ dirty: {topic: joined.dirty}
 			case topology.OverflowEvict:
 				inc := readCommitted(t, c.ListenAddrs(), "joined.incomplete")
 				for _, rec := range inc {
-					if headerStr(rec.Headers, HeaderAssemblyEvicted) != "true" || !bytes.Contains(rec.Value, []byte(`"evicted":true`)) {
+					if wire.String(rec.Headers, wire.HeaderAssemblyEvicted) != "true" || !bytes.Contains(rec.Value, []byte(`"evicted":true`)) {
 						t.Fatalf("incomplete record not marked evicted: %s", rec.Value)
 					}
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // producePhase writes the next n events of g and returns how many are
@@ -217,7 +218,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			}
 			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
 			var le *ChangelogLossError
-			if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != LossCheckpointPastEnd {
+			if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
 				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
 			}
 			if _, ok, _ := pb.Get([]byte("junk")); !ok {
@@ -296,8 +297,8 @@ func countFinals(t *testing.T, brokers []string, top *topology.Topology, flushTS
 	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
 		if r.Topic == rt.Window.Config.LateTopic {
 			late++
-			if h := headerStr(r.Headers, HeaderLateWins); h == "" {
-				t.Fatalf("late record without %s header", HeaderLateWins)
+			if h := wire.String(r.Headers, wire.HeaderLateWins); h == "" {
+				t.Fatalf("late record without %s header", wire.HeaderLateWins)
 			}
 			continue
 		}
@@ -411,7 +412,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		}
 		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
 		var le *ChangelogLossError
-		if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != LossCheckpointBelowStart {
+		if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
 			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
 		}
 		if !maps.Equal(dumpAll(t, pb), before) {
@@ -424,7 +425,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 			t.Fatalf("partition %d: start_empty over a checkpoint below log start: %d records, %d entries left, %v", o.Partition, n, pb.Len(), err)
 		}
 		if testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "below_start")) == 0 ||
-			testutil.ToFloat64(q.m.ChangelogLoss.WithLabelValues("errors", LossCheckpointBelowStart, "start_empty")) == 0 {
+			testutil.ToFloat64(q.m.ChangelogLoss.WithLabelValues("errors", wire.LossCheckpointBelowStart, "start_empty")) == 0 {
 			t.Fatalf("partition %d: the wipe or the accepted loss was not counted", o.Partition)
 		}
 	})

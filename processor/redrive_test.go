@@ -2,6 +2,8 @@ package processor
 
 import (
 	"testing"
+
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestRedrivenRecordsCountedAndMarked: a record with the redrive mark is
@@ -10,7 +12,7 @@ import (
 // counted.
 func TestRedrivenRecordsCountedAndMarked(t *testing.T) {
 	top := topo(t, withSchema, tsMillis)
-	marks := []string{HeaderRedriveOrigin, "logs.dirty/2/7", HeaderRedriveCount, "1", HeaderRedriveRun, "r1"}
+	marks := []string{wire.HeaderRedriveOrigin, "logs.dirty/2/7", wire.HeaderRedriveCount, "1", wire.HeaderRedriveRun, "r1"}
 	for _, tc := range []struct {
 		name  string
 		value string
@@ -31,7 +33,7 @@ func TestRedrivenRecordsCountedAndMarked(t *testing.T) {
 			for _, h := range o.outs[0].Headers {
 				got[h.Key] = string(h.Value)
 			}
-			if got[HeaderRedriveOrigin] != "logs.dirty/2/7" || got[HeaderRedriveCount] != "1" || got[HeaderRedriveRun] != "r1" {
+			if got[wire.HeaderRedriveOrigin] != "logs.dirty/2/7" || got[wire.HeaderRedriveCount] != "1" || got[wire.HeaderRedriveRun] != "r1" {
 				t.Fatalf("marks not kept on %s: %v", o.outs[0].Topic, got)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // restore reads one changelog partition into st, read_committed, up to
@@ -97,9 +98,9 @@ func (p *Processor) restoreState(route, topic string, part int32, st changelog.S
 		case !ok:
 			why, reason = "no local checkpoint", "no_checkpoint"
 		case off < logStart:
-			why, reason, loss = fmt.Sprintf("local checkpoint %d is below the changelog's log start offset %d (records deleted)", off, logStart), "below_start", LossCheckpointBelowStart
+			why, reason, loss = fmt.Sprintf("local checkpoint %d is below the changelog's log start offset %d (records deleted)", off, logStart), "below_start", wire.LossCheckpointBelowStart
 		case off > end:
-			why, reason, loss = fmt.Sprintf("local checkpoint %d is past the changelog's end offset %d (topic recreated or truncated)", off, end), "past_end", LossCheckpointPastEnd
+			why, reason, loss = fmt.Sprintf("local checkpoint %d is past the changelog's end offset %d (topic recreated or truncated)", off, end), "past_end", wire.LossCheckpointPastEnd
 		default:
 			// A tombstone written after the checkpoint may have been
 			// compacted away once delete.retention.ms passed: the tail
@@ -137,7 +138,7 @@ func (p *Processor) restoreState(route, topic string, part int32, st changelog.S
 			return res, fmt.Errorf("restore %s[%d]: %w", topic, part, err)
 		}
 		if w != "" {
-			if err := p.changelogLoss(route, topic, part, LossChangelogEmpty, "the partition is empty (log start 0, end 0), but "+w); err != nil {
+			if err := p.changelogLoss(route, topic, part, wire.LossChangelogEmpty, "the partition is empty (log start 0, end 0), but "+w); err != nil {
 				return res, err
 			}
 			res.accept = 0
@@ -160,7 +161,7 @@ func (p *Processor) restoreState(route, topic string, part int32, st changelog.S
 		if !suspect || mark >= logStart {
 			return nil
 		}
-		err := p.changelogLoss(route, topic, part, LossRecordsDeleted,
+		err := p.changelogLoss(route, topic, part, wire.LossRecordsDeleted,
 			fmt.Sprintf("records before offset %d were deleted (log start offset %d, end offset %d)", logStart, logStart, end))
 		if err == nil {
 			res.accept = logStart

@@ -13,6 +13,7 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // Output is one record a route writes.
@@ -83,14 +84,14 @@ func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) (
 		if rt.When != nil {
 			res, err := machine.Run(rt.When.Program, e)
 			if typ, ok := notBool(err); ok {
-				return nil, recErr(StageRoute, ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
+				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
 			}
 			if err != nil {
-				return nil, recErr(StageRoute, ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
+				return nil, recErr(wire.StageRoute, wire.ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
 			}
 			ok, isBool := res.(bool)
 			if !isBool {
-				return nil, recErr(StageRoute, ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
+				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
 			}
 			if !ok {
 				continue
@@ -123,11 +124,11 @@ func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value [
 		if g := rt.Window.GroupBy; g != nil {
 			res, err := machine.Run(g.Program, e)
 			if err != nil {
-				return o, recErr(StageRoute, ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
+				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
 			}
 			k, err := keyString(res)
 			if err != nil {
-				return o, recErr(StageRoute, ReasonKeyError, "route %q: group_by %q: %v", rt.Name, g.Source, err)
+				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %v", rt.Name, g.Source, err)
 			}
 			o.Key = []byte(k)
 		}
@@ -136,11 +137,11 @@ func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value [
 	if rt.Key != nil {
 		res, err := machine.Run(rt.Key.Program, e)
 		if err != nil {
-			return o, recErr(StageRoute, ReasonKeyError, "route %q: key %q: %s", rt.Name, rt.Key.Source, firstLine(err))
+			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %s", rt.Name, rt.Key.Source, firstLine(err))
 		}
 		k, err := keyString(res)
 		if err != nil {
-			return o, recErr(StageRoute, ReasonKeyError, "route %q: key %q: %v", rt.Name, rt.Key.Source, err)
+			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %v", rt.Name, rt.Key.Source, err)
 		}
 		o.Key = []byte(k)
 	}
@@ -160,7 +161,7 @@ func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value [
 		}
 		v, err := connectEnvelope(rt.Connect, vals)
 		if err != nil {
-			return o, recErr(StageRoute, ReasonConnectType, "route %q: connect-json: %v", rt.Name, err)
+			return o, recErr(wire.StageRoute, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err)
 		}
 		o.Value = v
 	case rt.Value == topology.ValueProjection:
@@ -179,7 +180,7 @@ func projectValues(machine *vm.VM, rt *topology.RouteNode, e map[string]any) ([]
 	for i, f := range rt.Project {
 		res, err := machine.Run(f.Expr.Program, e)
 		if err != nil {
-			return nil, recErr(StageRoute, ReasonProjectError, "route %q: project %q: %s", rt.Name, f.Name, firstLine(err))
+			return nil, recErr(wire.StageRoute, wire.ReasonProjectError, "route %q: project %q: %s", rt.Name, f.Name, firstLine(err))
 		}
 		vals[i] = res
 	}
@@ -193,7 +194,7 @@ func project(machine *vm.VM, rt *topology.RouteNode, e map[string]any) ([]byte, 
 	for i, f := range rt.Project {
 		res, err := machine.Run(f.Expr.Program, e)
 		if err != nil {
-			return nil, recErr(StageRoute, ReasonProjectError, "route %q: project %q: %s", rt.Name, f.Name, firstLine(err))
+			return nil, recErr(wire.StageRoute, wire.ReasonProjectError, "route %q: project %q: %s", rt.Name, f.Name, firstLine(err))
 		}
 		if i > 0 {
 			b.WriteByte(',')
@@ -203,7 +204,7 @@ func project(machine *vm.VM, rt *topology.RouteNode, e map[string]any) ([]byte, 
 		b.WriteByte(':')
 		val, err := gojson.Marshal(res)
 		if err != nil {
-			return nil, recErr(StageRoute, ReasonProjectError, "route %q: project %q: value %T is not JSON: %v", rt.Name, f.Name, res, err)
+			return nil, recErr(wire.StageRoute, wire.ReasonProjectError, "route %q: project %q: value %T is not JSON: %v", rt.Name, f.Name, res, err)
 		}
 		b.Write(val)
 	}

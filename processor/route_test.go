@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // input is a record on the unit topologies' input topic.
@@ -107,13 +108,13 @@ func (o outcome) wantDirty(t *testing.T, stage, reason string, msg ...string) {
 		t.Fatalf("dirty counts %v, outputs %v; want %s/%s", o.tally.Dirty, topics(o.outs), stage, reason)
 	}
 	d := o.outs[0]
-	if s, _ := header(d, HeaderStage); s != stage {
+	if s, _ := header(d, wire.HeaderStage); s != stage {
 		t.Errorf("stage header %q, want %q", s, stage)
 	}
-	if s, _ := header(d, HeaderReason); s != reason {
+	if s, _ := header(d, wire.HeaderReason); s != reason {
 		t.Errorf("reason header %q, want %q", s, reason)
 	}
-	e, _ := header(d, HeaderError)
+	e, _ := header(d, wire.HeaderError)
 	for _, m := range msg {
 		if !strings.Contains(e, m) {
 			t.Errorf("error header %q does not contain %q", e, m)
@@ -127,7 +128,7 @@ func (o outcome) wantTopics(t *testing.T, want ...string) {
 	if got := topics(o.outs); !slices.Equal(got, want) || o.tally.Routed != 1 {
 		e := ""
 		if len(o.outs) == 1 {
-			e, _ = header(o.outs[0], HeaderError)
+			e, _ = header(o.outs[0], wire.HeaderError)
 		}
 		t.Fatalf("outputs %v (routed %d, dirty %v %s), want %v", got, o.tally.Routed, o.tally.Dirty, e, want)
 	}
@@ -171,7 +172,7 @@ func TestRouteMatch(t *testing.T) {
 			}
 			o := process(t, tc.top, input(v, "h", "1"))
 			if tc.want == nil {
-				if o.tally.Dropped[DropReasonNoRoute] != 1 {
+				if o.tally.Dropped[wire.DropNoRoute] != 1 {
 					t.Fatalf("outputs %v, dropped %v; want dropped (no_route)", topics(o.outs), o.tally.Dropped)
 				}
 				return
@@ -227,7 +228,7 @@ func TestRouteKey(t *testing.T) {
 	} {
 		t.Run("dirty: "+tc.name, func(t *testing.T) {
 			top := topo(t, "routes: [{name: all, topic: out, key: '"+tc.key+"'}]\n")
-			process(t, top, input(tc.value)).wantDirty(t, StageRoute, ReasonKeyError, tc.msg...)
+			process(t, top, input(tc.value)).wantDirty(t, wire.StageRoute, wire.ReasonKeyError, tc.msg...)
 		})
 	}
 }
@@ -267,7 +268,7 @@ func TestRouteProjection(t *testing.T) {
 	} {
 		t.Run("dirty: "+tc.name, func(t *testing.T) {
 			top := topo(t, "routes: [{name: p, topic: out, project: {x: '"+tc.expr+"'}}]\n")
-			process(t, top, input(`{"n":1}`)).wantDirty(t, StageRoute, ReasonProjectError, tc.msg...)
+			process(t, top, input(`{"n":1}`)).wantDirty(t, wire.StageRoute, wire.ReasonProjectError, tc.msg...)
 		})
 	}
 }
@@ -277,22 +278,22 @@ func TestRoutePredicateErrors(t *testing.T) {
 		name, when, value, reason string
 		msg                       []string
 	}{
-		{"string used as a predicate", "flag", `{"flag":"yes"}`, ReasonPredicateType, []string{`route "r": when "flag" returned string, not bool`}},
-		{"number used as a predicate", "flag", `{"flag":1}`, ReasonPredicateType, []string{"returned int, not bool"}},
-		{"object used as a predicate", "flag", `{"flag":{}}`, ReasonPredicateType, []string{"returned map[string]interface {}, not bool"}},
-		{"mismatched types", "level + 1 > 2", `{"level":"INFO"}`, ReasonExprError, []string{`route "r": when "level + 1 > 2"`, "invalid operation"}},
-		{"len of a number", "len(level) > 0", `{"level":5}`, ReasonExprError, []string{"invalid argument for len"}},
-		{"member of a string", `level.x == "a"`, `{"level":"INFO"}`, ReasonExprError, []string{`when "level.x == \"a\""`}},
+		{"string used as a predicate", "flag", `{"flag":"yes"}`, wire.ReasonPredicateType, []string{`route "r": when "flag" returned string, not bool`}},
+		{"number used as a predicate", "flag", `{"flag":1}`, wire.ReasonPredicateType, []string{"returned int, not bool"}},
+		{"object used as a predicate", "flag", `{"flag":{}}`, wire.ReasonPredicateType, []string{"returned map[string]interface {}, not bool"}},
+		{"mismatched types", "level + 1 > 2", `{"level":"INFO"}`, wire.ReasonExprError, []string{`route "r": when "level + 1 > 2"`, "invalid operation"}},
+		{"len of a number", "len(level) > 0", `{"level":5}`, wire.ReasonExprError, []string{"invalid argument for len"}},
+		{"member of a string", `level.x == "a"`, `{"level":"INFO"}`, wire.ReasonExprError, []string{`when "level.x == \"a\""`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			top := topo(t, "routes: [{name: r, topic: out, when: '"+tc.when+"'}]\n")
 			o := process(t, top, input(tc.value))
-			o.wantDirty(t, StageRoute, tc.reason, tc.msg...)
+			o.wantDirty(t, wire.StageRoute, tc.reason, tc.msg...)
 		})
 	}
 	// A missing field is null, and a null predicate is false: no match.
 	top := topo(t, "routes: [{name: r, topic: out, when: flag}]\n")
-	if o := process(t, top, input(`{"other":1}`)); o.tally.Dropped[DropReasonNoRoute] != 1 {
+	if o := process(t, top, input(`{"other":1}`)); o.tally.Dropped[wire.DropNoRoute] != 1 {
 		t.Fatalf("missing predicate field: outputs %v, dirty %v; want dropped", topics(o.outs), o.tally.Dirty)
 	}
 	if o := process(t, top, input(`{"flag":true}`)); len(o.outs) != 1 {
@@ -308,7 +309,7 @@ func TestRouteNoPartialFanOut(t *testing.T) {
   - {name: b, topic: out.b, key: missing}
 `, "routing: {match: all, default: drop}\n")
 	o := process(t, top, input(`{"x":1}`))
-	o.wantDirty(t, StageRoute, ReasonKeyError, `route "b"`)
+	o.wantDirty(t, wire.StageRoute, wire.ReasonKeyError, `route "b"`)
 	if len(o.tally.Routes) != 0 {
 		t.Fatalf("route counts %v for a dirty record", o.tally.Routes)
 	}

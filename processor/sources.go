@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // Aligned watermarks, stage one (window/aligned.go is stage two).
@@ -26,24 +27,13 @@ import (
 // Each input partition is a source. Stage one keeps, per source, the
 // maximum event time of the records it decoded, in offset order. It
 // stamps every record it writes to a window's repartition topic with that
-// maximum as it was before the record (HeaderSourceMax), and at each
+// maximum as it was before the record (wire.HeaderSourceMax), and at each
 // commit writes a mark with the new maximum to every partition of every
-// window repartition topic (HeaderMark), so a task hears of a source's
+// window repartition topic (wire.HeaderMark), so a task hears of a source's
 // progress even when none of its records went there. The maximum is
 // committed as the metadata of the source's offset, in the same
 // transaction as the offset, and restored from there: a replay after a
 // crash stamps every record exactly as the first run did.
-const (
-	// HeaderSourceMax is the source's maximum event time before the
-	// record, in epoch ms; empty when the source had none yet.
-	HeaderSourceMax = "sidestream.source.max_event_time"
-	// HeaderMark makes a record a mark: no data, only a source's progress
-	// (HeaderSourceMax, with HeaderTopic and HeaderPartition naming it).
-	HeaderMark = "sidestream.watermark.mark"
-	// ReasonBadMark: a record marked as a watermark mark that is not a
-	// valid one (a foreign writer on a repartition topic).
-	ReasonBadMark = "bad_watermark_mark"
-)
 
 // srcProgress is one source's progress. Only the goroutine processing the
 // partition touches max during a poll; the commit path reads it after.
@@ -275,10 +265,10 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 		}
 		sp.sent = sp.max
 		hs := []kgo.RecordHeader{
-			{Key: HeaderMark, Value: []byte("1")},
-			{Key: HeaderTopic, Value: []byte(k.topic)},
-			{Key: HeaderPartition, Value: []byte(strconv.Itoa(int(k.partition)))},
-			{Key: HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
+			{Key: wire.HeaderMark, Value: []byte("1")},
+			{Key: wire.HeaderTopic, Value: []byte(k.topic)},
+			{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(k.partition)))},
+			{Key: wire.HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
 		}
 		for topic, wr := range p.ws.routes {
 			if wr.rt.Window.Config.Watermark != topology.WatermarkAligned || wr.rt.Window.Direct {
@@ -295,7 +285,7 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 
 // isMark reports whether r is a mark (its first header says so).
 func isMark(r *kgo.Record) bool {
-	return len(r.Headers) > 0 && r.Headers[0].Key == HeaderMark
+	return len(r.Headers) > 0 && r.Headers[0].Key == wire.HeaderMark
 }
 
 // sourceID names a source in a window task's store.
@@ -305,12 +295,12 @@ func sourceID(topic string, part int32) string { return topic + "/" + strconv.It
 // task's watermark. A malformed mark goes to dirty (it is counted as
 // consumed then, like any record that goes there).
 func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
-	topic := headerStr(r.Headers, HeaderTopic)
-	part, okp := headerInt(r.Headers, HeaderPartition)
-	m, okm := headerInt(r.Headers, HeaderSourceMax)
+	topic := wire.String(r.Headers, wire.HeaderTopic)
+	part, okp := wire.Int(r.Headers, wire.HeaderPartition)
+	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)
 	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
 		tally.Consumed[r.Topic]++
-		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}
 	}
 	src := sourceID(topic, int32(part))
 	t.heard(src)
@@ -319,7 +309,7 @@ func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally)
 		tally.Consumed[r.Topic]++
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}
 		}
 		t.failed = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // statefulTopo has a plain route, a window route and an assembly route
@@ -154,7 +155,7 @@ func stageTwoDirty(t *testing.T, top *topology.Topology, outs []*kgo.Record, tal
 			continue
 		}
 		n++
-		if headerStr(o.Headers, HeaderStage) == "" || headerStr(o.Headers, HeaderReason) == "" {
+		if wire.String(o.Headers, wire.HeaderStage) == "" || wire.String(o.Headers, wire.HeaderReason) == "" {
 			t.Fatalf("dirty record without stage or reason: %v", o.Headers)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestTombstoneForward: a keyed tombstone goes, as it came (key, headers,
@@ -37,19 +38,19 @@ func TestTombstoneForward(t *testing.T) {
 
 	// An empty value is not a tombstone.
 	empty := input("")
-	process(t, top, empty).wantDirty(t, StageDecode, ReasonEmptyValue)
+	process(t, top, empty).wantDirty(t, wire.StageDecode, wire.ReasonEmptyValue)
 
 	keyless := input("")
 	keyless.Value, keyless.Key = nil, nil
-	process(t, top, keyless).wantDirty(t, StageDecode, ReasonNullValue, "nothing to delete")
+	process(t, top, keyless).wantDirty(t, wire.StageDecode, wire.ReasonNullValue, "nothing to delete")
 
 	big := input("")
 	big.Value, big.Key = nil, []byte(strings.Repeat("k", 3000))
-	process(t, topo(t, tsMillis, small, "routes: [{name: a, topic: out, tombstones: forward}]\n"), big).wantDirty(t, StageProduce, ReasonTooLarge, "tombstone")
+	process(t, topo(t, tsMillis, small, "routes: [{name: a, topic: out, tombstones: forward}]\n"), big).wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, "tombstone")
 
 	// Without tombstones: forward a tombstone is dirty.
 	plain := &kgo.Record{Topic: "in", Key: []byte("k"), Timestamp: recordTime}
-	process(t, topo(t, tsMillis), plain).wantDirty(t, StageDecode, ReasonNullValue)
+	process(t, topo(t, tsMillis), plain).wantDirty(t, wire.StageDecode, wire.ReasonNullValue)
 }
 
 func TestTombstonesValidation(t *testing.T) {

@@ -19,23 +19,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
-)
-
-// Headers of the window stage. Stage one (routing) writes the record to
-// the route's repartition topic keyed by the group key, carrying its event
-// time and origin; stage two reads them back.
-const (
-	HeaderEventTime  = "sidestream.event_time"
-	HeaderSourceKey  = "sidestream.source.key"
-	HeaderLateWM     = "sidestream.late.watermark"
-	HeaderLateWins   = "sidestream.late.windows"
-	HeaderLateBy     = "sidestream.late.by_ms"
-	HeaderLateRoute  = "sidestream.late.route"
-	HeaderRevision   = "sidestream.window.revision"
-	HeaderFinal      = "sidestream.window.final"
-	StageWindow      = "window"
-	ReasonAggregate  = "aggregate_error"
-	ReasonStateError = "state_error"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // windowRoute is one compiled window route and its operator spec.
@@ -343,32 +327,32 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 // operator. It returns the window results (and the late record, if late).
 func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
 	rt := t.route.rt
-	et, ok := headerInt(r.Headers, HeaderEventTime)
+	et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 	if !ok {
-		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadTime, "repartitioned record has no %s header", HeaderEventTime), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}
 	}
 	d, rerr := e.dec.decodeFields(r.Value)
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
 	d.EventTime = et
-	m := &Meta{Key: sourceKey(r), Topic: headerStr(r.Headers, HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
-	if p, ok := headerInt(r.Headers, HeaderPartition); ok {
+	m := &Meta{Key: sourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
+	if p, ok := wire.Int(r.Headers, wire.HeaderPartition); ok {
 		m.Partition = int32(p)
 	}
-	m.Offset, _ = headerInt(r.Headers, HeaderOffset)
+	m.Offset, _ = wire.Int(r.Headers, wire.HeaderOffset)
 	vals, rerr := e.rt.aggregateValues(rt, m, d)
 	if rerr != nil {
 		return []*kgo.Record{e.dirty(r, rerr, tally)}
 	}
 	var out window.Output
 	var err error
-	if h, ok := headerBytes(r.Headers, HeaderSourceMax); ok {
+	if h, ok := wire.Value(r.Headers, wire.HeaderSourceMax); ok {
 		// Aligned: judged by the source's own progress (sources.go).
 		before := int64(math.MinInt64)
 		if len(h) > 0 {
 			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "%s header %q is not a number", HeaderSourceMax, h), tally)}
+				return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}
 			}
 		}
 		src := sourceID(m.Topic, m.Partition)
@@ -381,7 +365,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
 		}
 		// The store failed and may hold part of this record's writes:
 		// nothing of this transaction may commit. The caller stops the
@@ -430,7 +414,7 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 				// is counted as a window result of kind "dirty", not as a
 				// dirty input: the input it came from was aggregated.
 				src := &kgo.Record{Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts}
-				recs = append(recs, e.dirty(src, recErr(StageWindow, ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
+				recs = append(recs, e.dirty(src, recErr(wire.StageWindow, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
 				tally.WindowResults[[2]string{rt.Name, "dirty"}]++
 				continue
 			}
@@ -440,12 +424,12 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		rec := &kgo.Record{
 			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
 			Headers: []kgo.RecordHeader{
-				{Key: HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
-				{Key: HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
+				{Key: wire.HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
+				{Key: wire.HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
 			},
 		}
 		if res.Evicted {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: HeaderEvicted, Value: []byte("true")})
+			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: wire.HeaderEvicted, Value: []byte("true")})
 		}
 		recs = append(recs, rec)
 	}
@@ -462,10 +446,10 @@ func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,
-		kgo.RecordHeader{Key: HeaderLateRoute, Value: []byte(rt.Name)},
-		kgo.RecordHeader{Key: HeaderLateWM, Value: []byte(strconv.FormatInt(l.Watermark, 10))},
-		kgo.RecordHeader{Key: HeaderLateWins, Value: []byte(strings.Join(wins, ","))},
-		kgo.RecordHeader{Key: HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
+		kgo.RecordHeader{Key: wire.HeaderLateRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: wire.HeaderLateWM, Value: []byte(strconv.FormatInt(l.Watermark, 10))},
+		kgo.RecordHeader{Key: wire.HeaderLateWins, Value: []byte(strings.Join(wins, ","))},
+		kgo.RecordHeader{Key: wire.HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
 	)
 	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
@@ -482,7 +466,7 @@ func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([
 		}
 		v, err := machine.Run(a.Of.Program, e)
 		if err != nil {
-			return nil, recErr(StageWindow, ReasonAggregate, "route %q: aggregate %q: %s", rt.Name, a.Name, firstLine(err))
+			return nil, recErr(wire.StageWindow, wire.ReasonAggregate, "route %q: aggregate %q: %s", rt.Name, a.Name, firstLine(err))
 		}
 		vals[i] = v
 	}
@@ -550,37 +534,9 @@ func (m markAware) Partition(r *kgo.Record, n int) int {
 	return m.keyed.Partition(r, n)
 }
 
-func headerBytes(hs []kgo.RecordHeader, k string) ([]byte, bool) {
-	for _, h := range hs {
-		if h.Key == k {
-			return h.Value, true
-		}
-	}
-	return nil, false
-}
-
-func headerStr(hs []kgo.RecordHeader, k string) string {
-	for _, h := range hs {
-		if h.Key == k {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
-func headerInt(hs []kgo.RecordHeader, k string) (int64, bool) {
-	for _, h := range hs {
-		if h.Key == k {
-			v, err := strconv.ParseInt(string(h.Value), 10, 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
-}
-
 func sourceKey(r *kgo.Record) []byte {
 	for _, h := range r.Headers {
-		if h.Key == HeaderSourceKey {
+		if h.Key == wire.HeaderSourceKey {
 			return h.Value
 		}
 	}
@@ -592,7 +548,7 @@ func sourceKey(r *kgo.Record) []byte {
 // cheap validity scan guards against foreign writers.
 func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 	if !gjson.ValidBytes(value) {
-		return nil, recErr(StageWindow, ReasonInvalidJSON, "repartitioned value is not valid JSON")
+		return nil, recErr(wire.StageWindow, wire.ReasonInvalidJSON, "repartitioned value is not valid JSON")
 	}
 	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
 	var ferr *RecordError
@@ -600,7 +556,7 @@ func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 		if d.fields[k.Str] {
 			fv, err := jsonValue(v)
 			if err != nil {
-				ferr = recErr(StageWindow, ReasonInvalidJSON, "field %q: %v", k.Str, err)
+				ferr = recErr(wire.StageWindow, wire.ReasonInvalidJSON, "field %q: %v", k.Str, err)
 				return false
 			}
 			out.Fields[k.Str] = fv
@@ -698,11 +654,6 @@ func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*
 	return nil
 }
 
-// ReasonNotPartitioned: a window route without a repartition topic
-// (repartition: false) got a record whose group key belongs to another
-// partition: the input is not partitioned by the group key.
-const ReasonNotPartitioned = "not_partitioned_by_group_key"
-
 // directTasks runs the window routes without a repartition topic inside
 // one input partition's processing: what stage one would have written to
 // the repartition topic goes straight to the task of the same partition.
@@ -745,7 +696,7 @@ func (d *directTasks) process(out, in *kgo.Record) {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.dirty(in, recErr(StageWindow, ReasonNotPartitioned,
+			d.produce(d.p.eng.dirty(in, recErr(wire.StageWindow, wire.ReasonNotPartitioned,
 				"route %q has repartition: false, but group key %q belongs to partition %d, not %d: the input is not partitioned by the group key (Kafka's murmur2 key hash)",
 				t.route.rt.Name, out.Key, kp, d.part), d.tally))
 			return

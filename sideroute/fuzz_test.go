@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // FuzzPlan: any side record (value, key, one header) gets a decision
@@ -30,12 +30,12 @@ func FuzzPlan(f *testing.F) {
 	}
 	rd := Redrive{Topology: top, From: Target{Name: "dirty", Topic: "logs.dirty"}, To: "logs", Filter: filter, Transform: transform, MaxRedrives: 3, RunID: "fuzz"}
 	for _, s := range [][3]string{
-		{`{"level":"TRACE","ts":1}`, processor.HeaderReason, "schema_violation"},
-		{"\xff\xfe", processor.HeaderRedriveCount, "2"},
-		{`[1,2]`, processor.HeaderTruncated, "9"},
+		{`{"level":"TRACE","ts":1}`, wire.HeaderReason, "schema_violation"},
+		{"\xff\xfe", wire.HeaderRedriveCount, "2"},
+		{`[1,2]`, wire.HeaderTruncated, "9"},
 		{`{"level":"DROP"}`, "user", "x"},
-		{``, processor.HeaderRedriveCount, "x"},
-		{`{"a":{"b":[1e400]}}`, processor.HeaderTimestamp, "-5"},
+		{``, wire.HeaderRedriveCount, "x"},
+		{`{"a":{"b":[1e400]}}`, wire.HeaderTimestamp, "-5"},
 	} {
 		f.Add([]byte(s[0]), []byte("k"), s[1], []byte(s[2]))
 	}
@@ -58,10 +58,10 @@ func FuzzPlan(f *testing.F) {
 		marks := 0
 		for _, h := range out.Headers {
 			switch h.Key {
-			case processor.HeaderRedriveOrigin, processor.HeaderRedriveRun, processor.HeaderRedriveReason, processor.HeaderRedriveCount, processor.HeaderRedriveAt:
+			case wire.HeaderRedriveOrigin, wire.HeaderRedriveRun, wire.HeaderRedriveReason, wire.HeaderRedriveCount, wire.HeaderRedriveAt:
 				marks++
 			default:
-				if strings.HasPrefix(h.Key, HeaderPrefix) {
+				if strings.HasPrefix(h.Key, wire.HeaderPrefix) {
 					t.Fatalf("side header %q went through", h.Key)
 				}
 			}

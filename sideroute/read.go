@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // ErrNoTopic is returned (wrapped) when a topic does not exist.
@@ -207,7 +207,7 @@ func bounds(ctx context.Context, brokers []string, opts []kgo.Opt, topic string)
 // topology's event_time reads from the value, else false.
 func EventTime(top *topology.Topology, r *kgo.Record) (int64, bool) {
 	for _, h := range r.Headers {
-		if h.Key == processor.HeaderEventTime {
+		if h.Key == wire.HeaderEventTime {
 			if n, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
 				return n, true
 			}

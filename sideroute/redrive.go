@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // Outcomes of one side record in a redrive.
@@ -252,7 +252,7 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 // same record, ledger and time always give the same answer.
 func (o Redrive) plan(r *kgo.Record, redriven *ledger, at int64) (*kgo.Record, string, string) {
 	origin := Origin(r)
-	rs := Decode(r.Headers)
+	rs := wire.Decode(r.Headers)
 	if e, ok := redriven.get(origin); ok {
 		return nil, OutcomeAlreadyRedriven, "already redriven by run " + e.Run + " to " + e.To
 	}
@@ -288,12 +288,12 @@ func (o Redrive) plan(r *kgo.Record, redriven *ledger, at int64) (*kgo.Record, s
 		ts = time.UnixMilli(*rs.SourceTimestamp)
 	}
 	reason := rs.Code()
-	hs := append(UserHeaders(r.Headers),
-		kgo.RecordHeader{Key: processor.HeaderRedriveOrigin, Value: []byte(origin)},
-		kgo.RecordHeader{Key: processor.HeaderRedriveRun, Value: []byte(o.RunID)},
-		kgo.RecordHeader{Key: processor.HeaderRedriveReason, Value: []byte(reason)},
-		kgo.RecordHeader{Key: processor.HeaderRedriveCount, Value: []byte(strconv.FormatInt(rs.RedriveCount+1, 10))},
-		kgo.RecordHeader{Key: processor.HeaderRedriveAt, Value: []byte(strconv.FormatInt(at, 10))},
+	hs := append(wire.UserHeaders(r.Headers),
+		kgo.RecordHeader{Key: wire.HeaderRedriveOrigin, Value: []byte(origin)},
+		kgo.RecordHeader{Key: wire.HeaderRedriveRun, Value: []byte(o.RunID)},
+		kgo.RecordHeader{Key: wire.HeaderRedriveReason, Value: []byte(reason)},
+		kgo.RecordHeader{Key: wire.HeaderRedriveCount, Value: []byte(strconv.FormatInt(rs.RedriveCount+1, 10))},
+		kgo.RecordHeader{Key: wire.HeaderRedriveAt, Value: []byte(strconv.FormatInt(at, 10))},
 	)
 	return &kgo.Record{Topic: o.To, Key: r.Key, Value: value, Headers: hs, Timestamp: ts}, OutcomeRedriven, reason
 }
@@ -398,7 +398,7 @@ func equalOffsets(a, b map[int32]int64) bool {
 // fields (when it is a JSON object), the topology's metadata variables for
 // the side record, and _value (the decoded value), _raw (the value as a
 // string), _reason, _stage and _error (its reason headers).
-func (o Redrive) env(r *kgo.Record, rs Reasons) map[string]any {
+func (o Redrive) env(r *kgo.Record, rs wire.Reasons) map[string]any {
 	e := map[string]any{}
 	var val any
 	if len(r.Value) > 0 {

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestRedriveRefusalsAndLimit: records the router cut, records redriven
@@ -33,12 +33,12 @@ func TestRedriveRefusalsAndLimit(t *testing.T) {
 	var recs []*kgo.Record
 	for i := range 7 {
 		recs = append(recs, &kgo.Record{Topic: "logs.dirty", Key: []byte("ok-" + strconv.Itoa(i)), Value: []byte(`{"level":"TRACE","n":` + strconv.Itoa(i) + `}`),
-			Headers: h("user", "u", processor.HeaderReason, "schema_violation", processor.HeaderRedriveCount, "1", processor.HeaderRedriveOrigin, "logs.dirty/0/999")})
+			Headers: h("user", "u", wire.HeaderReason, "schema_violation", wire.HeaderRedriveCount, "1", wire.HeaderRedriveOrigin, "logs.dirty/0/999")})
 	}
 	recs = append(recs,
-		&kgo.Record{Topic: "logs.dirty", Key: []byte("cut"), Value: []byte(`{"lev`), Headers: h(processor.HeaderReason, "too_large", processor.HeaderTruncated, "2000000")},
-		&kgo.Record{Topic: "logs.dirty", Key: []byte("loop"), Value: []byte(`{"level":"TRACE"}`), Headers: h(processor.HeaderReason, "schema_violation", processor.HeaderRedriveCount, "3")},
-		&kgo.Record{Topic: "logs.dirty", Key: []byte("text"), Value: []byte(`not json`), Headers: h(processor.HeaderReason, "invalid_json")},
+		&kgo.Record{Topic: "logs.dirty", Key: []byte("cut"), Value: []byte(`{"lev`), Headers: h(wire.HeaderReason, "too_large", wire.HeaderTruncated, "2000000")},
+		&kgo.Record{Topic: "logs.dirty", Key: []byte("loop"), Value: []byte(`{"level":"TRACE"}`), Headers: h(wire.HeaderReason, "schema_violation", wire.HeaderRedriveCount, "3")},
+		&kgo.Record{Topic: "logs.dirty", Key: []byte("text"), Value: []byte(`not json`), Headers: h(wire.HeaderReason, "invalid_json")},
 	)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
@@ -79,7 +79,7 @@ func TestRedriveRefusalsAndLimit(t *testing.T) {
 		t.Fatalf("%d records on logs, want 7", len(got))
 	}
 	for i, r := range got {
-		rs := Decode(r.Headers)
+		rs := wire.Decode(r.Headers)
 		if rs.RedriveCount != 2 || rs.RedriveOrigin != "logs.dirty/0/"+strconv.Itoa(i) || header(r, "user") != "u" || rs.Reason != "" {
 			t.Fatalf("record %d: marks %+v headers %v", i, rs, r.Headers)
 		}
@@ -146,11 +146,11 @@ func TestPlanLateRecord(t *testing.T) {
 	r := &kgo.Record{Topic: "orders.late", Partition: 4, Offset: 10, Key: []byte("o-1"), Value: []byte(`{"order_id":"o-1","ts":1789999260000}`), Timestamp: ts,
 		Headers: []kgo.RecordHeader{
 			{Key: "traceparent", Value: []byte("00-abc")},
-			{Key: processor.HeaderEventTime, Value: []byte("1789999260000")},
-			{Key: processor.HeaderSourceKey, Value: []byte("o-1")},
-			{Key: processor.HeaderTopic, Value: []byte("orders")},
-			{Key: processor.HeaderLateRoute, Value: []byte("revenue")},
-			{Key: processor.HeaderLateBy, Value: []byte("61000")},
+			{Key: wire.HeaderEventTime, Value: []byte("1789999260000")},
+			{Key: wire.HeaderSourceKey, Value: []byte("o-1")},
+			{Key: wire.HeaderTopic, Value: []byte("orders")},
+			{Key: wire.HeaderLateRoute, Value: []byte("revenue")},
+			{Key: wire.HeaderLateBy, Value: []byte("61000")},
 		}}
 	rd := Redrive{Topology: top, From: from, To: "orders", RunID: "r"}
 	out, outcome, reason := rd.plan(r, newLedger(), 5)
@@ -164,8 +164,8 @@ func TestPlanLateRecord(t *testing.T) {
 	for _, h := range out.Headers {
 		got[h.Key] = string(h.Value)
 	}
-	want := map[string]string{"traceparent": "00-abc", processor.HeaderRedriveOrigin: "orders.late/4/10", processor.HeaderRedriveRun: "r",
-		processor.HeaderRedriveReason: "late", processor.HeaderRedriveCount: "1", processor.HeaderRedriveAt: "5"}
+	want := map[string]string{"traceparent": "00-abc", wire.HeaderRedriveOrigin: "orders.late/4/10", wire.HeaderRedriveRun: "r",
+		wire.HeaderRedriveReason: "late", wire.HeaderRedriveCount: "1", wire.HeaderRedriveAt: "5"}
 	if len(got) != len(want) {
 		t.Fatalf("headers %v, want %v", got, want)
 	}

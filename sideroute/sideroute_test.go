@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // exampleCopy copies examples/ to a temp dir, applies fix to the schema
@@ -168,7 +169,7 @@ func TestRepairLoop(t *testing.T) {
 		t.Fatalf("tail --lines 2 read %d records", len(tailed))
 	}
 	for _, r := range tailed {
-		rs := Decode(r.Headers)
+		rs := wire.Decode(r.Headers)
 		if rs.Code() == "" || rs.Stage == "" || rs.Source() == "" || rs.SourceTopic != "logs" {
 			t.Fatalf("reasons not decoded: %+v", rs)
 		}
@@ -215,17 +216,17 @@ func TestRepairLoop(t *testing.T) {
 	var onMain int
 	origins := map[string]bool{}
 	for _, r := range readAll(t, brokers, "logs.main", "logs.dirty") {
-		if header(r, processor.HeaderRedriveOrigin) == "" {
+		if header(r, wire.HeaderRedriveOrigin) == "" {
 			continue
 		}
 		if r.Topic != "logs.main" {
-			t.Fatalf("redriven record on %s: %v", r.Topic, Decode(r.Headers).Lines())
+			t.Fatalf("redriven record on %s: %v", r.Topic, wire.Decode(r.Headers).Lines())
 		}
-		rs := Decode(r.Headers)
+		rs := wire.Decode(r.Headers)
 		if rs.RedriveRun != "r1" || rs.RedriveCount != 1 || rs.RedriveReason != "schema_violation" || header(r, "trace-id") != string(r.Key) {
 			t.Fatalf("redrive marks: %+v, trace-id %q key %q", rs, header(r, "trace-id"), r.Key)
 		}
-		if header(r, processor.HeaderReason) != "" {
+		if header(r, wire.HeaderReason) != "" {
 			t.Fatalf("the old dirty headers went through: %v", r.Headers)
 		}
 		origins[rs.RedriveOrigin] = true

@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestAssemblyTargets: an assembly route's incomplete and duplicate topics
@@ -40,17 +40,17 @@ func TestAssemblyTargets(t *testing.T) {
 		t.Errorf("unknown route error does not list the incomplete route: %v", err)
 	}
 
-	inc := Decode([]kgo.RecordHeader{
-		{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
-		{Key: processor.HeaderAssemblyParts, Value: []byte("lines")},
-		{Key: processor.HeaderMissing, Value: []byte("customer")},
+	inc := wire.Decode([]kgo.RecordHeader{
+		{Key: wire.HeaderAssemblyRoute, Value: []byte("assembled")},
+		{Key: wire.HeaderAssemblyParts, Value: []byte("lines")},
+		{Key: wire.HeaderMissing, Value: []byte("customer")},
 	})
 	if inc.Code() != "incomplete" || !strings.Contains(strings.Join(inc.Lines(), "\n"), "timed out missing customer; held lines") {
 		t.Errorf("incomplete record: code %q, lines %q", inc.Code(), inc.Lines())
 	}
-	dup := Decode([]kgo.RecordHeader{
-		{Key: processor.HeaderAssemblyRoute, Value: []byte("assembled")},
-		{Key: processor.HeaderDuplicateOf, Value: []byte("o-7")},
+	dup := wire.Decode([]kgo.RecordHeader{
+		{Key: wire.HeaderAssemblyRoute, Value: []byte("assembled")},
+		{Key: wire.HeaderDuplicateOf, Value: []byte("o-7")},
 	})
 	if dup.Code() != "duplicate" || !strings.Contains(strings.Join(dup.Lines(), "\n"), "a part of o-7") {
 		t.Errorf("duplicate record: code %q, lines %q", dup.Code(), dup.Lines())
@@ -98,11 +98,11 @@ dirty: {topic: in.dirty}
 	if _, err := Resolve(top, "evicting.overflow"); err == nil {
 		t.Fatal("an evicting route has no overflow route")
 	}
-	rs := Decode([]kgo.RecordHeader{
-		{Key: processor.HeaderOverflowRoute, Value: []byte("per_user")},
-		{Key: processor.HeaderOverflowLimit, Value: []byte("max_entries")},
-		{Key: processor.HeaderOverflowMax, Value: []byte("10")},
-		{Key: processor.HeaderOverflowSize, Value: []byte("10")},
+	rs := wire.Decode([]kgo.RecordHeader{
+		{Key: wire.HeaderOverflowRoute, Value: []byte("per_user")},
+		{Key: wire.HeaderOverflowLimit, Value: []byte("max_entries")},
+		{Key: wire.HeaderOverflowMax, Value: []byte("10")},
+		{Key: wire.HeaderOverflowSize, Value: []byte("10")},
 	})
 	if rs.Code() != "overflow" || !strings.Contains(strings.Join(rs.Lines(), "\n"), "overflow: route per_user's task was full (max_entries 10, at 10)") {
 		t.Errorf("overflow record: code %q, lines %q", rs.Code(), rs.Lines())

@@ -30,6 +30,7 @@ import (
 	"github.com/sidestream/sidestream/live"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // demoResult is the one JSON line `router demo` prints on stdout.
@@ -340,7 +341,7 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 		if r.Topic == top.Dirty.Topic {
 			dirty++
 			for _, h := range r.Headers {
-				if h.Key == "sidestream.reason" {
+				if h.Key == wire.HeaderReason {
 					reasons[string(h.Value)]++
 				}
 			}

@@ -14,8 +14,8 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // generateParts writes the parts of an assembly example: the three-topic
@@ -130,7 +130,7 @@ func checkAssemblies(brokers []string, top *topology.Topology, s metrics.Snapsho
 		want, ok := exp.Incomplete[a.ID]
 		var hdr string
 		for _, h := range r.Headers {
-			if h.Key == processor.HeaderMissing {
+			if h.Key == wire.HeaderMissing {
 				hdr = string(h.Value)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/sideroute"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // tailFlags are the flags of `router tail`.
@@ -97,7 +98,7 @@ type tailRecord struct {
 	Timestamp string            `json:"timestamp"`
 	EventTime string            `json:"event_time,omitempty"`
 	Reason    string            `json:"reason,omitempty"`
-	Reasons   sideroute.Reasons `json:"reasons"`
+	Reasons   wire.Reasons      `json:"reasons"`
 	Headers   map[string]string `json:"headers,omitempty"` // the input's own headers, escaped
 	Value     show.Value        `json:"value"`
 }
@@ -113,8 +114,8 @@ type tailPrinter struct {
 func (p tailPrinter) record(r *kgo.Record) tailRecord {
 	t := tailRecord{
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
-		Timestamp: sideroute.FormatMillis(r.Timestamp.UnixMilli()),
-		Reasons:   sideroute.Decode(r.Headers),
+		Timestamp: wire.FormatMillis(r.Timestamp.UnixMilli()),
+		Reasons:   wire.Decode(r.Headers),
 		Value:     show.Render(r.Value, p.f.maxValue),
 	}
 	t.Reason = t.Reasons.Code()
@@ -123,9 +124,9 @@ func (p tailPrinter) record(r *kgo.Record) tailRecord {
 		t.Key = &k
 	}
 	if et, ok := sideroute.EventTime(p.top, r); ok {
-		t.EventTime = sideroute.FormatMillis(et)
+		t.EventTime = wire.FormatMillis(et)
 	}
-	for _, h := range sideroute.UserHeaders(r.Headers) {
+	for _, h := range wire.UserHeaders(r.Headers) {
 		if t.Headers == nil {
 			t.Headers = map[string]string{}
 		}
@@ -154,7 +155,7 @@ func (p tailPrinter) print(r *kgo.Record) error {
 	for _, l := range t.Reasons.Lines() {
 		fmt.Fprintf(&b, "  %s\n", show.Escape(l))
 	}
-	for _, h := range sideroute.UserHeaders(r.Headers) {
+	for _, h := range wire.UserHeaders(r.Headers) {
 		fmt.Fprintf(&b, "  header %s=%s\n", show.Escape(h.Key), show.Key(h.Value, 256))
 	}
 	v := t.Value

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/wire"
 )
 
 const example = "../../examples/logs-by-level.yaml"
@@ -67,12 +67,12 @@ func TestTailShowsRecordsSafely(t *testing.T) {
 	hs := func(reason, stage string) []kgo.RecordHeader {
 		return []kgo.RecordHeader{
 			{Key: "trace-id", Value: []byte("t-1")},
-			{Key: processor.HeaderError, Value: []byte("level must be one of DEBUG, INFO")},
-			{Key: processor.HeaderReason, Value: []byte(reason)},
-			{Key: processor.HeaderStage, Value: []byte(stage)},
-			{Key: processor.HeaderTopic, Value: []byte("logs")},
-			{Key: processor.HeaderPartition, Value: []byte("4")},
-			{Key: processor.HeaderOffset, Value: []byte("99")},
+			{Key: wire.HeaderError, Value: []byte("level must be one of DEBUG, INFO")},
+			{Key: wire.HeaderReason, Value: []byte(reason)},
+			{Key: wire.HeaderStage, Value: []byte(stage)},
+			{Key: wire.HeaderTopic, Value: []byte("logs")},
+			{Key: wire.HeaderPartition, Value: []byte("4")},
+			{Key: wire.HeaderOffset, Value: []byte("99")},
 		}
 	}
 	long := `{"id":"e-2","ts":1790000000000,"level":"TRACE","message":"` + strings.Repeat("x", 5000) + `"}`

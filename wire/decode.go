@@ -1,4 +1,4 @@
-package sideroute
+package wire
 
 import (
 	"fmt"
@@ -7,9 +7,40 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sidestream/sidestream/processor"
 )
+
+// Value is the value of the first header keyed k in hs, and whether there
+// is one.
+func Value(hs []kgo.RecordHeader, k string) ([]byte, bool) {
+	for _, h := range hs {
+		if h.Key == k {
+			return h.Value, true
+		}
+	}
+	return nil, false
+}
+
+// String is the value of the first header keyed k in hs ("": none).
+func String(hs []kgo.RecordHeader, k string) string {
+	for _, h := range hs {
+		if h.Key == k {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// Int is the first header keyed k in hs read as a base-10 int64, and
+// whether there is one and it is a number.
+func Int(hs []kgo.RecordHeader, k string) (int64, bool) {
+	for _, h := range hs {
+		if h.Key == k {
+			v, err := strconv.ParseInt(string(h.Value), 10, 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
 
 // Reasons are the router's headers on one record, decoded: why it is on
 // a side route, where it came from, and its redrive marks.
@@ -77,63 +108,63 @@ func Decode(hs []kgo.RecordHeader) Reasons {
 	for _, h := range hs {
 		v := string(h.Value)
 		switch h.Key {
-		case processor.HeaderError:
+		case HeaderError:
 			r.Error = v
-		case processor.HeaderReason:
+		case HeaderReason:
 			r.Reason = v
-		case processor.HeaderStage:
+		case HeaderStage:
 			r.Stage = v
-		case processor.HeaderTopic:
+		case HeaderTopic:
 			r.SourceTopic = v
-		case processor.HeaderPartition:
+		case HeaderPartition:
 			r.SourcePartition = num(h.Value)
-		case processor.HeaderOffset:
+		case HeaderOffset:
 			r.SourceOffset = num(h.Value)
-		case processor.HeaderTimestamp:
+		case HeaderTimestamp:
 			r.SourceTimestamp = num(h.Value)
-		case processor.HeaderAppID:
+		case HeaderAppID:
 			r.ApplicationID = v
-		case processor.HeaderTruncated:
+		case HeaderTruncated:
 			if n := num(h.Value); n != nil {
 				r.TruncatedFrom = *n
 			}
-		case processor.HeaderLateRoute:
+		case HeaderLateRoute:
 			r.LateRoute = v
-		case processor.HeaderLateWM:
+		case HeaderLateWM:
 			r.LateWatermark = num(h.Value)
-		case processor.HeaderLateWins:
+		case HeaderLateWins:
 			r.LateWindows = v
-		case processor.HeaderLateBy:
+		case HeaderLateBy:
 			r.LateByMs = num(h.Value)
-		case processor.HeaderEventTime:
+		case HeaderEventTime:
 			r.EventTime = num(h.Value)
-		case processor.HeaderAssemblyRoute:
+		case HeaderAssemblyRoute:
 			r.AssemblyRoute = v
-		case processor.HeaderAssemblyParts:
+		case HeaderAssemblyParts:
 			r.AssemblyParts = v
-		case processor.HeaderMissing:
+		case HeaderMissing:
 			r.Missing = v
-		case processor.HeaderComplete:
+		case HeaderComplete:
 			r.Complete = v
-		case processor.HeaderDuplicateOf:
+		case HeaderDuplicateOf:
 			r.DuplicateOf = v
-		case processor.HeaderAssemblyEvicted:
+		case HeaderAssemblyEvicted:
 			r.Evicted = v == "true"
-		case processor.HeaderOverflowRoute:
+		case HeaderOverflowRoute:
 			r.OverflowRoute = v
-		case processor.HeaderOverflowLimit:
+		case HeaderOverflowLimit:
 			r.OverflowLimit = v
-		case processor.HeaderOverflowMax:
+		case HeaderOverflowMax:
 			r.OverflowMax = num(h.Value)
-		case processor.HeaderOverflowSize:
+		case HeaderOverflowSize:
 			r.OverflowSize = num(h.Value)
-		case processor.HeaderRedriveOrigin:
+		case HeaderRedriveOrigin:
 			r.RedriveOrigin = v
-		case processor.HeaderRedriveRun:
+		case HeaderRedriveRun:
 			r.RedriveRun = v
-		case processor.HeaderRedriveReason:
+		case HeaderRedriveReason:
 			r.RedriveReason = v
-		case processor.HeaderRedriveCount:
+		case HeaderRedriveCount:
 			if n := num(h.Value); n != nil {
 				r.RedriveCount = *n
 			}
@@ -259,6 +290,3 @@ func UserHeaders(hs []kgo.RecordHeader) []kgo.RecordHeader {
 	}
 	return out
 }
-
-// HeaderPrefix starts every header the router and redrive set.
-const HeaderPrefix = "sidestream."

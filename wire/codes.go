@@ -1,0 +1,88 @@
+package wire
+
+// Stages a record passes; a failure names the stage on the dirty route
+// (HeaderStage).
+const (
+	StageDecode    = "decode"
+	StageSchema    = "schema"
+	StageEventTime = "event_time"
+	StageRoute     = "route"
+	StageProduce   = "produce"
+	StageWindow    = "window"
+	StageAssemble  = "assemble"
+)
+
+// Reasons are short, bounded codes (metric labels, HeaderReason); the
+// full message travels in HeaderError.
+const (
+	ReasonNullValue      = "null_value"
+	ReasonEmptyValue     = "empty_value"
+	ReasonInvalidUTF8    = "invalid_utf8"
+	ReasonInvalidJSON    = "invalid_json"
+	ReasonNotObject      = "not_object"
+	ReasonSchema         = "schema_violation"
+	ReasonMissingTime    = "missing_event_time"
+	ReasonBadTime        = "bad_event_time"
+	ReasonTimeAhead      = "event_time_ahead"
+	ReasonExprError      = "expression_error"
+	ReasonPredicateType  = "predicate_not_bool"
+	ReasonKeyError       = "key_error"
+	ReasonProjectError   = "projection_error"
+	ReasonTooLarge       = "too_large"
+	ReasonUnknownTopic   = "unknown_input_topic"
+	ReasonUnsupportedFmt = "unsupported_format"
+	// ReasonConnectType is the dirty reason of a record whose value does
+	// not fit its connect-json route's schema (a field's type is wrong).
+	ReasonConnectType = "connect_type"
+	// ReasonBadMark: a record marked as a watermark mark that is not a
+	// valid one (a foreign writer on a repartition topic).
+	ReasonBadMark = "bad_watermark_mark"
+)
+
+// Reasons of the window stage. The window operator's own reasons
+// (ReasonEventTimeRange to ReasonAggOverflow) are its RecordError codes;
+// the operator declares them too, as it imports nothing of the runtime,
+// and a test of the processor keeps the two equal.
+const (
+	ReasonAggregate  = "aggregate_error"
+	ReasonStateError = "state_error"
+	// ReasonNotPartitioned: a window route without a repartition topic
+	// (repartition: false) got a record whose group key belongs to
+	// another partition: the input is not partitioned by the group key.
+	ReasonNotPartitioned = "not_partitioned_by_group_key"
+
+	ReasonEventTimeRange = "event_time_out_of_range"
+	ReasonValueCount     = "value_count"
+	ReasonValueType      = "value_type"
+	ReasonNonFinite      = "value_not_finite"
+	ReasonAggOverflow    = "aggregate_overflow"
+)
+
+// Reasons of the assembly stage. ReasonBadAssemblyID, ReasonUnknownPart
+// and ReasonBadPartValue are the assembly operator's codes (kept equal to
+// them by a test of the processor).
+const (
+	ReasonBadAssemblyID  = "bad_assembly_id"
+	ReasonUnknownPart    = "unknown_part"
+	ReasonBadPartValue   = "bad_part_value"
+	ReasonPartPredicate  = "part_predicate_error"
+	ReasonPartProjection = "part_projection_error"
+	// ReasonNotPartitionedByID: an assembly route without a repartition
+	// topic (repartition: false) got a part whose ID belongs to another
+	// partition: the input is not partitioned by the assembly ID.
+	ReasonNotPartitionedByID = "not_partitioned_by_id"
+)
+
+// DropNoRoute is the reason label of records that matched no route when
+// routing.default is drop (sidestream_records_dropped_total).
+const DropNoRoute = "no_route"
+
+// Kinds of a changelog loss (the reason label of
+// sidestream_changelog_loss_total).
+const (
+	LossRecordsDeleted       = "records_deleted"
+	LossChangelogEmpty       = "changelog_empty"
+	LossChangelogMissing     = "changelog_missing"
+	LossCheckpointPastEnd    = "checkpoint_past_end"
+	LossCheckpointBelowStart = "checkpoint_below_start"
+)

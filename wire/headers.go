@@ -1,0 +1,98 @@
+package wire
+
+// HeaderPrefix starts every header the router and redrive set.
+const HeaderPrefix = "sidestream."
+
+// Headers the router sets on dirty records. Original headers are kept and
+// these are appended, so a redrive tool can restore the input exactly.
+const (
+	HeaderError     = "sidestream.error"
+	HeaderReason    = "sidestream.reason"
+	HeaderStage     = "sidestream.stage"
+	HeaderTopic     = "sidestream.source.topic"
+	HeaderPartition = "sidestream.source.partition"
+	HeaderOffset    = "sidestream.source.offset"
+	HeaderTimestamp = "sidestream.source.timestamp"
+	HeaderAppID     = "sidestream.application_id"
+	HeaderTruncated = "sidestream.truncated.original_bytes"
+)
+
+// Headers of the window stage. Stage one (routing) writes the record to
+// the route's repartition topic keyed by the group key, carrying its event
+// time and origin; stage two reads them back.
+const (
+	HeaderEventTime = "sidestream.event_time"
+	HeaderSourceKey = "sidestream.source.key"
+	HeaderLateWM    = "sidestream.late.watermark"
+	HeaderLateWins  = "sidestream.late.windows"
+	HeaderLateBy    = "sidestream.late.by_ms"
+	HeaderLateRoute = "sidestream.late.route"
+	HeaderRevision  = "sidestream.window.revision"
+	HeaderFinal     = "sidestream.window.final"
+)
+
+// Headers of the watermark sources.
+//
+// Each input partition is a source. Stage one keeps, per source, the
+// maximum event time of the records it decoded, in offset order. It
+// stamps every record it writes to a window's repartition topic with that
+// maximum as it was before the record (HeaderSourceMax), and at each
+// commit writes a mark with the new maximum to every partition of every
+// window repartition topic (HeaderMark), so a task hears of a source's
+// progress even when none of its records went there.
+const (
+	// HeaderSourceMax is the source's maximum event time before the
+	// record, in epoch ms; empty when the source had none yet.
+	HeaderSourceMax = "sidestream.source.max_event_time"
+	// HeaderMark makes a record a mark: no data, only a source's progress
+	// (HeaderSourceMax, with HeaderTopic and HeaderPartition naming it).
+	HeaderMark = "sidestream.watermark.mark"
+)
+
+// Headers of the assembly stage. Stage one writes each part to the
+// route's repartition topic keyed by its ID, naming the part; stage two
+// writes assembled, incomplete and duplicate records with these.
+const (
+	HeaderPart          = "sidestream.assembly.part"
+	HeaderAssemblyRoute = "sidestream.assembly.route"
+	HeaderAssemblyParts = "sidestream.assembly.parts"   // the parts held, comma-separated
+	HeaderMissing       = "sidestream.assembly.missing" // the required parts missing, comma-separated
+	HeaderComplete      = "sidestream.assembly.complete"
+	HeaderDuplicateOf   = "sidestream.assembly.completed_id"
+)
+
+// Headers of a record a full task sent to its route's overflow route
+// (limits.on_overflow: route), and of an evicted window result.
+const (
+	HeaderOverflowRoute = "sidestream.overflow.route"
+	HeaderOverflowLimit = "sidestream.overflow.limit" // max_entries or max_bytes
+	HeaderOverflowMax   = "sidestream.overflow.max"   // the configured bound
+	HeaderOverflowSize  = "sidestream.overflow.size"  // the task's size when the record arrived
+	HeaderEvicted       = "sidestream.window.evicted"
+	// HeaderAssemblyEvicted is "true" on an incomplete assembly that
+	// on_overflow: evict emitted before its TTL.
+	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
+)
+
+// Headers `router redrive` sets on every record it re-injects. The router
+// recognises a redriven record by HeaderRedriveOrigin, counts it
+// (sidestream_records_redriven_total) and, like every input header, keeps
+// the marks on whatever it writes for the record: route outputs, the
+// repartitioned copy of a window route, and the dirty record if it fails
+// again, so a record that loops back to dirty says how often it was
+// redriven already.
+const (
+	// HeaderRedriveOrigin is topic/partition/offset of the side-route
+	// record that was redriven: the record's identity in the ledger.
+	HeaderRedriveOrigin = "sidestream.redrive.origin"
+	// HeaderRedriveRun names the redrive run (one run, one id).
+	HeaderRedriveRun = "sidestream.redrive.run"
+	// HeaderRedriveReason is the reason the record had on its side route
+	// (the dirty reason, or "late").
+	HeaderRedriveReason = "sidestream.redrive.reason"
+	// HeaderRedriveCount is how many times this record has been redriven,
+	// this time included.
+	HeaderRedriveCount = "sidestream.redrive.count"
+	// HeaderRedriveAt is when it was redriven, epoch ms.
+	HeaderRedriveAt = "sidestream.redrive.at"
+)
