@@ -2,6 +2,9 @@ package live
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,7 +14,6 @@ import (
 	"github.com/sidestream/sidestream/internal/redact"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/sideroute"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -33,7 +35,7 @@ const (
 type State struct {
 	top    *topology.Topology
 	m      *metrics.Metrics
-	tasks  func() []processor.TaskStatus
+	tasks  func() []Task
 	status func() (bool, string)
 	n      int
 	kinds  map[string]string // side topic -> "dirty" or "late"
@@ -52,7 +54,7 @@ type State struct {
 // Options of New; zero values take the defaults.
 type Options struct {
 	// Tasks lists the processor's tasks (nil: none).
-	Tasks func() []processor.TaskStatus
+	Tasks func() []Task
 	// Status is the readiness to show (nil: not shown).
 	Status func() (bool, string)
 	// Samples is how many records of each side route kind are kept.
@@ -92,7 +94,7 @@ func New(top *topology.Topology, m *metrics.Metrics, o Options) *State {
 
 // SetTasks changes where tasks come from (nil: none, e.g. once the
 // processor stopped).
-func (s *State) SetTasks(fn func() []processor.TaskStatus, status func() (bool, string)) {
+func (s *State) SetTasks(fn func() []Task, status func() (bool, string)) {
 	s.mu.Lock()
 	s.tasks, s.status = fn, status
 	s.mu.Unlock()
@@ -116,7 +118,7 @@ type Sample struct {
 	Committed int64 `json:"committed"` // epoch ms
 }
 
-// Sample keeps the side records among recs (processor.WithSideSampler),
+// Sample keeps the side records among recs (the processor's side sampler),
 // as api.samples says: whole, redacted, or not at all.
 func (s *State) Sample(recs []*kgo.Record) {
 	if s.mode == topology.SamplesOff {
@@ -213,10 +215,47 @@ type RouteView struct {
 	Counter string `json:"counter"` // its key in Counters
 }
 
-// TaskView is a task with its watermark lag.
+// Task is one of the processor's tasks as the view needs it: its status,
+// shown as it marshals to JSON (a JSON object: the processor's task
+// status), and its watermark, epoch ms (nil: none). The view declares it
+// so that it reads tasks without importing the runtime.
+type Task struct {
+	Status    any
+	Watermark *int64
+}
+
+// TaskView is a task with its watermark lag. It marshals as the task's
+// status with a watermark_lag_ms field added at its end.
 type TaskView struct {
-	processor.TaskStatus
-	WatermarkLagMs *int64 `json:"watermark_lag_ms,omitempty"`
+	Task
+	WatermarkLagMs *int64
+}
+
+// MarshalJSON writes the status's fields, then watermark_lag_ms when
+// there is a lag: the shape of a struct embedding the status.
+func (v TaskView) MarshalJSON() ([]byte, error) {
+	var b []byte
+	if v.Status == nil {
+		b = []byte("{}")
+	} else {
+		var err error
+		if b, err = json.Marshal(v.Status); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("task status %T is not a JSON object", v.Status)
+	}
+	if v.WatermarkLagMs == nil {
+		return b, nil
+	}
+	out := append([]byte{}, b[:len(b)-1]...)
+	if len(b) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"watermark_lag_ms":`...)
+	out = strconv.AppendInt(out, *v.WatermarkLagMs, 10)
+	return append(out, '}'), nil
 }
 
 // View returns the current state.
@@ -259,7 +298,7 @@ func (s *State) View() View {
 	}
 	if s.tasks != nil {
 		for _, t := range s.tasks() {
-			tv := TaskView{TaskStatus: t}
+			tv := TaskView{Task: t}
 			if t.Watermark != nil {
 				lag := now.UnixMilli() - *t.Watermark
 				tv.WatermarkLagMs = &lag

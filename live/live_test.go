@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -74,9 +73,9 @@ func TestSamplesBoundedAndSafe(t *testing.T) {
 func TestCountersAndRates(t *testing.T) {
 	top := load(t, "../examples/logs-by-level.yaml")
 	m := metrics.New()
-	s := New(top, m, Options{Tasks: func() []processor.TaskStatus {
+	s := New(top, m, Options{Tasks: func() []Task {
 		wm := time.Now().Add(-3 * time.Second).UnixMilli()
-		return []processor.TaskStatus{{Topic: "logs", Partition: 2, Watermark: &wm}}
+		return []Task{{Status: taskStatus{Topic: "logs", Partition: 2, Watermark: &wm}, Watermark: &wm}}
 	}})
 	tl := metrics.NewTally()
 	tl.Consumed["logs"] = 10
@@ -133,5 +132,50 @@ func TestIncompleteSamples(t *testing.T) {
 	}
 	if v.Counters["incomplete/assembled"] != 3 || v.Counters["duplicate/assembled"] != 2 {
 		t.Fatalf("counters: incomplete %v, duplicate %v", v.Counters["incomplete/assembled"], v.Counters["duplicate/assembled"])
+	}
+}
+
+// taskStatus stands for the processor's task status: a JSON object.
+type taskStatus struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Watermark *int64 `json:"watermark,omitempty"`
+}
+
+// TestTaskViewJSON: a task view marshals as a struct embedding the status
+// with watermark_lag_ms after it, byte for byte, as the web view reads it.
+func TestTaskViewJSON(t *testing.T) {
+	wm, lag := int64(1000), int64(250)
+	type embedded struct {
+		taskStatus
+		WatermarkLagMs *int64 `json:"watermark_lag_ms,omitempty"`
+	}
+	for _, c := range []struct {
+		name string
+		st   taskStatus
+		lag  *int64
+	}{
+		{"with lag", taskStatus{Topic: "logs", Partition: 2, Watermark: &wm}, &lag},
+		{"no lag", taskStatus{Topic: "logs", Partition: 0}, nil},
+		{"empty status", taskStatus{}, &lag},
+	} {
+		want, err := json.Marshal(embedded{c.st, c.lag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(TaskView{Task: Task{Status: c.st, Watermark: c.st.Watermark}, WatermarkLagMs: c.lag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: %s, want %s", c.name, got, want)
+		}
+	}
+	got, err := json.Marshal(TaskView{Task: Task{Status: struct{}{}}, WatermarkLagMs: &lag})
+	if err != nil || string(got) != `{"watermark_lag_ms":250}` {
+		t.Errorf("status without fields: %s, %v", got, err)
+	}
+	if _, err := json.Marshal(TaskView{Task: Task{Status: []int{1}}}); err == nil {
+		t.Error("a status that is not a JSON object marshalled")
 	}
 }

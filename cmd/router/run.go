@@ -169,7 +169,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 	if err != nil {
 		return err
 	}
-	ui.SetTasks(proc.Tasks, proc.Ready)
+	ui.SetTasks(liveTasks(proc), proc.Ready)
 	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
 	if err != nil {
 		return err
@@ -246,6 +246,19 @@ func securityWarnings(log *slog.Logger, sec topology.Security) {
 type taskList struct{ p *processor.Processor }
 
 func (t taskList) TaskList() any { return t.p.Tasks() }
+
+// liveTasks lists p's tasks for the web view, which does not import the
+// processor: each status as /tasks shows it, and its watermark.
+func liveTasks(p *processor.Processor) func() []live.Task {
+	return func() []live.Task {
+		ts := p.Tasks()
+		out := make([]live.Task, len(ts))
+		for i, t := range ts {
+			out[i] = live.Task{Status: t, Watermark: t.Watermark}
+		}
+		return out
+	}
+}
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
