@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
@@ -299,7 +298,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.WithLogger(kslog.New(p.opts.log.With("component", "kafka"))),
+		kgo.WithLogger(newKafkaLogger(p.opts.log)),
 		kgo.WithHooks(p.m.Kafka),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {

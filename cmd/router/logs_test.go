@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// TestIdleRunLogsNothingPerCommit runs `router run` on kfake with an idle
+// input and counts the INFO lines it writes once it has joined: a healthy
+// router committing every 100ms must write none, while the join itself
+// stays visible. The observation window is fixed because the quantity
+// measured is lines per unit of time.
+func TestIdleRunLogsNothingPerCommit(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var stderr syncBuffer
+	var stdout bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain([]string{"run", "--config", example, "--brokers", strings.Join(c.ListenAddrs(), ","),
+			"--listen", "127.0.0.1:0", "--instance-id", "quiet-1"}, &stdout, &stderr)
+	}()
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "partitions assigned"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("router did not join within a minute:\n%s", stderr.String())
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("router ended with %d before joining:\n%s", code, stderr.String())
+		default:
+		}
+	}
+	if !strings.Contains(stderr.String(), "level=INFO") {
+		t.Fatalf("joining the group logged nothing at INFO:\n%s", stderr.String())
+	}
+	mark := len(stderr.String())
+	time.Sleep(4 * time.Second) // 40 commit intervals
+	idle := stderr.String()[mark:]
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("router run exit %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("router run did not stop within a minute of SIGTERM")
+	}
+	var info []string
+	for _, l := range strings.Split(idle, "\n") {
+		if strings.Contains(l, "level=INFO") {
+			info = append(info, l)
+		}
+	}
+	if len(info) > 0 {
+		t.Fatalf("an idle router wrote %d INFO lines in 4s, want 0; first ones:\n%s", len(info), strings.Join(info[:min(len(info), 10)], "\n"))
+	}
+}
