@@ -16,6 +16,12 @@ import (
 // stays visible. The observation window is fixed because the quantity
 // measured is lines per unit of time.
 func TestIdleRunLogsNothingPerCommit(t *testing.T) {
+	for _, g := range []string{"exactly_once", "at_least_once"} {
+		t.Run(g, func(t *testing.T) { idleRunLogs(t, g) })
+	}
+}
+
+func idleRunLogs(t *testing.T, guarantee string) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "logs"))
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +32,7 @@ func TestIdleRunLogsNothingPerCommit(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- realMain([]string{"run", "--config", example, "--brokers", strings.Join(c.ListenAddrs(), ","),
-			"--listen", "127.0.0.1:0", "--instance-id", "quiet-1"}, &stdout, &stderr)
+			"--listen", "127.0.0.1:0", "--instance-id", "quiet-1", "--guarantee", guarantee}, &stdout, &stderr)
 	}()
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), "partitions assigned"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
