@@ -184,6 +184,8 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		st:   newStatus(top),
 	}
 	p.samples = newSideSamples(p)
+	// Every series a dashboard or an alert reads exists from the start.
+	p.m.Preset(series(top))
 	return p, nil
 }
 
@@ -505,6 +507,7 @@ func (p *Processor) observeTask(t *windowTask) {
 	if wm := t.op.Watermark(); wm > math.MinInt64 {
 		wmp = &wm
 		p.m.Watermark.WithLabelValues(l...).Set(float64(wm))
+		p.m.WatermarkTimestamp.WithLabelValues(l...).Set(float64(wm) / 1000)
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())

@@ -457,9 +457,10 @@ func lingerDemo(top *topology.Topology, m *metrics.Metrics, ui *live.State, addr
 		}))
 		go func() { _ = srv.Serve(ln) }()
 	}
-	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
+	// Listen for Ctrl-C before saying it ends the linger.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):

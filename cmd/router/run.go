@@ -141,6 +141,8 @@ type uiView struct{ s *live.State }
 func (u uiView) UIView() any { return u.s.View() }
 
 func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
+	build := currentBuild()
+	m.SetBuildInfo(build.version, build.revision, build.goVersion)
 	ui := hooks.ui
 	if ui == nil {
 		ui = live.New(top, m, live.Options{})
@@ -184,7 +186,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		}
 	}()
 	sec := top.Config.Security
-	started := []any{"api", ln.Addr().String(), "brokers", top.Config.Brokers,
+	started := []any{"version", build.version, "revision", build.revision, "api", ln.Addr().String(), "brokers", top.Config.Brokers,
 		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID(), "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.

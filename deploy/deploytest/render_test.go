@@ -612,7 +612,8 @@ func TestMonitoringAndHPA(t *testing.T) {
 
 	alerts := ruleNames(t, r.objs)
 	for _, a := range []string{"SidestreamDirtyRatioHigh", "SidestreamLateRatioHigh", "SidestreamConsumerLagHigh",
-		"SidestreamTransactionAborts", "SidestreamNoProgress", "SidestreamRestoreSlow", "SidestreamNotReady", "SidestreamCommitSlow"} {
+		"SidestreamTransactionAborts", "SidestreamNoProgress", "SidestreamRestoreSlow", "SidestreamNotReady", "SidestreamCommitSlow",
+		"SidestreamChangelogLoss", "SidestreamStateOverflow"} {
 		if !slices.Contains(alerts, a) {
 			t.Errorf("alert %s missing from %q", a, alerts)
 		}
