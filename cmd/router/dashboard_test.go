@@ -63,6 +63,7 @@ func TestDashboardConservationGapOnDemo(t *testing.T) {
 			if gap != 0 {
 				t.Errorf("conservation gap panel reads %v on a conserved demo", gap)
 			}
+			checkBuildAndWatermark(t, series, example == "late-orders.yaml")
 			// Cut the linger short: SIGINT is what the demo waits for.
 			interruptSelf(t)
 			if code := <-done; code != 0 {
@@ -205,5 +206,40 @@ func interruptSelf(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkBuildAndWatermark: sidestream_build_info is one series at 1 with
+// the three labels; each task's watermark in seconds is its deprecated
+// milliseconds gauge / 1000.
+func checkBuildAndWatermark(t *testing.T, series []sample, windows bool) {
+	t.Helper()
+	b := currentBuild()
+	var builds, marks int
+	ms := map[string]float64{}
+	for _, s := range series {
+		if s.name == "sidestream_watermark_milliseconds" {
+			ms[s.labels["route"]+"/"+s.labels["partition"]] = s.value
+		}
+	}
+	for _, s := range series {
+		switch s.name {
+		case "sidestream_build_info":
+			builds++
+			if s.value != 1 || s.labels["version"] != b.version || s.labels["revision"] != b.revision || s.labels["goversion"] != b.goVersion {
+				t.Errorf("build info %v = %v, want %+v = 1", s.labels, s.value, b)
+			}
+		case "sidestream_watermark_timestamp_seconds":
+			marks++
+			if want, ok := ms[s.labels["route"]+"/"+s.labels["partition"]]; !ok || s.value != want/1000 {
+				t.Errorf("watermark %v: %v s, milliseconds gauge %v", s.labels, s.value, want)
+			}
+		}
+	}
+	if builds != 1 {
+		t.Errorf("%d sidestream_build_info series, want 1", builds)
+	}
+	if windows && (marks == 0 || marks != len(ms)) {
+		t.Errorf("%d watermark timestamp series, %d milliseconds ones", marks, len(ms))
 	}
 }
