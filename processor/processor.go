@@ -252,10 +252,8 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
+		if !p.idle(ctx, backoff) {
 			return nil
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 15*time.Second)
 	}
