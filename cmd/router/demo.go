@@ -77,6 +77,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	if *records < 1 {
 		return exitError{code: 2, msg: "--records must be at least 1"}
 	}

@@ -20,7 +20,7 @@ const usage = `router: a Kafka-native router with side outputs
 Usage:
   router run      --config FILE [--brokers B] [--listen ADDR] ...   run a topology
   router demo     [--records N] [--rate R] [--config FILE]          in-process Kafka, generator, live summary
-  router validate --config FILE                                     check a topology offline
+  router validate [--format json] FILE...                           check topologies offline (several files, globs)
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
   router version                                                    print the version, VCS revision and Go version (also --version)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)

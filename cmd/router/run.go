@@ -111,6 +111,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
@@ -242,38 +245,15 @@ func stateReaders(p *processor.Processor) map[string]api.StateReader {
 	return out
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *config == "" {
-		return exitError{code: 2, msg: "--config is required"}
-	}
-	cfg, err := topology.LoadFile(*config)
-	if err != nil {
-		var ce *topology.ConfigError
-		if errors.As(err, &ce) {
-			fmt.Fprintln(stdout, ce.Error())
-			return exitError{code: 1}
-		}
-		return err
-	}
-	if _, err := topology.Compile(cfg, dirOf(*config)); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", *config, len(cfg.Inputs), len(cfg.Routes), cfg.Guarantee)
-	return nil
-}
-
 func cmdTopology(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router topology", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
 	format := fs.String("format", "json", "json, dot or mermaid")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	cfg, err := topology.LoadFile(*config)
