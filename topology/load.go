@@ -171,6 +171,7 @@ func parse(name string, b []byte) *doc {
 		return d
 	}
 	d.parsed = true
+	d.interpolate(top) // ${VAR} and ${VAR:default} in values (interpolate.go)
 	d.decode(top, reflect.ValueOf(&d.cfg).Elem(), "")
 	return d
 }

@@ -80,6 +80,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	if f.envErr != nil {
+		return exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
+	}
 	if *records < 1 {
 		return exitError{code: 2, msg: "--records must be at least 1"}
 	}

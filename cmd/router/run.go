@@ -40,6 +40,7 @@ type runFlags struct {
 	sessionTimeout time.Duration
 	logLevel       string
 	logFormat      string
+	envErr         error // a SIDESTREAM_* value that does not parse
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -51,7 +52,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", envOr("SIDESTREAM_LISTEN", ":8080"), "HTTP API address (env SIDESTREAM_LISTEN)")
 	fs.StringVar(&f.instanceID, "instance-id", os.Getenv("SIDESTREAM_INSTANCE_ID"), "unique name of this process in the group (default: host name; env SIDESTREAM_INSTANCE_ID)")
 	fs.StringVar(&f.ownerURL, "owner-url-template", os.Getenv("SIDESTREAM_OWNER_URL_TEMPLATE"), "how instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080 (env SIDESTREAM_OWNER_URL_TEMPLATE)")
-	fs.BoolVar(&f.static, "static-membership", os.Getenv("SIDESTREAM_STATIC_MEMBERSHIP") == "true", "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true)")
+	static, err := envBool("SIDESTREAM_STATIC_MEMBERSHIP", false)
+	f.envErr = err
+	fs.BoolVar(&f.static, "static-membership", static, "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true, or 1)")
 	fs.IntVar(&f.workers, "workers", 0, "partitions processed in parallel (default GOMAXPROCS)")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "broker-side transaction timeout")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead or frozen member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)")
@@ -114,10 +117,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	if f.envErr != nil {
+		return exitError{code: 2, msg: "router run: " + f.envErr.Error()}
+	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
+	warnUnknownEnv(log, os.Environ())
 	top, err := loadTopology(f.config, f.overrides(), false)
 	if err != nil {
 		return err
