@@ -37,6 +37,10 @@ func mountUI(r chi.Router, st UIState) {
 	r.Get("/ui", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusFound)
 	})
+	// A person who opens the API's address lands on the web view.
+	r.Get("/", func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, "/ui/", http.StatusFound)
+	})
 	r.Get("/ui/state", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, st.UIView())

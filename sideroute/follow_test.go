@@ -3,11 +3,14 @@ package sideroute
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor"
 )
 
 // TestReadFollowOnlyNew: Last 0 with Follow (router tail --lines 0
@@ -56,5 +59,21 @@ func TestReadFollowOnlyNew(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no new record within a minute")
 		}
+	}
+}
+
+// TestLateWindowsRFC3339: a late record's missed windows read as times.
+func TestLateWindowsRFC3339(t *testing.T) {
+	r := Decode([]kgo.RecordHeader{
+		{Key: processor.HeaderLateRoute, Value: []byte("revenue")},
+		{Key: processor.HeaderLateWins, Value: []byte("[1790000000000,1790000060000),[1790000060000,1790000120000)")},
+	})
+	got := strings.Join(r.Lines(), "\n")
+	want := "missed window [2026-09-21T14:13:20.000Z, 2026-09-21T14:14:20.000Z),[2026-09-21T14:14:20.000Z, 2026-09-21T14:15:20.000Z)"
+	if !strings.Contains(got, want) {
+		t.Errorf("lines %q lack %q", got, want)
+	}
+	if r.LateWindows != "[1790000000000,1790000060000),[1790000060000,1790000120000)" {
+		t.Errorf("the decoded header changed: %q", r.LateWindows)
 	}
 }
