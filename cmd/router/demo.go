@@ -54,6 +54,9 @@ type demoResult struct {
 	Assembly map[string]int64 `json:"assembly,omitempty"`
 }
 
+// demoIgnores are the router run flags the demo cannot honour.
+var demoIgnores = map[string]bool{"brokers": true}
+
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -82,6 +85,17 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	if f.envErr != nil {
 		return exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
+	}
+	// The demo runs its own Kafka: a flag that would point elsewhere is
+	// refused rather than ignored.
+	var ignored []string
+	fs.Visit(func(fl *flag.Flag) {
+		if demoIgnores[fl.Name] {
+			ignored = append(ignored, "--"+fl.Name)
+		}
+	})
+	if len(ignored) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("router demo: %s: the demo runs its own embedded Kafka (use --kafka-port to reach it); this flag is for router run", strings.Join(ignored, ", "))}
 	}
 	if *records < 1 {
 		return exitError{code: 2, msg: "--records must be at least 1"}
@@ -168,8 +182,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	var produced int64
 	var expect gen.AssemblyExpect
 	if kind == "parts" {
-		// The parts generator; --records counts orders.
-		produced, expect, err = generateParts(ctx, brokers, top, *records, *seed)
+		// The parts generator: --records counts input records (whole
+		// orders: at least that many parts).
+		produced, expect, err = generateParts(ctx, brokers, top, *records, *rate, *seed)
 	} else {
 		produced, err = generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
 	}
