@@ -1,4 +1,4 @@
-// Command router runs sidestream topologies: run, demo, validate,
+// Command router runs sidestream topologies: run, demo, validate, test,
 // topology, version, tail, redrive, reset.
 package main
 
@@ -21,6 +21,7 @@ Usage:
   router run      --config FILE [--brokers B] [--listen ADDR] ...   run a topology
   router demo     [--records N] [--rate R] [--config FILE]          in-process Kafka, generator, live summary
   router validate [--format json] FILE...                           check topologies offline (several files, globs)
+  router test     FILE...                                           run topology tests (inputs, expected outputs per route) on an in-process Kafka
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
   router version                                                    print the version, VCS revision and Go version (also --version)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
@@ -43,6 +44,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"run":      cmdRun,
 		"demo":     cmdDemo,
 		"validate": cmdValidate,
+		"test":     cmdTest,
 		"topology": cmdTopology,
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -29,6 +31,7 @@ type validation struct {
 	Inputs    int       `json:"inputs,omitempty"`
 	Routes    int       `json:"routes,omitempty"`
 	Guarantee string    `json:"guarantee,omitempty"`
+	Tests     int       `json:"tests,omitempty"` // a topology test file: its cases
 	Problems  []problem `json:"problems,omitempty"`
 }
 
@@ -98,6 +101,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		for _, v := range results {
+			if v.OK && v.Tests > 0 {
+				fmt.Fprintf(stdout, "%s: ok (a topology test file: %d cases; its topology has %d inputs, %d routes)\n", v.File, v.Tests, v.Inputs, v.Routes)
+				continue
+			}
 			if v.OK {
 				fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", v.File, v.Inputs, v.Routes, v.Guarantee)
 				continue
@@ -121,6 +128,22 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 // would before connecting.
 func validateFile(path string) validation {
 	v := validation{File: path}
+	if isTestFile(path) {
+		// A topology test file next to its topology (router test):
+		// its cases read, and the topology it names validated.
+		tf, err := readTestFile(path)
+		if err != nil {
+			v.Problems = []problem{{Message: err.Error()}}
+			return v
+		}
+		top := tf.Topology
+		if !filepath.IsAbs(top) {
+			top = filepath.Join(filepath.Dir(path), top)
+		}
+		tv := validateFile(top)
+		tv.File, tv.Tests = path, len(tf.Tests)
+		return tv
+	}
 	cfg, err := topology.LoadFile(path)
 	if err != nil {
 		var ce *topology.ConfigError
@@ -139,4 +162,21 @@ func validateFile(path string) validation {
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
 	return v
+}
+
+// isTestFile reports whether path holds a topology test file (top-level
+// topology: and tests:) rather than a topology.
+func isTestFile(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var probe map[string]any
+	if yaml.Unmarshal(b, &probe) != nil {
+		return false
+	}
+	_, t := probe["tests"]
+	_, top := probe["topology"]
+	_, app := probe["application_id"]
+	return t && top && !app
 }
