@@ -75,6 +75,7 @@ type Config struct {
 func Handler(c Config) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
+	r.Use(middleware.GetHead) // HEAD answers as GET does, without the body
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, reason := c.Probe.Healthy()
 		writeProbe(w, ok, reason)

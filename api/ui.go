@@ -37,6 +37,10 @@ func mountUIPage(r chi.Router) {
 	r.Get("/ui", func(w http.ResponseWriter, req *http.Request) {
 		http.Redirect(w, req, "/ui/", http.StatusFound)
 	})
+	// A person who opens the API's address lands on the web view.
+	r.Get("/", func(w http.ResponseWriter, req *http.Request) {
+		http.Redirect(w, req, "/ui/", http.StatusFound)
+	})
 	r.Get("/ui/*", func(w http.ResponseWriter, req *http.Request) {
 		h := w.Header()
 		// The page is self-contained: forbid anything from elsewhere.

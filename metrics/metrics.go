@@ -189,6 +189,7 @@ type Metrics struct {
 	// StateOverflow: state limit decisions, by route and policy.
 	StateOverflow *prometheus.CounterVec
 	faultMetrics
+	buildMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -253,7 +254,7 @@ func New() *Metrics {
 	m.Aggregated = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAggregated, Help: "Repartitioned records applied to at least one window, by window route."}, []string{"route"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameLate, Help: "Records whose every window was already purged, sent to the late route, by window route."}, []string{"route"})
 	m.WindowResults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameWindowResults, Help: "Window results written, by route and kind (first, update, final, retract)."}, []string{"route", "kind"})
-	m.Watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermark, Help: "Watermark of each window task, epoch milliseconds."}, rp)
+	m.Watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermark, Help: "Deprecated: use sidestream_watermark_timestamp_seconds; removed in the next release. Watermark of each window task, epoch milliseconds."}, rp)
 	m.WatermarkLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermarkLag, Help: "Wall clock minus the task's watermark, in seconds."}, rp)
 	m.OpenWindows = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOpenWindows, Help: "Open (not yet purged) windows per task."}, rp)
 	m.StoreEntries = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameStoreEntries, Help: "Entries in each task's state store."}, rp)
@@ -276,6 +277,7 @@ func New() *Metrics {
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
 	r.MustRegister(m.StateOverflow)
 	m.faultMetrics = newFaultMetrics(r)
+	m.buildMetrics = newBuildMetrics(r)
 	return m
 }
 

@@ -40,10 +40,10 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 			args = append(args, "hint", h)
 		}
 		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
-		select {
-		case <-ctx.Done():
+		// Waiting for brokers is waiting on purpose: /healthz stays 200
+		// (a restart would not bring them), /readyz says why.
+		if !p.idle(ctx, backoff) {
 			return ctx.Err()
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}

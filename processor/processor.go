@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
@@ -187,6 +186,8 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		gaps: newGapTracker(),
 	}
 	p.samples = newSideSamples(p)
+	// Every series a dashboard or an alert reads exists from the start.
+	p.m.Preset(series(top))
 	return p, nil
 }
 
@@ -269,10 +270,8 @@ func (p *Processor) Run(ctx context.Context) error {
 		}
 		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
+		if !p.idle(ctx, backoff) {
 			return nil
-		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 15*time.Second)
 	}
@@ -321,7 +320,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.AdjustFetchOffsetsFn(p.adjustFetchOffsets),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.WithLogger(kslog.New(p.opts.log.With("component", "kafka"))),
+		kgo.WithLogger(newKafkaLogger(p.opts.log)),
 		kgo.WithHooks(p.m.Kafka),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
@@ -538,6 +537,7 @@ func (p *Processor) observeTask(t *windowTask) {
 	if wm := t.op.Watermark(); wm > math.MinInt64 {
 		wmp = &wm
 		p.m.Watermark.WithLabelValues(l...).Set(float64(wm))
+		p.m.WatermarkTimestamp.WithLabelValues(l...).Set(float64(wm) / 1000)
 		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())

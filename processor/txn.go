@@ -133,21 +133,21 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 	switch {
 	case err != nil:
 		p.samples.discard()
-		p.m.Aborts.WithLabelValues("commit_error").Inc()
+		p.m.Aborts.WithLabelValues(AbortCommitError).Inc()
 		return fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
 		p.samples.discard()
 		p.dropState(nil)
 		p.gaps.rewind(sess.Client().CommittedOffsets())
 		if topic, ok := authzRefused(prodErr); ok {
-			p.m.Aborts.WithLabelValues("authorization").Inc()
+			p.m.Aborts.WithLabelValues(AbortAuthorization).Inc()
 			p.m.AuthzRefused.WithLabelValues(topic).Inc()
 			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
 				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
 			p.st.setReady(false, why)
 			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
 		} else {
-			p.m.Aborts.WithLabelValues("produce_error").Inc()
+			p.m.Aborts.WithLabelValues(AbortProduceError).Inc()
 			p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
 			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
 		}
@@ -166,7 +166,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		// the next records restore what the changelog committed.
 		p.dropState(nil)
 		if pending.Records() > 0 {
-			p.m.Aborts.WithLabelValues("rebalance").Inc()
+			p.m.Aborts.WithLabelValues(AbortRebalance).Inc()
 			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
 		}
 		return nil

@@ -69,6 +69,9 @@ go build -o "${TMPDIR:-/tmp}/sidestream-router" ./cmd/router
 "${TMPDIR:-/tmp}/sidestream-router" demo --records 50000 --quiet --listen 127.0.0.1:0 | tee /tmp/sidestream-demo.json
 grep -q '"conservation":true' /tmp/sidestream-demo.json
 
+step "topology tests of the shipped examples (router test)"
+"${TMPDIR:-/tmp}/sidestream-router" test examples/*.test.yaml
+
 step "web view in a real browser (Debian chromium + playwright-core)"
 scripts/ui-test.sh
 

@@ -55,6 +55,9 @@ func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error 
 			// Transaction markers take offsets too: look further back
 			// than Last and keep the last Last data records.
 			from = max(from, end-int64(o.Last)*3-8)
+			if o.Last == 0 {
+				from = end // only what comes next (Follow)
+			}
 		}
 		if from >= end {
 			done[p] = true

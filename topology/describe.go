@@ -363,6 +363,11 @@ func (t *Topology) Description() *Description {
 			edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
 			node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
 		}
+		if r.Window != nil && r.Window.Config.LateTopic != "" {
+			// A side route like the assembly's incomplete and duplicate ones.
+			edge(id, "topic:"+r.Window.Config.LateTopic, "late")
+			node("topic:"+r.Window.Config.LateTopic, NodeTopic, r.Window.Config.LateTopic)
+		}
 		if r.Window != nil {
 			windowErrs = append(windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
 		}

@@ -68,6 +68,13 @@ func (e *ExprError) Error() string {
 
 // CompileExpr compiles src; asBool makes it a predicate.
 func CompileExpr(src string, asBool bool) (*Expr, error) {
+	return compileExpr(src, asBool, nil)
+}
+
+// compileExpr compiles src with the field types of the inputs' schemas
+// (ft may be nil: every field is of unknown type) and runs the strict
+// checks (exprcheck.go).
+func compileExpr(src string, asBool bool, ft *fieldTypes) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{Msg: "empty expression"}
 	}
@@ -75,7 +82,11 @@ func CompileExpr(src string, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, exprErr(err)
 	}
-	opts := []expr.Option{expr.Env(metaEnv), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}
+	env := metaEnv
+	if ft != nil {
+		env = ft.env()
+	}
+	opts := []expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -94,6 +105,9 @@ func CompileExpr(src string, asBool bool) (*Expr, error) {
 	}
 	if c.envDynamic > 0 {
 		return nil, &ExprError{Msg: `$env can only be read with a constant field name, such as $env["@timestamp"] or $env.type: the router decodes only the fields that expressions name`}
+	}
+	if ee := strictCheck(src, &tree.Node, asBool, ft); ee != nil {
+		return nil, ee
 	}
 	return &Expr{Source: src, Program: prog, Fields: c.result()}, nil
 }

@@ -55,7 +55,8 @@ type doc struct {
 	keyPos   map[string]Pos        // key positions
 	nodes    map[string]*yaml.Node // value nodes, to tell an explicit 0 from an absent field
 	problems []Problem
-	parsed   bool // the YAML itself parsed
+	parsed   bool        // the YAML itself parsed
+	fields   *fieldTypes // what the inputs' JSON Schemas say about fields; nil without
 }
 
 func (d *doc) errAt(p Pos, format string, args ...any) {
@@ -170,6 +171,7 @@ func parse(name string, b []byte) *doc {
 		return d
 	}
 	d.parsed = true
+	d.interpolate(top) // ${VAR} and ${VAR:default} in values (interpolate.go)
 	d.decode(top, reflect.ValueOf(&d.cfg).Elem(), "")
 	return d
 }

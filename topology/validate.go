@@ -114,6 +114,7 @@ func (d *doc) validate() {
 		}
 		inSchemas = append(inSchemas, is)
 	}
+	d.fields = newFieldTypes(inSchemas)
 
 	switch c.EventTime.Format {
 	case TimeKafka:
@@ -404,7 +405,7 @@ func checkPEMFile(kind pemKind, path string) error {
 }
 
 func (d *doc) checkExpr(path, src string, asBool bool) {
-	_, err := CompileExpr(src, asBool)
+	_, err := compileExpr(src, asBool, d.fields)
 	if err == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -232,7 +233,7 @@ func (r Reasons) Lines() []string {
 			l += " " + FormatMillis(*r.LateWatermark)
 		}
 		if r.LateWindows != "" {
-			l += "; missed window " + r.LateWindows
+			l += "; missed window " + FormatSpans(r.LateWindows)
 		}
 		out = append(out, l)
 	}
@@ -273,6 +274,24 @@ func (r Reasons) Lines() []string {
 		out = append(out, l)
 	}
 	return out
+}
+
+// spanRe matches one window of the sidestream.late.windows header,
+// [start,end) in epoch milliseconds.
+var spanRe = regexp.MustCompile(`\[(-?\d+),(-?\d+)\)`)
+
+// FormatSpans renders the windows of a sidestream.late.windows header as
+// RFC 3339 times: [2026-09-21T14:00:00.000Z, 2026-09-21T14:01:00.000Z).
+func FormatSpans(s string) string {
+	return spanRe.ReplaceAllStringFunc(s, func(m string) string {
+		p := spanRe.FindStringSubmatch(m)
+		a, errA := strconv.ParseInt(p[1], 10, 64)
+		b, errB := strconv.ParseInt(p[2], 10, 64)
+		if errA != nil || errB != nil {
+			return m
+		}
+		return "[" + FormatMillis(a) + ", " + FormatMillis(b) + ")"
+	})
 }
 
 // FormatMillis prints epoch ms as RFC 3339 UTC with milliseconds.

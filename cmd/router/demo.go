@@ -55,6 +55,9 @@ type demoResult struct {
 	Assembly map[string]int64 `json:"assembly,omitempty"`
 }
 
+// demoIgnores are the router run flags the demo cannot honour.
+var demoIgnores = map[string]bool{"brokers": true}
+
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -77,6 +80,23 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if f.envErr != nil {
+		return exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
+	}
+	// The demo runs its own Kafka: a flag that would point elsewhere is
+	// refused rather than ignored.
+	var ignored []string
+	fs.Visit(func(fl *flag.Flag) {
+		if demoIgnores[fl.Name] {
+			ignored = append(ignored, "--"+fl.Name)
+		}
+	})
+	if len(ignored) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("router demo: %s: the demo runs its own embedded Kafka (use --kafka-port to reach it); this flag is for router run", strings.Join(ignored, ", "))}
 	}
 	if *records < 1 {
 		return exitError{code: 2, msg: "--records must be at least 1"}
@@ -163,8 +183,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	var produced int64
 	var expect gen.AssemblyExpect
 	if kind == "parts" {
-		// The parts generator; --records counts orders.
-		produced, expect, err = generateParts(ctx, brokers, top, *records, *seed)
+		// The parts generator: --records counts input records (whole
+		// orders: at least that many parts).
+		produced, expect, err = generateParts(ctx, brokers, top, *records, *rate, *seed)
 	} else {
 		produced, err = generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
 	}
@@ -458,9 +479,10 @@ func lingerDemo(top *topology.Topology, m *metrics.Metrics, ui *live.State, addr
 		}))
 		go func() { _ = srv.Serve(ln) }()
 	}
-	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
+	// Listen for Ctrl-C before saying it ends the linger.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):

@@ -18,27 +18,57 @@ import (
 	"github.com/sidestream/sidestream/wire"
 )
 
-// generateParts writes the parts of an assembly example: the three-topic
-// order/payment/shipment stream when the topology reads payments, else
-// the seed-002 stream of X and Y parts. n is the number of orders.
-func generateParts(ctx context.Context, brokers []string, top *topology.Topology, n int, seed uint64) (int64, gen.AssemblyExpect, error) {
-	var parts []gen.Part
-	var exp gen.AssemblyExpect
+// partsFor generates the parts of n orders of an assembly example: the
+// three-topic order/payment/shipment stream when the topology reads
+// payments, else the seed-002 stream of X and Y parts.
+func partsFor(top *topology.Topology, n int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
 	if slices.Contains(top.InputTopics(), "payments") {
-		parts, exp = gen.OrderPaymentShipment(seed, n)
-	} else {
-		parts, exp = gen.OrderParts(seed, n, int(top.Config.Topics.Partitions))
-		for i := range parts {
-			parts[i].Topic = top.InputTopics()[0]
+		return gen.OrderPaymentShipment(seed, n)
+	}
+	parts, exp := gen.OrderParts(seed, n, int(top.Config.Topics.Partitions))
+	for i := range parts {
+		parts[i].Topic = top.InputTopics()[0]
+	}
+	return parts, exp
+}
+
+// partsOfRecords generates whole orders, the fewest whose parts number at
+// least records (an order's parts are never cut: the verdict checks each
+// order's outcome).
+func partsOfRecords(top *topology.Topology, records int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
+	lo, hi := 1, max(1, records) // every order has at least one part
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if p, _ := partsFor(top, mid, seed); len(p) >= records {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
 	}
+	return partsFor(top, lo, seed)
+}
+
+// generateParts writes the parts of about records input records (whole
+// orders), at rate records per second (0: as fast as possible).
+func generateParts(ctx context.Context, brokers []string, top *topology.Topology, records int, rate float64, seed uint64) (int64, gen.AssemblyExpect, error) {
+	parts, exp := partsOfRecords(top, records, seed)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return 0, exp, err
 	}
 	defer cl.Close()
 	var failed error
-	for _, p := range parts {
+	start := time.Now()
+	for i, p := range parts {
+		if rate > 0 {
+			if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return 0, exp, ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+		}
 		r := &kgo.Record{Topic: p.Topic, Key: p.Key, Value: p.Value}
 		if p.TS > 0 {
 			r.Timestamp = time.UnixMilli(p.TS)

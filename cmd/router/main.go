@@ -1,4 +1,4 @@
-// Command router runs sidestream topologies: run, demo, validate,
+// Command router runs sidestream topologies: run, demo, validate, test,
 // topology, version, tail, redrive, reset.
 package main
 
@@ -20,9 +20,10 @@ const usage = `router: a Kafka-native router with side outputs
 Usage:
   router run      --config FILE [--brokers B] [--listen ADDR] ...   run a topology
   router demo     [--records N] [--rate R] [--config FILE]          in-process Kafka, generator, live summary
-  router validate --config FILE                                     check a topology offline
+  router validate [--format json] FILE...                           check topologies offline (several files, globs)
+  router test     FILE...                                           run topology tests (inputs, expected outputs per route) on an in-process Kafka
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
-  router version                                                    print the version
+  router version                                                    print the version, VCS revision and Go version (also --version)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
   router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
@@ -43,16 +44,17 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"run":      cmdRun,
 		"demo":     cmdDemo,
 		"validate": cmdValidate,
+		"test":     cmdTest,
 		"topology": cmdTopology,
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,
 		"reset":    cmdReset,
-		"version": func(_ []string, out, _ io.Writer) error {
-			fmt.Fprintln(out, "router", version)
-			return nil
-		},
+		"version":  cmdVersion,
 	}
 	name := args[0]
+	if name == "--version" || name == "-version" {
+		name = "version"
+	}
 	if name == "-h" || name == "--help" || name == "help" {
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -77,6 +79,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "router %s: %v\n", name, err)
 	return 1
+}
+
+func cmdVersion(args []string, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("router version: unexpected argument %q", args[0])}
+	}
+	fmt.Fprintln(stdout, currentBuild())
+	return nil
 }
 
 // exitError ends the process with a code and an optional message.

@@ -41,6 +41,7 @@ type runFlags struct {
 	sessionTimeout time.Duration
 	logLevel       string
 	logFormat      string
+	envErr         error // a SIDESTREAM_* value that does not parse
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -52,7 +53,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", envOr("SIDESTREAM_LISTEN", ":8080"), "HTTP API address (env SIDESTREAM_LISTEN)")
 	fs.StringVar(&f.instanceID, "instance-id", os.Getenv("SIDESTREAM_INSTANCE_ID"), "unique name of this process in the group (default: host name; env SIDESTREAM_INSTANCE_ID)")
 	fs.StringVar(&f.ownerURL, "owner-url-template", os.Getenv("SIDESTREAM_OWNER_URL_TEMPLATE"), "how instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080 (env SIDESTREAM_OWNER_URL_TEMPLATE)")
-	fs.BoolVar(&f.static, "static-membership", os.Getenv("SIDESTREAM_STATIC_MEMBERSHIP") == "true", "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true)")
+	static, err := envBool("SIDESTREAM_STATIC_MEMBERSHIP", false)
+	f.envErr = err
+	fs.BoolVar(&f.static, "static-membership", static, "use the instance id as group.instance.id (env SIDESTREAM_STATIC_MEMBERSHIP=true, or 1)")
 	fs.IntVar(&f.workers, "workers", 0, "partitions processed in parallel (default GOMAXPROCS)")
 	fs.DurationVar(&f.txnTimeout, "transaction-timeout", 10*time.Second, "broker-side transaction timeout")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", 0, "consumer group session timeout: how soon a dead or frozen member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)")
@@ -115,10 +118,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if f.envErr != nil {
+		return exitError{code: 2, msg: "router run: " + f.envErr.Error()}
+	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
+	warnUnknownEnv(log, os.Environ())
 	top, err := loadTopology(f.config, f.overrides(), false)
 	if err != nil {
 		return err
@@ -145,6 +155,8 @@ type uiView struct{ s *live.State }
 func (u uiView) UIView() any { return u.s.View() }
 
 func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
+	build := currentBuild()
+	m.SetBuildInfo(build.version, build.revision, build.goVersion)
 	ui := hooks.ui
 	if ui == nil {
 		ui = live.New(top, m, live.Options{})
@@ -200,7 +212,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		}
 	}()
 	sec := top.Config.Security
-	started := []any{"api", addr.String(), "api_tls", tlsCfg != nil, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
+	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", tlsCfg != nil, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
 		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID(), "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
@@ -260,42 +272,15 @@ func liveTasks(p *processor.Processor) func() []live.Task {
 	}
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *config == "" {
-		return exitError{code: 2, msg: "--config is required"}
-	}
-	cfg, err := topology.LoadFile(*config)
-	if err != nil {
-		var ce *topology.ConfigError
-		if errors.As(err, &ce) {
-			fmt.Fprintln(stdout, ce.Error())
-			return exitError{code: 1}
-		}
-		return err
-	}
-	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
-		fmt.Fprintln(stdout, err)
-		return exitError{code: 1}
-	}
-	if _, err := topology.Compile(cfg, dirOf(*config)); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", *config, len(cfg.Inputs), len(cfg.Routes), cfg.Guarantee)
-	return nil
-}
-
 func cmdTopology(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router topology", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
 	format := fs.String("format", "json", "json, dot or mermaid")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	cfg, err := topology.LoadFile(*config)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,7 +39,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.brokers, "brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
 	fs.BoolVar(&f.follow, "follow", false, "keep printing new records until interrupted")
 	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "every record of the topic, not only the last --lines of each partition")
-	fs.IntVar(&f.lines, "lines", 10, "records per partition to print without --from-beginning")
+	fs.IntVar(&f.lines, "lines", 10, "records per partition to print without --from-beginning (0 with --follow: only new records)")
 	fs.IntVar(&f.maxValue, "max-value", 2048, "bytes of each value shown; longer values are cut (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,8 +50,8 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	if f.format != "table" && f.format != "json" {
 		return exitError{code: 2, msg: fmt.Sprintf("router tail: --format %q: use table or json", f.format)}
 	}
-	if f.lines < 1 {
-		return exitError{code: 2, msg: "router tail: --lines must be at least 1"}
+	if f.lines < 0 || f.lines == 0 && !f.follow {
+		return exitError{code: 2, msg: "router tail: --lines must be at least 1 (0 with --follow: only new records)"}
 	}
 	if f.maxValue < 0 {
 		return exitError{code: 2, msg: "router tail: --max-value must not be negative"}
@@ -100,7 +101,32 @@ type tailRecord struct {
 	Reason    string            `json:"reason,omitempty"`
 	Reasons   wire.Reasons      `json:"reasons"`
 	Headers   map[string]string `json:"headers,omitempty"` // the input's own headers, escaped
-	Value     show.Value        `json:"value"`
+	// Value is the value itself when it is JSON (compact, as a JSON
+	// value, not a string), else a string: escaped text or hex (see
+	// ValueKind); null for a null value.
+	Value          json.RawMessage `json:"value"`
+	ValueKind      string          `json:"value_kind"` // json, text, binary, empty
+	ValueBytes     int             `json:"value_bytes"`
+	ValueTruncated bool            `json:"value_truncated,omitempty"` // a prefix of --max-value bytes is shown
+	shown          show.Value
+}
+
+// jsonValue is the value of a record as --format json writes it.
+func jsonValue(b []byte, v show.Value) json.RawMessage {
+	switch v.Kind {
+	case show.KindJSON:
+		var out bytes.Buffer
+		if json.Compact(&out, b) == nil {
+			return out.Bytes()
+		}
+	case show.KindEmpty:
+		if b == nil {
+			return json.RawMessage("null")
+		}
+		return json.RawMessage(`""`)
+	}
+	s, _ := json.Marshal(v.Text)
+	return s
 }
 
 type tailPrinter struct {
@@ -116,8 +142,9 @@ func (p tailPrinter) record(r *kgo.Record) tailRecord {
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: wire.FormatMillis(r.Timestamp.UnixMilli()),
 		Reasons:   wire.Decode(r.Headers),
-		Value:     show.Render(r.Value, p.f.maxValue),
+		shown:     show.Render(r.Value, p.f.maxValue),
 	}
+	t.Value, t.ValueKind, t.ValueBytes, t.ValueTruncated = jsonValue(r.Value, t.shown), t.shown.Kind, t.shown.Bytes, t.shown.Truncated
 	t.Reason = t.Reasons.Code()
 	if r.Key != nil {
 		k := show.Render(r.Key, 256)
@@ -158,7 +185,7 @@ func (p tailPrinter) print(r *kgo.Record) error {
 	for _, h := range wire.UserHeaders(r.Headers) {
 		fmt.Fprintf(&b, "  header %s=%s\n", show.Escape(h.Key), show.Key(h.Value, 256))
 	}
-	v := t.Value
+	v := t.shown
 	desc := fmt.Sprintf("%s, %d bytes", v.Kind, v.Bytes)
 	if v.Truncated {
 		desc += fmt.Sprintf(", first %d shown", p.f.maxValue)

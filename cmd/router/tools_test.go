@@ -27,7 +27,7 @@ func TestToolsBadArguments(t *testing.T) {
 		{[]string{"tail", "--config", example}, "a route is required; this topology has: error (logs.error), warn (logs.warn), main (logs.main), dirty (logs.dirty)"},
 		{[]string{"tail", "--config", example, "--route", "errors"}, `unknown route "errors"; this topology has: error (logs.error)`},
 		{[]string{"tail", "--config", example, "--route", "dirty", "--format", "xml"}, `--format "xml": use table or json`},
-		{[]string{"tail", "--config", example, "--route", "dirty", "--lines", "0"}, "--lines must be at least 1"},
+		{[]string{"tail", "--config", example, "--route", "dirty", "--lines", "0"}, "--lines must be at least 1 (0 with --follow: only new records)"},
 		{[]string{"tail", "--config", example, "--route", "dirty", "extra"}, `unexpected argument "extra"`},
 		{[]string{"tail", "--route", "dirty"}, "--config is required"},
 		{[]string{"redrive", "--config", example, "--to", "logs"}, "--from is required"},
@@ -119,8 +119,20 @@ func TestTailShowsRecordsSafely(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Offset != 3 || rec.Reason != "schema_violation" || rec.Value.Bytes != len(long) || !rec.Value.Truncated || rec.Headers["trace-id"] != "t-1" {
+	if rec.Offset != 3 || rec.Reason != "schema_violation" || rec.ValueBytes != len(long) || !rec.ValueTruncated || rec.ValueKind != "text" || rec.Headers["trace-id"] != "t-1" {
 		t.Fatalf("json record: %+v", rec)
+	}
+	// A JSON value is written as a JSON value, compact, not as a string.
+	code, out, errs = run(t, "tail", "--config", example, "--brokers", brokers, "--route", "dirty", "--format", "json", "--from-beginning")
+	if code != 0 {
+		t.Fatalf("tail json: exit %d: %s", code, errs)
+	}
+	first := strings.SplitN(out, "\n", 2)[0]
+	if !strings.Contains(first, `"value":{"id":"e-1","ts":1790000000000,"level":"TRACE"},"value_kind":"json","value_bytes":47`) {
+		t.Errorf("json value not written as JSON: %s", first)
+	}
+	if !strings.Contains(out, `"value":"deadbeef","value_kind":"binary"`) {
+		t.Errorf("binary value: %s", out)
 	}
 	code, _, errs = run(t, "tail", "--config", example, "--brokers", brokers, "--route", "error")
 	if code != 1 || !strings.Contains(errs, "topic logs.error does not exist yet") {

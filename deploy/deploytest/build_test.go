@@ -11,7 +11,10 @@ import (
 	"testing"
 )
 
-const stampedVersion = "v0.0.0-deploytest"
+const (
+	stampedVersion  = "v0.0.0-deploytest"
+	stampedRevision = "0123456789abcdef0123456789abcdef01234567"
+)
 
 var (
 	buildOnce sync.Once
@@ -31,7 +34,7 @@ func router(t *testing.T) string {
 		}
 		cmd := exec.Command(filepath.Join(root, "scripts", "build.sh"), filepath.Join(buildDir, "router"))
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "VERSION="+stampedVersion)
+		cmd.Env = append(os.Environ(), "VERSION="+stampedVersion, "REVISION="+stampedRevision)
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {
@@ -54,8 +57,11 @@ func run(t *testing.T, bin string, args ...string) string {
 func TestBuildScript(t *testing.T) {
 	bin := router(t)
 
-	if got, want := run(t, bin, "version"), "router "+stampedVersion+"\n"; got != want {
-		t.Errorf("router version printed %q, want %q", got, want)
+	want := "router " + stampedVersion + " (revision " + stampedRevision + ", go"
+	for _, arg := range []string{"version", "--version"} {
+		if got := run(t, bin, arg); !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+			t.Errorf("router %s printed %q, want a line starting %q", arg, got, want)
+		}
 	}
 	if got := run(t, bin, "validate", "--config", "examples/logs-by-level.yaml"); !strings.Contains(got, ": ok (") {
 		t.Errorf("router validate printed %q", got)

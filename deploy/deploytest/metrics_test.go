@@ -14,15 +14,33 @@ import (
 	"testing"
 )
 
-// declaredMetrics reads the Name* constants of metrics/metrics.go: the one
-// place every metric name is declared.
+// declaredMetrics reads the Name* constants of the metrics package: the
+// one place every metric name is declared.
 func declaredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "metrics", "metrics.go"), nil, parser.SkipObjectResolution)
+	files, err := filepath.Glob(filepath.Join(root, "metrics", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := map[string]bool{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		declaredIn(t, f, names)
+	}
+	if len(names) < 10 {
+		t.Fatalf("found only %d Name* constants in metrics/", len(names))
+	}
+	return names
+}
+
+func declaredIn(t *testing.T, f *ast.File, names map[string]bool) {
+	t.Helper()
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -44,10 +62,6 @@ func declaredMetrics(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	if len(names) < 10 {
-		t.Fatalf("found only %d Name* constants in metrics/metrics.go", len(names))
-	}
-	return names
 }
 
 var metricRe = regexp.MustCompile(`\bsidestream_[a-z0-9_]+`)
@@ -181,7 +195,8 @@ func TestDashboardMetricsExist(t *testing.T) {
 	// What the dashboard is for.
 	for _, m := range []string{"sidestream_records_consumed_total", "sidestream_route_records_total",
 		"sidestream_records_dirty_total", "sidestream_consumer_lag_records", "sidestream_commit_duration_seconds_bucket",
-		"sidestream_txn_aborts_total", "sidestream_ready", "sidestream_assigned_partitions"} {
+		"sidestream_txn_aborts_total", "sidestream_ready", "sidestream_assigned_partitions",
+		"sidestream_changelog_loss_total", "sidestream_state_overflow_total", "sidestream_assembly_parts_total"} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)
 		}

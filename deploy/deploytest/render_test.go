@@ -2,6 +2,8 @@ package deploytest
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -298,7 +300,7 @@ func TestDefaultRender(t *testing.T) {
 		name  string
 		probe *probe
 		path  string
-	}{{"startup", r.c.StartupProbe, "/readyz"}, {"liveness", r.c.LivenessProbe, "/healthz"}, {"readiness", r.c.ReadinessProbe, "/readyz"}} {
+	}{{"startup", r.c.StartupProbe, "/healthz"}, {"liveness", r.c.LivenessProbe, "/healthz"}, {"readiness", r.c.ReadinessProbe, "/readyz"}} {
 		if p.probe == nil {
 			t.Errorf("no %s probe", p.name)
 			continue
@@ -307,8 +309,15 @@ func TestDefaultRender(t *testing.T) {
 			t.Errorf("%s probe on %s port %s, want %s on http", p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port, p.path)
 		}
 	}
-	if sp := r.c.StartupProbe; sp != nil && sp.PeriodSeconds*sp.FailureThreshold < 300 {
-		t.Errorf("startup probe allows %ds, want at least 5 minutes for state restore", sp.PeriodSeconds*sp.FailureThreshold)
+	// The startup probe is on /healthz: a pod that waits for brokers, or
+	// stands still after a changelog loss or an ACL refusal, is not ready
+	// but must not be restarted (/readyz would never pass).
+	if sp := r.c.StartupProbe; sp != nil && sp.PeriodSeconds*sp.FailureThreshold < 60 {
+		t.Errorf("startup probe allows %ds, want at least a minute to start listening", sp.PeriodSeconds*sp.FailureThreshold)
+	}
+	// GOMEMLIMIT: 90% of the 1Gi memory limit, in bytes.
+	if v, _, _, ok := r.env("GOMEMLIMIT"); !ok || v != "966367641" {
+		t.Errorf("GOMEMLIMIT %q (set %v), want 90%% of 1Gi = 966367641", v, ok)
 	}
 	if len(r.c.Ports) != 1 || r.c.Ports[0].Name != "http" || r.c.Ports[0].ContainerPort != 8080 {
 		t.Errorf("ports %+v, want http 8080", r.c.Ports)
@@ -496,6 +505,9 @@ func TestDeploymentMode(t *testing.T) {
 	if v, _, _, _ := r.env("GOMEMLIMIT"); v != "900MiB" {
 		t.Errorf("extraEnv GOMEMLIMIT %q", v)
 	}
+	if n := countEnv(r, "GOMEMLIMIT"); n != 1 {
+		t.Errorf("GOMEMLIMIT set %d times, want once (extraEnv's wins over router.goMemLimit)", n)
+	}
 	for _, o := range find(r.objs, "Service") {
 		if strings.HasSuffix(o.Metadata.Name, "-headless") {
 			t.Errorf("headless Service %s rendered for a Deployment", o.Metadata.Name)
@@ -612,7 +624,8 @@ func TestMonitoringAndHPA(t *testing.T) {
 
 	alerts := ruleNames(t, r.objs)
 	for _, a := range []string{"SidestreamDirtyRatioHigh", "SidestreamLateRatioHigh", "SidestreamConsumerLagHigh",
-		"SidestreamTransactionAborts", "SidestreamNoProgress", "SidestreamRestoreSlow", "SidestreamNotReady", "SidestreamCommitSlow", "SidestreamInputRecordsLost"} {
+		"SidestreamTransactionAborts", "SidestreamNoProgress", "SidestreamRestoreSlow", "SidestreamNotReady", "SidestreamCommitSlow", "SidestreamInputRecordsLost",
+		"SidestreamChangelogLoss", "SidestreamStateOverflow"} {
 		if !slices.Contains(alerts, a) {
 			t.Errorf("alert %s missing from %q", a, alerts)
 		}
@@ -948,5 +961,75 @@ func TestPersistence(t *testing.T) {
 		if m.Name == "state" {
 			t.Errorf("default render mounts state at %s", m.MountPath)
 		}
+	}
+}
+
+func countEnv(r rendered, name string) int {
+	n := 0
+	for _, e := range r.c.Env {
+		if e.Name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// TestGoMemLimit: router.goMemLimit auto follows resources.limits.memory
+// in any Kubernetes unit, an explicit value is used as is, "" and no
+// memory limit set none, and a unit it cannot read fails the render.
+func TestGoMemLimit(t *testing.T) {
+	requireHelm(t)
+	for _, tc := range []struct {
+		args []string
+		want string // "" = unset
+	}{
+		{[]string{"--set", "resources.limits.memory=2Gi"}, "1932735283"},
+		{[]string{"--set", "resources.limits.memory=1500M"}, "1350000000"},
+		{[]string{"--set", "resources.limits.memory=536870912"}, "483183820"},
+		{[]string{"--set", "router.goMemLimit=700MiB"}, "700MiB"},
+		{[]string{"--set", "router.goMemLimit="}, ""},
+		{[]string{"--set", "resources.limits=null"}, ""},
+	} {
+		r := render(t, tc.args...)
+		v, _, _, ok := r.env("GOMEMLIMIT")
+		if tc.want == "" && ok || tc.want != "" && v != tc.want {
+			t.Errorf("%v: GOMEMLIMIT %q (set %v), want %q", tc.args, v, ok, tc.want)
+		}
+	}
+	_, stderr, err := helm(t, "template", releaseName, chartDir, "--set", "resources.limits.memory=2X")
+	if err == nil || !strings.Contains(stderr, `resources.limits.memory "2X"`) {
+		t.Errorf("memory 2X: err %v, stderr %q", err, stderr)
+	}
+}
+
+// TestTopologySetFile: --set-file topology=FILE gives the topology as a
+// string; it is mounted as written and validated as an object is.
+func TestTopologySetFile(t *testing.T) {
+	requireHelm(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "orders.yaml")
+	src := "application_id: from-file\nbrokers: [kafka:9092]\ninputs:\n  - topic: orders\n    format: json\nrouting:\n  default: main\nroutes:\n  - name: main\n    topic: orders.main\ndirty:\n  topic: orders.dirty\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := render(t, "--set-file", "topology="+file)
+	if r.top["application_id"] != "from-file" {
+		t.Errorf("mounted topology %v, want the file's", r.top)
+	}
+	var cm configMap
+	one(t, r.objs, "ConfigMap").decode(t, &cm)
+	if strings.TrimSpace(cm.Data["topology.yaml"]) != strings.TrimSpace(src) {
+		t.Errorf("topology.yaml in the ConfigMap:\n%s\nwant the file as written:\n%s", cm.Data["topology.yaml"], src)
+	}
+	if _, ok := cm.Data["schema.log-event.json"]; ok {
+		t.Error("the example's schema is mounted with a topology of one's own")
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("inputs: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := helm(t, "template", releaseName, chartDir, "--set", "kafka.brokers={kafka:9092}", "--set-file", "topology="+bad)
+	if err == nil || !strings.Contains(stderr, "topology.application_id is required") {
+		t.Errorf("a file without application_id: err %v, stderr %q", err, stderr)
 	}
 }

@@ -46,10 +46,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 sidestream.topology is the effective topology as YAML: .Values.topology
-when set (whole, never merged), else the chart's copy of the repo's example.
+when set (whole, never merged), as an object or as the text of a file
+(--set-file topology=FILE), else the chart's copy of the repo's example.
 */}}
 {{- define "sidestream.topology" -}}
-{{- if .Values.topology }}
+{{- if kindIs "string" .Values.topology }}
+{{- if not (trim .Values.topology) }}
+{{- .Files.Get "files/logs-by-level.yaml" }}
+{{- else }}
+{{- .Values.topology }}
+{{- end }}
+{{- else if .Values.topology }}
 {{- toYaml .Values.topology }}
 {{- else }}
 {{- .Files.Get "files/logs-by-level.yaml" }}
@@ -63,7 +70,7 @@ topology is used, plus .Values.schemas.
 */}}
 {{- define "sidestream.schemas" -}}
 {{- $s := dict }}
-{{- if not .Values.topology }}
+{{- if not (include "sidestream.userTopology" .) }}
 {{- range $path, $_ := .Files.Glob "files/schemas/*.json" }}
 {{- $_ := set $s (base $path) ($.Files.Get $path) }}
 {{- end }}
@@ -227,5 +234,39 @@ authorization:
   credentials:
     name: {{ $api.bearer.existingSecret }}
     key: {{ $api.bearer.prometheusKey }}
+{{- end }}
+{{- end }}
+
+{{/*
+sidestream.userTopology is "true" when the values carry a topology (an
+object, or a non-blank string from --set-file).
+*/}}
+{{- define "sidestream.userTopology" -}}
+{{- if kindIs "string" .Values.topology }}
+{{- if trim .Values.topology }}true{{ end }}
+{{- else if .Values.topology }}true{{ end }}
+{{- end }}
+
+{{/*
+sidestream.goMemLimit is the GOMEMLIMIT value, "" for none: router.goMemLimit
+as is, or with "auto" 90% of resources.limits.memory in bytes (none without
+a memory limit), so the garbage collector works harder before the kernel's
+OOM killer acts.
+*/}}
+{{- define "sidestream.goMemLimit" -}}
+{{- $v := .Values.router.goMemLimit | toString }}
+{{- if eq $v "auto" }}
+{{- $mem := dig "limits" "memory" "" (.Values.resources | default dict) | toString }}
+{{- if $mem }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $mem }}
+{{- $unit := trimPrefix $num $mem }}
+{{- $units := dict "" 1.0 "k" 1000.0 "K" 1000.0 "M" 1000000.0 "G" 1000000000.0 "T" 1000000000000.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0 }}
+{{- if or (not $num) (not (hasKey $units $unit)) }}
+{{- fail (printf "resources.limits.memory %q: router.goMemLimit auto understands a number with k, M, G, T, Ki, Mi, Gi or Ti; set router.goMemLimit explicitly" $mem) }}
+{{- end }}
+{{- printf "%d" (mulf (float64 $num) (get $units $unit) 0.9 | floor | int64) }}
+{{- end }}
+{{- else }}
+{{- $v }}
 {{- end }}
 {{- end }}
