@@ -21,6 +21,10 @@ var knownEnv = map[string]bool{
 	topology.EnvSASLPassword: true, topology.EnvTLSCAFile: true, topology.EnvTLSCertFile: true,
 	topology.EnvTLSKeyFile: true, topology.EnvTLSServerName: true, topology.EnvTLSInsecureSkipVer: true,
 	topology.EnvStateStore: true, topology.EnvStateDir: true, topology.EnvOnChangelogLoss: true,
+	topology.EnvAPIAuth: true, topology.EnvAPITokenFile: true, topology.EnvAPITokens: true,
+	topology.EnvAPIMetrics: true, topology.EnvAPITLSCertFile: true, topology.EnvAPITLSKeyFile: true,
+	topology.EnvAPITLSClientCA: true, topology.EnvAPISamples: true, topology.EnvAPIRedact: true,
+	topology.EnvAPISampleMaxLen: true,
 }
 
 // toolEnvPrefixes are the repository's test and script settings
