@@ -85,8 +85,9 @@ func TestDirtyPairsListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	use := regexp.MustCompile(`(?:recErr\(|Stage: |rerr\.Stage, rerr\.Reason = )(Stage\w+),? (?:Reason: )?(Reason\w+)`)
-	listedRe := regexp.MustCompile(`\{(Stage\w+), (Reason\w+)\}`)
+	// The codes are wire's (wire.StageDecode): the prefix is optional.
+	use := regexp.MustCompile(`(?:recErr\(|Stage: |rerr\.Stage, rerr\.Reason = )(?:wire\.)?(Stage\w+),? (?:Reason: )?(?:wire\.)?(Reason\w+)`)
+	listedRe := regexp.MustCompile(`\{(?:wire\.)?(Stage\w+), (?:wire\.)?(Reason\w+)\}`)
 	listed := map[string]bool{}
 	var uses []string
 	for _, f := range files {
