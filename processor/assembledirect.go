@@ -64,7 +64,12 @@ func (d *directAssemblies) process(out, in *kgo.Record) {
 			return
 		}
 	}
-	for _, r := range d.p.eng.processAssemblyRecord(out, t, time.Now(), d.tally) {
+	recs, err := d.p.eng.processAssemblyRecord(out, t, time.Now(), d.tally)
+	if err != nil {
+		d.err = err // the batch aborts: nothing of it commits
+		return
+	}
+	for _, r := range recs {
 		d.produce(r)
 	}
 }

@@ -38,6 +38,7 @@ type opts struct {
 	kgoOpts     []kgo.Opt
 	sampler     func([]*kgo.Record)
 	stores      changelog.Builder
+	asmStores   changelog.Builder // assembly tasks: memory (tests inject faults)
 	lossRecheck time.Duration
 	ownerURL    string
 }
@@ -164,6 +165,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		default:
 			op.stores = changelog.MemoryBuilder()
 		}
+	}
+	if op.asmStores == nil {
+		op.asmStores = changelog.MemoryBuilder()
 	}
 	ws, err := newWindowStage(top, op.stores)
 	if err != nil {
@@ -427,13 +431,14 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			}
 			t.mu.Lock()
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.processRepartitioned(r, t, tally) {
-					produce(out)
-				}
-				if t.failed != nil {
+				outs, err := p.eng.processRepartitioned(r, t, tally)
+				if err != nil {
 					t.mu.Unlock()
-					taskErrOnce.Do(func() { taskErr = t.failed })
+					taskErrOnce.Do(func() { taskErr = err })
 					return
+				}
+				for _, out := range outs {
+					produce(out)
 				}
 			}
 			t.lastRecord = time.Now()
@@ -447,7 +452,13 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			}
 			t.mu.Lock()
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.processAssemblyRecord(r, t, time.Now(), tally) {
+				outs, err := p.eng.processAssemblyRecord(r, t, time.Now(), tally)
+				if err != nil {
+					t.mu.Unlock()
+					taskErrOnce.Do(func() { taskErr = err })
+					return
+				}
+				for _, out := range outs {
 					produce(out)
 				}
 			}

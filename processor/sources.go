@@ -304,13 +304,13 @@ func sourceID(topic string, part int32) string { return topic + "/" + strconv.It
 // processMark is stage two for one mark: the source's progress moves the
 // task's watermark. A malformed mark goes to dirty (it is counted as
 // consumed then, like any record that goes there).
-func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	topic := headerStr(r.Headers, HeaderTopic)
 	part, okp := headerInt(r.Headers, HeaderPartition)
 	m, okm := headerInt(r.Headers, HeaderSourceMax)
 	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
 		tally.Consumed[r.Topic]++
-		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
 	}
 	src := sourceID(topic, int32(part))
 	t.heard(src)
@@ -319,11 +319,10 @@ func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally)
 		tally.Consumed[r.Topic]++
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil
 		}
-		t.failed = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
-		return nil
+		return nil, fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
 	}
 	tally.MarksRead++
-	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally)
+	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally), nil
 }

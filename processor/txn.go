@@ -50,6 +50,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 		})
 	}
 	interval := cfg.CommitInterval.D()
+	// abort ends the session's open transaction after a batch failed (a
+	// store error, a restore that could not finish): nothing of it may
+	// commit, not even the side records sampled for the web view.
+	abort := func(err error) error {
+		_, _ = sess.End(endCtx, kgo.TryAbort)
+		p.samples.discard()
+		return err
+	}
 	watch := newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
 		func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
 			return unstablePartitions(ctx, p.admCl, cfg.ApplicationID, parts)
@@ -71,19 +79,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			}
 			tally, err := p.processFetches(fetches, produce)
 			if err != nil {
-				// State could not be restored: nothing of this
-				// transaction may commit.
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			pending.Add(tally)
 			if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 				break
@@ -239,11 +242,15 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		return nil
 	}
 	var revokeErr error
+	// failed is set when a batch failed (a store error, a restore that
+	// could not finish): the session ends and leaving the group runs the
+	// revoke callback, which must then commit nothing of it.
+	failed := false
 	revoked := func(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 		inner := p.onRevoked(kind)
 		return func(c context.Context, k *kgo.Client, r map[string][]int32) {
 			mu.Lock()
-			if kind == "revoked" {
+			if kind == "revoked" && !failed {
 				if err := commit(); err != nil && revokeErr == nil {
 					revokeErr = err
 				}
@@ -294,19 +301,23 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return err
 		}
 		mu.Lock()
+		abandon := func(err error) error {
+			failed = true
+			*pending = *metrics.NewTally()
+			p.samples.discard()
+			mu.Unlock()
+			return err
+		}
 		tally, perr2 := p.processFetches(fetches, produce)
 		if perr2 != nil {
-			mu.Unlock()
-			return perr2
+			return abandon(perr2)
 		}
 		pending.Add(tally)
 		if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-			mu.Unlock()
-			return err
+			return abandon(err)
 		}
 		if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-			mu.Unlock()
-			return err
+			return abandon(err)
 		}
 		var cerr error
 		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {

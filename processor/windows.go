@@ -60,8 +60,6 @@ type windowTask struct {
 	// from each source, for idle_timeout.
 	built     time.Time
 	lastHeard map[string]time.Time
-	// failed is set when the store failed; the task is then unusable.
-	failed error
 }
 
 // windowStage owns the window tasks of this process.
@@ -341,15 +339,15 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 
 // processWindow is stage two: one repartitioned record into its task's
 // operator. It returns the window results (and the late record, if late).
-func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	rt := t.route.rt
 	et, ok := headerInt(r.Headers, HeaderEventTime)
 	if !ok {
-		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadTime, "repartitioned record has no %s header", HeaderEventTime), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadTime, "repartitioned record has no %s header", HeaderEventTime), tally)}, nil
 	}
 	d, rerr := e.dec.decodeFields(r.Value)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}
+		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
 	}
 	d.EventTime = et
 	m := &Meta{Key: sourceKey(r), Topic: headerStr(r.Headers, HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
@@ -359,7 +357,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	m.Offset, _ = headerInt(r.Headers, HeaderOffset)
 	vals, rerr := e.rt.aggregateValues(rt, m, d)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}
+		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
@@ -368,7 +366,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		before := int64(math.MinInt64)
 		if len(h) > 0 {
 			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "%s header %q is not a number", HeaderSourceMax, h), tally)}
+				return []*kgo.Record{e.dirty(r, recErr(StageWindow, ReasonBadMark, "%s header %q is not a number", HeaderSourceMax, h), tally)}, nil
 			}
 		}
 		src := sourceID(m.Topic, m.Partition)
@@ -381,20 +379,19 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
 		}
 		// The store failed and may hold part of this record's writes:
-		// nothing of this transaction may commit. The caller stops the
-		// task, the transaction aborts and the state is restored.
-		t.failed = fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
-		return nil
+		// nothing of this transaction may commit. The batch aborts and
+		// the task is rebuilt from its changelog.
+		return nil, fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
 	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
 	if ov := out.Overflow; ov != nil {
 		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
 		recs = append(recs, overflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
-		return recs
+		return recs, nil
 	}
 	if out.Late != nil {
 		tally.Late[rt.Name]++
@@ -402,7 +399,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	} else {
 		tally.Aggregated[rt.Name]++
 	}
-	return recs
+	return recs, nil
 }
 
 func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
@@ -751,11 +748,13 @@ func (d *directTasks) process(out, in *kgo.Record) {
 			return
 		}
 	}
-	for _, r := range d.p.eng.processRepartitioned(out, t, d.tally) {
-		d.produce(r)
+	recs, err := d.p.eng.processRepartitioned(out, t, d.tally)
+	if err != nil {
+		d.err = err // the batch aborts: nothing of it commits
+		return
 	}
-	if t.failed != nil {
-		d.err = t.failed
+	for _, r := range recs {
+		d.produce(r)
 	}
 }
 
