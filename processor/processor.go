@@ -187,7 +187,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
 		m:    op.metrics,
 		eng:  newEngine(top),
-		st:   newStatus(top),
+		st:   newStatus(top, op.metrics.Ready),
 		gaps: newGapTracker(),
 	}
 	p.samples = newSideSamples(p)
@@ -222,7 +222,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	p.st.loop()
 	if err := p.ensureTopics(ctx, adm); err != nil {
-		p.st.setReady(false, err.Error())
+		p.st.ready.set(false, err.Error())
 		return nilIfDone(ctx, err)
 	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
@@ -249,11 +249,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		if p.st.lastCommitAt().After(sessionStart) {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
-		p.m.Ready.Set(0)
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
 			// finds the same gap until the offsets are moved past it.
-			p.st.setReady(false, ge.Error())
+			p.st.ready.set(false, ge.Error())
 			p.log.Error("a consumed partition lost records before they were read; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
@@ -264,14 +263,14 @@ func (p *Processor) Run(ctx context.Context) error {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
 			// changelog may be restored from elsewhere meanwhile).
-			p.st.setReady(false, le.Error())
+			p.st.ready.set(false, le.Error())
 			p.log.Error("a task's changelog lost state; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
 			}
 			continue
 		}
-		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
+		p.st.ready.set(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
@@ -361,8 +360,7 @@ func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, ma
 			// Empty transactions still "commit" without the broker, so
 			// only the next successful join may mark the router ready.
 			p.st.setJoined(false)
-			p.st.setReady(false, "consumer group session lost (broker unreachable or session expired); rejoining")
-			p.m.Ready.Set(0)
+			p.st.ready.set(false, "consumer group session lost (broker unreachable or session expired); rejoining")
 		}
 		for t, ps := range r {
 			p.st.revoke(t, ps)

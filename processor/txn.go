@@ -147,11 +147,11 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 			p.m.AuthzRefused.WithLabelValues(topic).Inc()
 			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
 				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
-			p.st.setReady(false, why)
+			p.st.ready.set(false, why)
 			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
 		} else {
 			p.m.Aborts.WithLabelValues("produce_error").Inc()
-			p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
+			p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
 			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
 		}
 		if isFatalProducer(prodErr) {
@@ -334,7 +334,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		if cerr != nil {
 			// Uncommitted records are processed again by the next
 			// session: duplicates are possible, loss is not.
-			p.st.setReady(false, cerr.Error())
+			p.st.ready.set(false, cerr.Error())
 			return cerr
 		}
 		if ctx.Err() != nil {
@@ -348,15 +348,12 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
 	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
-		p.st.setReady(false, "joining consumer group "+p.top.Config.ApplicationID)
-		p.m.Ready.Set(0)
+		p.st.ready.set(false, "joining consumer group "+p.top.Config.ApplicationID)
 		return
 	}
 	if why := p.st.lostReason(); why != "" {
-		p.st.setReady(false, why)
-		p.m.Ready.Set(0)
+		p.st.ready.set(false, why)
 		return
 	}
-	p.st.setReady(true, "ok")
-	p.m.Ready.Set(1)
+	p.st.ready.set(true, "ok")
 }
