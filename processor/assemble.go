@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -118,7 +119,7 @@ func (as *assemblyStage) isRepartition(topic string) bool {
 
 // assemblyTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet.
-func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error) {
+func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
 	if t, ok := p.as.get(topic, part); ok {
 		return t, nil
 	}
@@ -129,7 +130,7 @@ func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error
 		return t, nil
 	}
 	ar := p.as.routes[topic]
-	st, start, n, accept, err := p.restoreTask(ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
+	st, start, n, accept, err := p.restoreTask(ctx, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
 	if err != nil {
 		return nil, err
 	}

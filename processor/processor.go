@@ -394,7 +394,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 // processFetches runs every polled partition through the engine, in
 // parallel across partitions and in order within one, handing each output
 // to produce. It returns the tally of the batch.
-func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
+func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
 	produce = p.samples.wrap(produce)
 	var parts []kgo.FetchTopicPartition
@@ -409,7 +409,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 	}
 	var taskErr error
 	var taskErrOnce sync.Once
-	if err := p.loadSources(parts); err != nil {
+	if err := p.loadSources(ctx, parts); err != nil {
 		return total, err
 	}
 	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
@@ -422,7 +422,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
 		}
 		if p.ws.isRepartition(ftp.Topic) {
-			t, err := p.windowTask(ftp.Topic, ftp.Partition)
+			t, err := p.windowTask(ctx, ftp.Topic, ftp.Partition)
 			if err != nil {
 				taskErrOnce.Do(func() { taskErr = err })
 				return
@@ -443,7 +443,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			p.observeTask(t)
 			t.mu.Unlock()
 		} else if p.as.isRepartition(ftp.Topic) {
-			t, err := p.assemblyTask(ftp.Topic, ftp.Partition)
+			t, err := p.assemblyTask(ctx, ftp.Topic, ftp.Partition)
 			if err != nil {
 				taskErrOnce.Do(func() { taskErr = err })
 				return
@@ -478,11 +478,11 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processFrom(r, sp, tally) {
 					if direct != nil && p.ws.direct[out.Topic] != nil {
-						direct.process(out, r)
+						direct.process(ctx, out, r)
 						continue
 					}
 					if directAsm != nil && p.as.direct[out.Topic] != nil {
-						directAsm.process(out, r)
+						directAsm.process(ctx, out, r)
 						continue
 					}
 					produce(out)

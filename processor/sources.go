@@ -155,7 +155,7 @@ func decodeOffsetMeta(s string) (max int64, state []string) {
 // loadSources restores the progress of input partitions not held yet
 // from their committed offsets' metadata (stable offsets only: an open
 // transaction's commit is waited for).
-func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
+func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartition) error {
 	if len(p.ws.routes) == 0 && len(p.as.direct) == 0 {
 		return nil
 	}
@@ -171,7 +171,7 @@ func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, p.opts.txnTimeout+30*time.Second)
 	defer cancel()
 	var resp kadm.OffsetResponses
 	for {

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -89,13 +90,13 @@ func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 
 // restoreTask restores a fresh store from one changelog partition and
 // accounts for it (metrics, log).
-func (p *Processor) restoreTask(route, changelogTopic string, part int32) (changelog.Store, time.Time, int, int64, error) {
+func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, time.Time, int, int64, error) {
 	start := time.Now()
 	st, err := p.opts.asmStores(changelogTopic, part)
 	if err != nil {
 		return nil, start, 0, noMark, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
 	}
-	res, err := p.restoreState(route, changelogTopic, part, st)
+	res, err := p.restoreState(ctx, route, changelogTopic, part, st)
 	n := res.n
 	if err != nil {
 		_ = st.Close()

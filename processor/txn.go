@@ -77,7 +77,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			if err := p.pollErrors(fetches); err != nil {
 				return err
 			}
-			tally, err := p.processFetches(fetches, produce)
+			tally, err := p.processFetches(ctx, fetches, produce)
 			if err != nil {
 				return abort(err)
 			}
@@ -106,7 +106,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			return nil
 		}
 		if now := time.Now(); p.st.isJoined() {
-			if err := watch.check(now, p.st.quiet(now, watch.every)); err != nil {
+			if err := watch.check(ctx, now, p.st.quiet(now, watch.every)); err != nil {
 				return err
 			}
 		}
@@ -308,7 +308,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			mu.Unlock()
 			return err
 		}
-		tally, perr2 := p.processFetches(fetches, produce)
+		tally, perr2 := p.processFetches(ctx, fetches, produce)
 		if perr2 != nil {
 			return abandon(perr2)
 		}

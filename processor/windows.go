@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -278,7 +279,7 @@ func (ws *windowStage) all() []*windowTask {
 // The processing goroutines call it between polls, when no drop can
 // happen; a state query may call it at any time, and then gets
 // errStateMoved when a drop (revoke, abort, new session) raced with it.
-func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
+func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
 	if t := p.ws.get(topic, part); t != nil {
 		return t, nil
 	}
@@ -294,7 +295,7 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
 	}
-	res, err := p.restoreState(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	res, err := p.restoreState(ctx, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
 	n, from := res.n, res.from
 	if err != nil {
 		_ = st.Close()
@@ -716,14 +717,14 @@ type directTasks struct {
 
 // process runs one record stage one addressed to a direct route's
 // (virtual) repartition topic. in is the input record it came from.
-func (d *directTasks) process(out, in *kgo.Record) {
+func (d *directTasks) process(ctx context.Context, out, in *kgo.Record) {
 	if d.err != nil {
 		return // the batch aborts: nothing of it commits
 	}
 	t := d.tasks[out.Topic]
 	if t == nil {
 		var err error
-		if t, err = d.p.windowTask(out.Topic, d.part); err != nil {
+		if t, err = d.p.windowTask(ctx, out.Topic, d.part); err != nil {
 			d.err = err
 			return
 		}
