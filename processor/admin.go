@@ -34,7 +34,7 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 			return ctx.Err()
 		}
 		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), withHint(err, p.top.Config.Security))
-		p.st.setReady(false, reason)
+		p.st.ready.set(false, reason)
 		args := []any{"brokers", p.top.Config.Brokers, "err", err}
 		if h := ConnHint(err, p.top.Config.Security); h != "" {
 			args = append(args, "hint", h)

@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -34,14 +35,14 @@ type assemblyTask struct {
 	route *assemblyRoute
 	part  int32
 	mu    sync.Mutex
-	st    *changelog.Memory
+	st    changelog.Store
 	op    *assembly.Operator
 }
 
-func (t *assemblyTask) store() *changelog.Memory { return t.st }
-func (t *assemblyTask) changelogTopic() string   { return t.route.rt.Assembly.ChangelogTopic }
-func (t *assemblyTask) partition() int32         { return t.part }
-func (t *assemblyTask) routeName() string        { return t.route.rt.Name }
+func (t *assemblyTask) store() changelog.Store { return t.st }
+func (t *assemblyTask) changelogTopic() string { return t.route.rt.Assembly.ChangelogTopic }
+func (t *assemblyTask) partition() int32       { return t.part }
+func (t *assemblyTask) routeName() string      { return t.route.rt.Name }
 
 // assemblyStage owns the assembly tasks of this process.
 type assemblyStage struct {
@@ -101,7 +102,7 @@ func (as *assemblyStage) isRepartition(topic string) bool {
 
 // assemblyTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet.
-func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error) {
+func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
 	if t, ok := p.as.get(topic, part); ok {
 		return t, nil
 	}
@@ -112,7 +113,7 @@ func (p *Processor) assemblyTask(topic string, part int32) (*assemblyTask, error
 		return t, nil
 	}
 	ar := p.as.routes[topic]
-	st, start, n, accept, err := p.restoreTask(ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
+	st, start, n, accept, err := p.restoreTask(ctx, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
 	if err != nil {
 		return nil, err
 	}
@@ -225,24 +226,24 @@ func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Outp
 
 // processAssembly is stage two for one part: into its task's operator,
 // out come the assembled, incomplete and duplicate records.
-func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
 	ar := t.route
 	name := ar.rt.Name
 	part := wire.String(r.Headers, wire.HeaderPart)
 	if part == "" {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
 	}
 	if len(r.Key) == 0 {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}, nil
 	}
 	if !gjson.ValidBytes(r.Value) {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}, nil
 	}
 	at := now.UnixMilli()
 	if ar.event {
 		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 		if !ok {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}, nil
 		}
 		at = et
 	}
@@ -250,10 +251,12 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	if err != nil {
 		var re *assembly.RecordError
 		if errors.As(err, &re) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}, nil
 		}
-		// The store failed: nothing of this record may be written.
-		panic(fmt.Sprintf("assembly state of route %q partition %d: %v", name, t.part, err))
+		// The store failed and may hold part of this part's writes:
+		// nothing of this transaction may commit. The batch aborts and
+		// the task is rebuilt from its changelog.
+		return nil, fmt.Errorf("assembly state of route %q partition %d: %w", name, t.part, err)
 	}
 	var recs []*kgo.Record
 	tally.AddOverflow(name, metrics.PolicyEvict, out.Evicted)
@@ -266,7 +269,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		for i := range out.Incomplete {
 			recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
 		}
-		return recs
+		return recs, nil
 	}
 	switch {
 	case out.Duplicate:
@@ -286,7 +289,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	for i := range out.Incomplete {
 		recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
 	}
-	return recs
+	return recs, nil
 }
 
 // assemblyRecord is one emitted assembly: to the route's topic when

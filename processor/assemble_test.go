@@ -94,11 +94,15 @@ func TestAssemblyTooLarge(t *testing.T) {
 		`{"id":"o-1","customer":"` + big + `","amount":1}`,
 	} {
 		for _, part := range e.process(&kgo.Record{Topic: "orders", Value: []byte(v)}, tally) {
-			last = e.processAssembly(part, task, time.Now(), tally)
+			if last, err = e.processAssembly(part, task, time.Now(), tally); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, part := range e.process(&kgo.Record{Topic: "payments", Value: []byte(`{"order_ref":"o-1","status":"captured","method":"` + big + `","amount":1}`)}, tally) {
-		last = e.processAssembly(part, task, time.Now(), tally)
+		if last, err = e.processAssembly(part, task, time.Now(), tally); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if len(last) != 1 || last[0].Topic != top.Dirty.Topic || wire.String(last[0].Headers, wire.HeaderReason) != wire.ReasonTooLarge {
 		t.Fatalf("want one dirty too_large record, got %+v", last)

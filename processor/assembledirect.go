@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,14 +27,14 @@ type directAssemblies struct {
 
 // process runs one part stage one addressed to a direct route's (virtual)
 // repartition topic. in is the input record it came from.
-func (d *directAssemblies) process(out, in *kgo.Record) {
+func (d *directAssemblies) process(ctx context.Context, out, in *kgo.Record) {
 	if d.err != nil {
 		return // the batch aborts: nothing of it commits
 	}
 	t := d.tasks[out.Topic]
 	if t == nil {
 		var err error
-		if t, err = d.p.assemblyTask(out.Topic, d.part); err != nil {
+		if t, err = d.p.assemblyTask(ctx, out.Topic, d.part); err != nil {
 			d.err = err
 			return
 		}
@@ -60,7 +61,12 @@ func (d *directAssemblies) process(out, in *kgo.Record) {
 			return
 		}
 	}
-	for _, r := range d.p.eng.processAssemblyRecord(out, t, time.Now(), d.tally) {
+	recs, err := d.p.eng.processAssemblyRecord(out, t, time.Now(), d.tally)
+	if err != nil {
+		d.err = err // the batch aborts: nothing of it commits
+		return
+	}
+	for _, r := range recs {
 		d.produce(r)
 	}
 }

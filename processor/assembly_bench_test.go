@@ -78,7 +78,9 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 						out.Headers[k].Value = strconv.AppendInt(nil, parts[i%len(parts)].TS+int64(laps)*1_000_000, 10)
 					}
 				}
-				e.processAssembly(out, t, now, tally)
+				if _, err := e.processAssembly(out, t, now, tally); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if i%1000 == 999 {
 				as.changelogRecords(tally)

@@ -418,7 +418,7 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() { tasks[i], errs[i] = q.assemblyTask(ar.Assembly.RepartitionTopic, 2) })
+		wg.Go(func() { tasks[i], errs[i] = q.assemblyTask(context.Background(), ar.Assembly.RepartitionTopic, 2) })
 	}
 	wg.Wait()
 	for i := range callers {
@@ -428,7 +428,7 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 	}
 	// The records one restore reads, from a build with no one racing it.
 	once := restorer(t, top, brokers)
-	if _, err := once.assemblyTask(ar.Assembly.RepartitionTopic, 2); err != nil {
+	if _, err := once.assemblyTask(context.Background(), ar.Assembly.RepartitionTopic, 2); err != nil {
 		t.Fatal(err)
 	}
 	restored := func(p *Processor) float64 {

@@ -1,7 +1,6 @@
 package processor
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -60,25 +59,21 @@ func partRoutes(t *topology.Topology) map[string]string {
 }
 
 // process returns the records to write for r and counts it in tally.
-// It never panics on any input: a panic in an operator is recovered and
-// sends the record to dirty with stage "internal".
-func (e *engine) process(r *kgo.Record, tally *metrics.Tally) (out []*kgo.Record) {
+// Every failure of a record is a value (a dirty record with its reason);
+// expressions cannot panic out of expr-lang's VM.Run, which recovers and
+// returns the panic as an error (an expression_error).
+func (e *engine) process(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
 	return e.processFrom(r, nil, tally)
 }
 
 // processFrom is process for a record of a source whose progress sp
 // tracks (nil: none): a decoded record raises it, and the records it
 // writes to window repartition topics carry it as it was before.
-func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tally) (out []*kgo.Record) {
+func (e *engine) processFrom(r *kgo.Record, sp *srcProgress, tally *metrics.Tally) []*kgo.Record {
 	tally.Consumed[r.Topic]++
 	if isRedriven(r) {
 		tally.Redriven[r.Topic]++
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
-		}
-	}()
 	if !e.dec.topics[r.Topic] {
 		return []*kgo.Record{e.dirty(r, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), tally)}
 	}
@@ -253,28 +248,20 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 }
 
 // processRepartitioned is stage two for one record of a repartition
-// topic, with the same never-panic contract as process.
-func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) (out []*kgo.Record) {
+// topic. A bad record is a dirty record; an error is the task's store
+// failing, which may hold part of the record's writes: the batch aborts
+// and the task is rebuilt from its changelog (never a dirty record).
+func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	if isMark(r) {
 		return e.processMark(r, t, tally)
 	}
 	tally.Consumed[r.Topic]++
-	defer func() {
-		if p := recover(); p != nil {
-			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
-		}
-	}()
 	return e.processWindow(r, t, tally)
 }
 
 // processAssemblyRecord is stage two of an assembly route for one record
-// of its repartition topic, with the same never-panic contract as process.
-func (e *engine) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) (out []*kgo.Record) {
+// of its repartition topic, with processRepartitioned's contract.
+func (e *engine) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
 	tally.Consumed[r.Topic]++
-	defer func() {
-		if p := recover(); p != nil {
-			out = []*kgo.Record{e.dirty(r, &RecordError{Stage: "internal", Reason: "internal_error", Err: fmt.Errorf("operator panic: %v", p)}, tally)}
-		}
-	}()
 	return e.processAssembly(r, t, now, tally)
 }

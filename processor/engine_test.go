@@ -232,8 +232,8 @@ func TestExampleTopologyOracle(t *testing.T) {
 
 // Property: for any bytes and any record metadata, the engine returns
 // either outputs on routes (routed +1), exactly one dirty record (dirty
-// +1) or nothing (dropped +1), never panics (a recovered panic would show
-// as stage "internal"), and every record it returns fits max_record_bytes.
+// +1) or nothing (dropped +1), never panics (nothing recovers one: it
+// fails the test), and every record it returns fits max_record_bytes.
 func TestEngineProperty(t *testing.T) {
 	tops := propertyTopologies(t)
 	seen := metrics.NewTally()

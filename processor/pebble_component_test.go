@@ -181,7 +181,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 	checked := 0
 	ends.Each(func(o kadm.ListedOffset) {
 		mem := changelog.NewMemory()
-		if _, _, err := q.restore("errors", clTopic, o.Partition, mem); err != nil {
+		if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, mem); err != nil {
 			t.Fatal(err)
 		}
 		pb, err := changelog.OpenPebble(filepath.Join(dir, clTopic, fmt.Sprint(o.Partition)))
@@ -192,7 +192,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 		// The checkpoint leaves nothing to restore (only the last
 		// transaction's commit marker may follow it).
 		if off, ok := pb.Checkpoint(); o.Offset > 0 {
-			n, from, err := q.restore("errors", clTopic, o.Partition, pb)
+			n, from, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
 			if !ok || err != nil || n != 0 || from != off || off < o.Offset-1 {
 				t.Errorf("partition %d: checkpoint %d (%v), changelog end %d: %d records to restore from %d, %v", o.Partition, off, ok, o.Offset, n, from, err)
 			}
@@ -218,7 +218,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			}
 			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
 			var le *ChangelogLossError
-			if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
+			if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
 				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
 			}
 			if _, ok, _ := pb.Get([]byte("junk")); !ok {
@@ -226,7 +226,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			}
 			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
 			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
-			n, from, err := q.restore("errors", clTopic, o.Partition, pb)
+			n, from, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
 			q.top.Config.State.OnChangelogLoss = ""
 			if err != nil || from != 0 || n == 0 || !maps.Equal(dumpAll(t, pb), dumpAll(t, mem)) {
 				t.Errorf("partition %d: restore over a bad checkpoint: %d records from %d, %v", o.Partition, n, from, err)
@@ -240,7 +240,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 			if err := pb.Commit(off, time.Now().Add(-25*time.Hour)); err != nil {
 				t.Fatal(err)
 			}
-			n, from, err = q.restore("errors", clTopic, o.Partition, pb)
+			n, from, err = q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
 			if err != nil || from != 0 || n == 0 || testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "older_than_delete_retention")) == 0 {
 				t.Errorf("partition %d: restore over a day-old checkpoint: %d records from %d, %v", o.Partition, n, from, err)
 			}
@@ -412,14 +412,14 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		}
 		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
 		var le *ChangelogLossError
-		if _, _, err := q.restore("errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
+		if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
 			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
 		}
 		if !maps.Equal(dumpAll(t, pb), before) {
 			t.Fatalf("partition %d: a failed restore changed the local state", o.Partition)
 		}
 		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossStartEmpty
-		n, _, err := q.restore("errors", clTopic, o.Partition, pb)
+		n, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
 		q.top.Config.State.OnChangelogLoss = ""
 		if err != nil || n != 0 || pb.Len() != 0 {
 			t.Fatalf("partition %d: start_empty over a checkpoint below log start: %d records, %d entries left, %v", o.Partition, n, pb.Len(), err)

@@ -37,6 +37,7 @@ type opts struct {
 	kgoOpts     []kgo.Opt
 	sampler     func([]*kgo.Record)
 	stores      changelog.Builder
+	asmStores   changelog.Builder // assembly tasks: memory (tests inject faults)
 	lossRecheck time.Duration
 	ownerURL    string
 }
@@ -164,6 +165,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 			op.stores = changelog.MemoryBuilder()
 		}
 	}
+	if op.asmStores == nil {
+		op.asmStores = changelog.MemoryBuilder()
+	}
 	ws, err := newWindowStage(top, op.stores)
 	if err != nil {
 		return nil, err
@@ -182,7 +186,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
 		m:    op.metrics,
 		eng:  newEngine(top),
-		st:   newStatus(top),
+		st:   newStatus(top, op.metrics.Ready),
 		gaps: newGapTracker(),
 	}
 	p.samples = newSideSamples(p)
@@ -219,7 +223,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	}
 	p.st.loop()
 	if err := p.ensureTopics(ctx, adm); err != nil {
-		p.st.setReady(false, err.Error())
+		p.st.ready.set(false, err.Error())
 		return nilIfDone(ctx, err)
 	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
@@ -246,11 +250,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		if p.st.lastCommitAt().After(sessionStart) {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
-		p.m.Ready.Set(0)
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
 			// finds the same gap until the offsets are moved past it.
-			p.st.setReady(false, ge.Error())
+			p.st.ready.set(false, ge.Error())
 			p.log.Error("a consumed partition lost records before they were read; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
@@ -261,14 +264,14 @@ func (p *Processor) Run(ctx context.Context) error {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
 			// changelog may be restored from elsewhere meanwhile).
-			p.st.setReady(false, le.Error())
+			p.st.ready.set(false, le.Error())
 			p.log.Error("a task's changelog lost state; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
 			}
 			continue
 		}
-		p.st.setReady(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
+		p.st.ready.set(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
@@ -356,8 +359,7 @@ func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, ma
 			// Empty transactions still "commit" without the broker, so
 			// only the next successful join may mark the router ready.
 			p.st.setJoined(false)
-			p.st.setReady(false, "consumer group session lost (broker unreachable or session expired); rejoining")
-			p.m.Ready.Set(0)
+			p.st.ready.set(false, "consumer group session lost (broker unreachable or session expired); rejoining")
 		}
 		for t, ps := range r {
 			p.st.revoke(t, ps)
@@ -391,7 +393,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 // processFetches runs every polled partition through the engine, in
 // parallel across partitions and in order within one, handing each output
 // to produce. It returns the tally of the batch.
-func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
+func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
 	produce = p.samples.wrap(produce)
 	var parts []kgo.FetchTopicPartition
@@ -406,7 +408,7 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 	}
 	var taskErr error
 	var taskErrOnce sync.Once
-	if err := p.loadSources(parts); err != nil {
+	if err := p.loadSources(ctx, parts); err != nil {
 		return total, err
 	}
 	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
@@ -419,34 +421,41 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
 		}
 		if p.ws.isRepartition(ftp.Topic) {
-			t, err := p.windowTask(ftp.Topic, ftp.Partition)
+			t, err := p.windowTask(ctx, ftp.Topic, ftp.Partition)
 			if err != nil {
 				taskErrOnce.Do(func() { taskErr = err })
 				return
 			}
 			t.mu.Lock()
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.processRepartitioned(r, t, tally) {
-					produce(out)
-				}
-				if t.failed != nil {
+				outs, err := p.eng.processRepartitioned(r, t, tally)
+				if err != nil {
 					t.mu.Unlock()
-					taskErrOnce.Do(func() { taskErr = t.failed })
+					taskErrOnce.Do(func() { taskErr = err })
 					return
+				}
+				for _, out := range outs {
+					produce(out)
 				}
 			}
 			t.lastRecord = time.Now()
 			p.observeTask(t)
 			t.mu.Unlock()
 		} else if p.as.isRepartition(ftp.Topic) {
-			t, err := p.assemblyTask(ftp.Topic, ftp.Partition)
+			t, err := p.assemblyTask(ctx, ftp.Topic, ftp.Partition)
 			if err != nil {
 				taskErrOnce.Do(func() { taskErr = err })
 				return
 			}
 			t.mu.Lock()
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.processAssemblyRecord(r, t, time.Now(), tally) {
+				outs, err := p.eng.processAssemblyRecord(r, t, time.Now(), tally)
+				if err != nil {
+					t.mu.Unlock()
+					taskErrOnce.Do(func() { taskErr = err })
+					return
+				}
+				for _, out := range outs {
 					produce(out)
 				}
 			}
@@ -468,11 +477,11 @@ func (p *Processor) processFetches(fetches kgo.Fetches, produce func(*kgo.Record
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.processFrom(r, sp, tally) {
 					if direct != nil && p.ws.direct[out.Topic] != nil {
-						direct.process(out, r)
+						direct.process(ctx, out, r)
 						continue
 					}
 					if directAsm != nil && p.as.direct[out.Topic] != nil {
-						directAsm.process(out, r)
+						directAsm.process(ctx, out, r)
 						continue
 					}
 					produce(out)

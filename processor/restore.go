@@ -25,8 +25,8 @@ import (
 // with one older than the changelog's delete.retention.ms, is wiped and
 // the whole partition is read. A checkpoint outside the partition's
 // [log start, end] is a changelog loss (see restoreState).
-func (p *Processor) restore(route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
-	r, err := p.restoreState(route, topic, part, st)
+func (p *Processor) restore(ctx context.Context, route, topic string, part int32, st changelog.Store) (n int, from int64, err error) {
+	r, err := p.restoreState(ctx, route, topic, part, st)
 	return r.n, r.from, err
 }
 
@@ -54,9 +54,13 @@ type restoreResult struct {
 //
 // Each is a *ChangelogLossError unless state.on_changelog_loss is
 // start_empty; then the task starts with what the changelog still holds.
-func (p *Processor) restoreState(route, topic string, part int32, st changelog.Store) (res restoreResult, err error) {
+//
+// It ends when ctx does (shutdown, a state query's client gone), at the
+// latest a minute past the transaction timeout (an open transaction no
+// one ends).
+func (p *Processor) restoreState(ctx context.Context, route, topic string, part int32, st changelog.Store) (res restoreResult, err error) {
 	res.accept = noMark
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, p.opts.txnTimeout+time.Minute)
 	defer cancel()
 	began := time.Now() // the state read reflects the changelog as of now
 	var end, logStart int64

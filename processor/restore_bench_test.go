@@ -69,7 +69,7 @@ func BenchmarkRestore(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				got, _, err := p.restore("bench", "bench-changelog", 0, st)
+				got, _, err := p.restore(context.Background(), "bench", "bench-changelog", 0, st)
 				if err != nil || got != n || st.Len() != n {
 					b.Fatalf("restored %d records into %d keys, want %d: %v", got, st.Len(), n, err)
 				}

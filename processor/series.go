@@ -6,7 +6,7 @@ import (
 	"github.com/sidestream/sidestream/wire"
 )
 
-// Reasons of sidestream_txn_aborts_total.
+// wire.Reasons of sidestream_txn_aborts_total.
 const (
 	AbortCommitError   = "commit_error"
 	AbortAuthorization = "authorization"

@@ -145,7 +145,7 @@ func decodeOffsetMeta(s string) (max int64, state []string) {
 // loadSources restores the progress of input partitions not held yet
 // from their committed offsets' metadata (stable offsets only: an open
 // transaction's commit is waited for).
-func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
+func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartition) error {
 	if len(p.ws.routes) == 0 && len(p.as.direct) == 0 {
 		return nil
 	}
@@ -161,7 +161,7 @@ func (p *Processor) loadSources(ftps []kgo.FetchTopicPartition) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.opts.txnTimeout+30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, p.opts.txnTimeout+30*time.Second)
 	defer cancel()
 	var resp kadm.OffsetResponses
 	for {
@@ -294,13 +294,13 @@ func sourceID(topic string, part int32) string { return topic + "/" + strconv.It
 // processMark is stage two for one mark: the source's progress moves the
 // task's watermark. A malformed mark goes to dirty (it is counted as
 // consumed then, like any record that goes there).
-func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	topic := wire.String(r.Headers, wire.HeaderTopic)
 	part, okp := wire.Int(r.Headers, wire.HeaderPartition)
 	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)
 	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
 		tally.Consumed[r.Topic]++
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
 	}
 	src := sourceID(topic, int32(part))
 	t.heard(src)
@@ -309,11 +309,10 @@ func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally)
 		tally.Consumed[r.Topic]++
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil
 		}
-		t.failed = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
-		return nil
+		return nil, fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
 	}
 	tally.MarksRead++
-	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally)
+	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally), nil
 }

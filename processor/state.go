@@ -189,7 +189,7 @@ func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := p.windowTask(topic, part)
+	t, err := p.windowTask(ctx, topic, part)
 	if err != nil {
 		var ue *UnavailableError
 		if errors.As(err, &ue) {

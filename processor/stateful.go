@@ -1,6 +1,8 @@
 package processor
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -15,7 +17,7 @@ import (
 // operator of one partition of a repartition topic, whose store is a
 // cache of the same partition of a changelog topic.
 type stateful interface {
-	store() *changelog.Memory
+	store() changelog.Store
 	changelogTopic() string
 	partition() int32
 	routeName() string
@@ -88,12 +90,16 @@ func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
 
 // restoreTask restores a fresh store from one changelog partition and
 // accounts for it (metrics, log).
-func (p *Processor) restoreTask(route, changelogTopic string, part int32) (*changelog.Memory, time.Time, int, int64, error) {
+func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, time.Time, int, int64, error) {
 	start := time.Now()
-	st := changelog.NewMemory()
-	res, err := p.restoreState(route, changelogTopic, part, st)
+	st, err := p.opts.asmStores(changelogTopic, part)
+	if err != nil {
+		return nil, start, 0, noMark, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
+	}
+	res, err := p.restoreState(ctx, route, changelogTopic, part, st)
 	n := res.n
 	if err != nil {
+		_ = st.Close()
 		return nil, start, n, noMark, err
 	}
 	p.m.RestoreDuration.Observe(time.Since(start).Seconds())

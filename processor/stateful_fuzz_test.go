@@ -107,12 +107,12 @@ func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 		// timestamp set, the producer's partition.
 		o.Partition, o.Offset = 0, r.Offset
 		var st2 []*kgo.Record
+		var err error
 		t2 := metrics.NewTally()
 		switch o.Topic {
 		case s.wrep:
-			st2 = s.e.processRepartitioned(o, s.wtask, t2)
-			if s.wtask.failed != nil {
-				t.Fatalf("window store failed: %v", s.wtask.failed)
+			if st2, err = s.e.processRepartitioned(o, s.wtask, t2); err != nil {
+				t.Fatalf("window store failed: %v", err)
 			}
 			dirty := stageTwoDirty(t, s.top, st2, t2)
 			if n := t2.Aggregated["errors"] + t2.Late["errors"] + dirty; n != 1 {
@@ -120,7 +120,9 @@ func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 			}
 		case s.arep:
 			s.now = s.now.Add(time.Millisecond)
-			st2 = s.e.processAssemblyRecord(o, s.atask, s.now, t2)
+			if st2, err = s.e.processAssemblyRecord(o, s.atask, s.now, t2); err != nil {
+				t.Fatalf("assembly store failed: %v", err)
+			}
 			parts := 0
 			for _, n := range t2.AssemblyParts {
 				parts += n

@@ -70,9 +70,9 @@ const maxGaps = 8
 // status is the shared, lock-protected view of a running processor for
 // the HTTP API. The poll loop writes it; handlers read copies.
 type status struct {
-	mu     sync.Mutex
-	ready  bool
-	reason string
+	mu sync.Mutex
+	// ready is published by itself (readiness.go), never by hand.
+	ready *readiness
 	// joined is false from a lost group session (heartbeat failed: broker
 	// unreachable, session expired) until the next successful join.
 	joined     bool
@@ -106,8 +106,8 @@ type tp struct {
 	partition int32
 }
 
-func newStatus(t *topology.Topology) *status {
-	s := &status{reason: "starting", tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
+func newStatus(t *topology.Topology, ready gauge) *status {
+	s := &status{ready: newReadiness(ready), tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
 		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics()}
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
@@ -124,12 +124,6 @@ func newStatus(t *topology.Topology) *status {
 
 // directTopic is how a direct window task names its input in /tasks.
 func (s *status) directTopic() string { return strings.Join(s.inputs, "+") }
-
-func (s *status) setReady(ok bool, reason string) {
-	s.mu.Lock()
-	s.ready, s.reason = ok, reason
-	s.mu.Unlock()
-}
 
 func (s *status) setJoined(ok bool) {
 	s.mu.Lock()
@@ -260,12 +254,13 @@ func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
 // producer, and why not when it has not. Warnings (conditions that do not
 // stop processing) follow the reason.
 func (p *Processor) Ready() (bool, string) {
+	ok, reason := p.st.ready.get()
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
 	if len(p.st.warnings) > 0 {
-		return p.st.ready, p.st.reason + "; warning: " + strings.Join(p.st.warnings, "; warning: ")
+		return ok, reason + "; warning: " + strings.Join(p.st.warnings, "; warning: ")
 	}
-	return p.st.ready, p.st.reason
+	return ok, reason
 }
 
 func (s *status) warn(w string) {
@@ -307,7 +302,7 @@ func (s *status) setGapStop(g metrics.Gap, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gapStop[tp{g.Topic, g.Partition}] = why
-	s.ready, s.reason = false, why
+	s.ready.set(false, why)
 }
 
 // clearGapStop reports whether the partition was stopped by a gap, and
@@ -420,7 +415,7 @@ func (s *status) setLost(topic string, p int32, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost[tp{topic, p}] = why
-	s.ready, s.reason = false, why
+	s.ready.set(false, why)
 }
 
 func (s *status) clearLost(topic string, p int32) {

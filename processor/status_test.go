@@ -3,6 +3,8 @@ package processor
 import (
 	"strings"
 	"testing"
+
+	"github.com/sidestream/sidestream/metrics"
 )
 
 // TestStatusDirectTasks: a direct window task lives while its input
@@ -11,7 +13,7 @@ import (
 func TestStatusDirectTasks(t *testing.T) {
 	top := compileVariant(t, []string{"127.0.0.1:9"}, [2]string{"      emit: update\n", "      emit: update\n      repartition: false\n"})
 	rep := top.Routes[0].Window.RepartitionTopic
-	s := newStatus(top)
+	s := newStatus(top, metrics.New().Ready)
 	s.assign("logs", []int32{0, 1})
 	if s.task(rep, 1) == nil || s.task(rep, 2) != nil || s.assignedCount() != 2 {
 		t.Fatalf("after assigning logs 0,1: direct 1 %v, direct 2 %v, %d assigned", s.task(rep, 1), s.task(rep, 2), s.assignedCount())

@@ -123,7 +123,7 @@ func newStrandedWatch(every, after time.Duration, probe func(context.Context, ma
 // check is called from the session loop with the partitions quiet for at
 // least w.every; it starts a probe when one is due and returns errStranded
 // when a partition is stranded.
-func (w *strandedWatch) check(now time.Time, quiet map[string][]int32) error {
+func (w *strandedWatch) check(ctx context.Context, now time.Time, quiet map[string][]int32) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.stuck) > 0 {
@@ -139,7 +139,7 @@ func (w *strandedWatch) check(now time.Time, quiet map[string][]int32) error {
 	}
 	w.running = true
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), w.every)
+		ctx, cancel := context.WithTimeout(ctx, w.every)
 		defer cancel()
 		unstable, err := w.probe(ctx, quiet)
 		w.record(now, quiet, unstable, err)

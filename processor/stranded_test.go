@@ -29,7 +29,7 @@ func (s *probeScript) probe(_ context.Context, parts map[string][]int32) (map[st
 // until the answer is recorded.
 func (s *probeScript) step(t *testing.T, w *strandedWatch, now time.Time, quiet map[string][]int32, a probeAnswer) {
 	t.Helper()
-	if err := w.check(now, quiet); err != nil {
+	if err := w.check(context.Background(), now, quiet); err != nil {
 		t.Fatalf("check at %s: %v", now.Format(time.TimeOnly), err)
 	}
 	select {
@@ -61,7 +61,7 @@ func TestStrandedWatch(t *testing.T) {
 		for i := 0; i <= 4; i++ { // t0 .. t0+20s
 			s.step(t, w, t0.Add(time.Duration(i)*every), quiet, unstable0)
 		}
-		err := w.check(t0.Add(21*time.Second), quiet)
+		err := w.check(context.Background(), t0.Add(21*time.Second), quiet)
 		if !errors.Is(err, errStranded) {
 			t.Fatalf("after %s of unstable answers: err = %v, want errStranded", after, err)
 		}
@@ -76,11 +76,11 @@ func TestStrandedWatch(t *testing.T) {
 		for i := 3; i <= 6; i++ {                           // unstable again from t0+15s
 			s.step(t, w, t0.Add(time.Duration(i)*every), quiet, unstable0)
 		}
-		if err := w.check(t0.Add(31*time.Second), quiet); err != nil {
+		if err := w.check(context.Background(), t0.Add(31*time.Second), quiet); err != nil {
 			t.Fatalf("15s of unstable answers counted as stranded: %v", err)
 		}
 		s.step(t, w, t0.Add(35*time.Second), quiet, unstable0)
-		if err := w.check(t0.Add(36*time.Second), quiet); !errors.Is(err, errStranded) {
+		if err := w.check(context.Background(), t0.Add(36*time.Second), quiet); !errors.Is(err, errStranded) {
 			t.Fatalf("20s of unstable answers: err = %v, want errStranded", err)
 		}
 	})
@@ -91,7 +91,7 @@ func TestStrandedWatch(t *testing.T) {
 		for i := 0; i <= 8; i++ {
 			s.step(t, w, t0.Add(time.Duration(i)*every), quiet, probeAnswer{err: errors.New("broker unreachable")})
 		}
-		if err := w.check(t0.Add(50*time.Second), quiet); err != nil {
+		if err := w.check(context.Background(), t0.Add(50*time.Second), quiet); err != nil {
 			t.Fatalf("probe errors counted as unstable answers: %v", err)
 		}
 	})
@@ -102,7 +102,7 @@ func TestStrandedWatch(t *testing.T) {
 		s.step(t, w, t0, quiet, unstable0)
 		// Partition 0 made progress: nothing is quiet any more.
 		for i := 1; i <= 8; i++ {
-			if err := w.check(t0.Add(time.Duration(i)*every), nil); err != nil {
+			if err := w.check(context.Background(), t0.Add(time.Duration(i)*every), nil); err != nil {
 				t.Fatal(err)
 			}
 			select {
@@ -114,7 +114,7 @@ func TestStrandedWatch(t *testing.T) {
 		// Quiet again later: the old answer does not count.
 		s.step(t, w, t0.Add(45*time.Second), quiet, unstable0)
 		s.step(t, w, t0.Add(50*time.Second), quiet, unstable0)
-		if err := w.check(t0.Add(54*time.Second), quiet); err != nil {
+		if err := w.check(context.Background(), t0.Add(54*time.Second), quiet); err != nil {
 			t.Fatalf("an unstable answer from before the progress was counted: %v", err)
 		}
 	})
@@ -123,7 +123,7 @@ func TestStrandedWatch(t *testing.T) {
 		s := &probeScript{answers: make(chan probeAnswer), asked: make(chan map[string][]int32, 1)}
 		w := newStrandedWatch(every, after, s.probe)
 		s.step(t, w, t0, quiet, unstable0)
-		if err := w.check(t0.Add(every-time.Millisecond), quiet); err != nil {
+		if err := w.check(context.Background(), t0.Add(every-time.Millisecond), quiet); err != nil {
 			t.Fatal(err)
 		}
 		select {

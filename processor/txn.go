@@ -50,6 +50,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 		})
 	}
 	interval := cfg.CommitInterval.D()
+	// abort ends the session's open transaction after a batch failed (a
+	// store error, a restore that could not finish): nothing of it may
+	// commit, not even the side records sampled for the web view.
+	abort := func(err error) error {
+		_, _ = sess.End(endCtx, kgo.TryAbort)
+		p.samples.discard()
+		return err
+	}
 	watch := newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
 		func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
 			return unstablePartitions(ctx, p.admCl, cfg.ApplicationID, parts)
@@ -69,21 +77,16 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			if err := p.pollErrors(fetches); err != nil {
 				return err
 			}
-			tally, err := p.processFetches(fetches, produce)
+			tally, err := p.processFetches(ctx, fetches, produce)
 			if err != nil {
-				// State could not be restored: nothing of this
-				// transaction may commit.
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			pending.Add(tally)
 			if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-				_, _ = sess.End(endCtx, kgo.TryAbort)
-				return err
+				return abort(err)
 			}
 			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
 				break
@@ -103,7 +106,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 			return nil
 		}
 		if now := time.Now(); p.st.isJoined() {
-			if err := watch.check(now, p.st.quiet(now, watch.every)); err != nil {
+			if err := watch.check(ctx, now, p.st.quiet(now, watch.every)); err != nil {
 				return err
 			}
 		}
@@ -144,11 +147,11 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 			p.m.AuthzRefused.WithLabelValues(topic).Inc()
 			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
 				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
-			p.st.setReady(false, why)
+			p.st.ready.set(false, why)
 			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
 		} else {
 			p.m.Aborts.WithLabelValues(AbortProduceError).Inc()
-			p.st.setReady(false, "transaction aborted: produce failed: "+prodErr.Error())
+			p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
 			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
 		}
 		if isFatalProducer(prodErr) {
@@ -239,11 +242,15 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		return nil
 	}
 	var revokeErr error
+	// failed is set when a batch failed (a store error, a restore that
+	// could not finish): the session ends and leaving the group runs the
+	// revoke callback, which must then commit nothing of it.
+	failed := false
 	revoked := func(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 		inner := p.onRevoked(kind)
 		return func(c context.Context, k *kgo.Client, r map[string][]int32) {
 			mu.Lock()
-			if kind == "revoked" {
+			if kind == "revoked" && !failed {
 				if err := commit(); err != nil && revokeErr == nil {
 					revokeErr = err
 				}
@@ -294,19 +301,23 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return err
 		}
 		mu.Lock()
-		tally, perr2 := p.processFetches(fetches, produce)
-		if perr2 != nil {
+		abandon := func(err error) error {
+			failed = true
+			*pending = *metrics.NewTally()
+			p.samples.discard()
 			mu.Unlock()
-			return perr2
+			return err
+		}
+		tally, perr2 := p.processFetches(ctx, fetches, produce)
+		if perr2 != nil {
+			return abandon(perr2)
 		}
 		pending.Add(tally)
 		if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-			mu.Unlock()
-			return err
+			return abandon(err)
 		}
 		if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-			mu.Unlock()
-			return err
+			return abandon(err)
 		}
 		var cerr error
 		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
@@ -323,7 +334,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		if cerr != nil {
 			// Uncommitted records are processed again by the next
 			// session: duplicates are possible, loss is not.
-			p.st.setReady(false, cerr.Error())
+			p.st.ready.set(false, cerr.Error())
 			return cerr
 		}
 		if ctx.Err() != nil {
@@ -337,15 +348,12 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
 	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
-		p.st.setReady(false, "joining consumer group "+p.top.Config.ApplicationID)
-		p.m.Ready.Set(0)
+		p.st.ready.set(false, "joining consumer group "+p.top.Config.ApplicationID)
 		return
 	}
 	if why := p.st.lostReason(); why != "" {
-		p.st.setReady(false, why)
-		p.m.Ready.Set(0)
+		p.st.ready.set(false, why)
 		return
 	}
-	p.st.setReady(true, "ok")
-	p.m.Ready.Set(1)
+	p.st.ready.set(true, "ok")
 }

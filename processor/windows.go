@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -44,8 +45,6 @@ type windowTask struct {
 	// from each source, for idle_timeout.
 	built     time.Time
 	lastHeard map[string]time.Time
-	// failed is set when the store failed; the task is then unusable.
-	failed error
 }
 
 // windowStage owns the window tasks of this process.
@@ -264,7 +263,7 @@ func (ws *windowStage) all() []*windowTask {
 // The processing goroutines call it between polls, when no drop can
 // happen; a state query may call it at any time, and then gets
 // errStateMoved when a drop (revoke, abort, new session) raced with it.
-func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
+func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
 	if t := p.ws.get(topic, part); t != nil {
 		return t, nil
 	}
@@ -280,7 +279,7 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
 	}
-	res, err := p.restoreState(wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
+	res, err := p.restoreState(ctx, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
 	n, from := res.n, res.from
 	if err != nil {
 		_ = st.Close()
@@ -325,15 +324,15 @@ func (p *Processor) windowTask(topic string, part int32) (*windowTask, error) {
 
 // processWindow is stage two: one repartitioned record into its task's
 // operator. It returns the window results (and the late record, if late).
-func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	rt := t.route.rt
 	et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 	if !ok {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}
+		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
 	d, rerr := e.dec.decodeFields(r.Value)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}
+		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
 	}
 	d.EventTime = et
 	m := &Meta{Key: sourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
@@ -343,7 +342,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	m.Offset, _ = wire.Int(r.Headers, wire.HeaderOffset)
 	vals, rerr := e.rt.aggregateValues(rt, m, d)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}
+		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
@@ -352,7 +351,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		before := int64(math.MinInt64)
 		if len(h) > 0 {
 			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}
+				return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
 			}
 		}
 		src := sourceID(m.Topic, m.Partition)
@@ -365,20 +364,19 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}
+			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
 		}
 		// The store failed and may hold part of this record's writes:
-		// nothing of this transaction may commit. The caller stops the
-		// task, the transaction aborts and the state is restored.
-		t.failed = fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
-		return nil
+		// nothing of this transaction may commit. The batch aborts and
+		// the task is rebuilt from its changelog.
+		return nil, fmt.Errorf("window state of route %q partition %d: %w", rt.Name, t.part, err)
 	}
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
 	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
 	if ov := out.Overflow; ov != nil {
 		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
 		recs = append(recs, overflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
-		return recs
+		return recs, nil
 	}
 	if out.Late != nil {
 		tally.Late[rt.Name]++
@@ -386,7 +384,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	} else {
 		tally.Aggregated[rt.Name]++
 	}
-	return recs
+	return recs, nil
 }
 
 func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
@@ -670,14 +668,14 @@ type directTasks struct {
 
 // process runs one record stage one addressed to a direct route's
 // (virtual) repartition topic. in is the input record it came from.
-func (d *directTasks) process(out, in *kgo.Record) {
+func (d *directTasks) process(ctx context.Context, out, in *kgo.Record) {
 	if d.err != nil {
 		return // the batch aborts: nothing of it commits
 	}
 	t := d.tasks[out.Topic]
 	if t == nil {
 		var err error
-		if t, err = d.p.windowTask(out.Topic, d.part); err != nil {
+		if t, err = d.p.windowTask(ctx, out.Topic, d.part); err != nil {
 			d.err = err
 			return
 		}
@@ -702,11 +700,13 @@ func (d *directTasks) process(out, in *kgo.Record) {
 			return
 		}
 	}
-	for _, r := range d.p.eng.processRepartitioned(out, t, d.tally) {
-		d.produce(r)
+	recs, err := d.p.eng.processRepartitioned(out, t, d.tally)
+	if err != nil {
+		d.err = err // the batch aborts: nothing of it commits
+		return
 	}
-	if t.failed != nil {
-		d.err = t.failed
+	for _, r := range recs {
+		d.produce(r)
 	}
 }
 
