@@ -21,6 +21,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/image v0.43.0
+	golang.org/x/oauth2 v0.37.0
 	pgregory.net/rapid v1.3.0
 )
 

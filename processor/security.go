@@ -81,6 +81,15 @@ func TLSConfig(t topology.TLS) (*tls.Config, error) {
 }
 
 func mechanism(s topology.SASL) (sasl.Mechanism, error) {
+	switch s.Mechanism {
+	case topology.SASLOAuthBearer:
+		if s.OAuth.TokenURL == "" || s.OAuth.ClientID == "" || s.OAuth.ClientSecret == "" {
+			return nil, fmt.Errorf("SASL OAUTHBEARER needs a token endpoint, a client id and a client secret (security.sasl.oauth.token_url, client_id, %s)", topology.EnvSASLOAuthClientSecret)
+		}
+		return oauthMechanism(s.OAuth), nil
+	case topology.SASLAWSMSKIAM:
+		return awsMechanism(os.Getenv)
+	}
 	if s.Username == "" || s.Password == "" {
 		return nil, fmt.Errorf("SASL %s needs a username and a password (security.sasl.username, %s)", s.Mechanism, topology.EnvSASLPassword)
 	}
@@ -92,7 +101,7 @@ func mechanism(s topology.SASL) (sasl.Mechanism, error) {
 	case topology.SASLScramSHA512:
 		return scram.Auth{User: s.Username, Pass: s.Password.Reveal()}.AsSha512Mechanism(), nil
 	}
-	return nil, fmt.Errorf("security.sasl.mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+	return nil, fmt.Errorf("security.sasl.mechanism %q: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM", s.Mechanism)
 }
 
 // ConnHint says what a connection error most likely means for the
@@ -105,10 +114,19 @@ func ConnHint(err error, sec topology.Security) string {
 		invalid   x509.CertificateInvalidError
 		record    tls.RecordHeaderError
 		alert     tls.AlertError
+		token     *TokenError
 	)
 	switch {
 	case err == nil:
 		return ""
+	case errors.As(err, &token):
+		return tokenHint(token)
+	case errors.Is(err, ErrNoAWSCredentials):
+		return "AWS_MSK_IAM: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+	case errors.Is(err, kerr.SaslAuthenticationFailed) && sec.SASL.Mechanism == topology.SASLOAuthBearer:
+		return "authentication failed: the brokers refused the OAUTHBEARER token; check that the brokers trust the token endpoint's issuer and that the token carries the subject and scope they expect"
+	case errors.Is(err, kerr.SaslAuthenticationFailed) && sec.SASL.Mechanism == topology.SASLAWSMSKIAM:
+		return "authentication failed: MSK refused the IAM signature; check the AWS credentials, the region (AWS_REGION when the broker host does not name it) and that the IAM policy allows kafka-cluster:Connect"
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		return fmt.Sprintf("authentication failed: the brokers refused SASL %s for user %q; check the username and password (%s) and the mechanism", sec.SASL.Mechanism, sec.SASL.Username, topology.EnvSASLPassword)
 	case errors.Is(err, kerr.UnsupportedSaslMechanism):

@@ -288,14 +288,20 @@ type Overrides struct {
 // password belongs there, not in the file). Empty fields leave the file's
 // value.
 type SecurityOverrides struct {
-	Protocol   string
-	Mechanism  string
-	Username   string
-	Password   Secret
-	CAFile     string // relative to the working directory
-	CertFile   string
-	KeyFile    string
-	ServerName string
+	Protocol  string
+	Mechanism string
+	Username  string
+	Password  Secret
+	// The OAUTHBEARER settings (security.sasl.oauth); Scopes is split
+	// on commas and spaces.
+	OAuthTokenURL     string
+	OAuthClientID     string
+	OAuthClientSecret Secret
+	OAuthScopes       string
+	CAFile            string // relative to the working directory
+	CertFile          string
+	KeyFile           string
+	ServerName        string
 	// InsecureSkipVerify is "true" or "false" (any strconv.ParseBool
 	// spelling); "" leaves the file's value.
 	InsecureSkipVerify string
@@ -304,15 +310,20 @@ type SecurityOverrides struct {
 // The environment variables of the security settings. The Helm chart sets
 // the SASL ones from kafka.existingSecret.
 const (
-	EnvSecurityProtocol   = "SIDESTREAM_SECURITY_PROTOCOL"
-	EnvSASLMechanism      = "SIDESTREAM_SASL_MECHANISM"
-	EnvSASLUsername       = "SIDESTREAM_SASL_USERNAME"
-	EnvSASLPassword       = "SIDESTREAM_SASL_PASSWORD"
-	EnvTLSCAFile          = "SIDESTREAM_TLS_CA_FILE"
-	EnvTLSCertFile        = "SIDESTREAM_TLS_CERT_FILE"
-	EnvTLSKeyFile         = "SIDESTREAM_TLS_KEY_FILE"
-	EnvTLSServerName      = "SIDESTREAM_TLS_SERVER_NAME"
-	EnvTLSInsecureSkipVer = "SIDESTREAM_TLS_INSECURE_SKIP_VERIFY"
+	EnvSecurityProtocol = "SIDESTREAM_SECURITY_PROTOCOL"
+	EnvSASLMechanism    = "SIDESTREAM_SASL_MECHANISM"
+	EnvSASLUsername     = "SIDESTREAM_SASL_USERNAME"
+	EnvSASLPassword     = "SIDESTREAM_SASL_PASSWORD"
+	// The OAUTHBEARER client secret is read from here only.
+	EnvSASLOAuthTokenURL     = "SIDESTREAM_SASL_OAUTH_TOKEN_URL"
+	EnvSASLOAuthClientID     = "SIDESTREAM_SASL_OAUTH_CLIENT_ID"
+	EnvSASLOAuthClientSecret = "SIDESTREAM_SASL_OAUTH_CLIENT_SECRET"
+	EnvSASLOAuthScopes       = "SIDESTREAM_SASL_OAUTH_SCOPES"
+	EnvTLSCAFile             = "SIDESTREAM_TLS_CA_FILE"
+	EnvTLSCertFile           = "SIDESTREAM_TLS_CERT_FILE"
+	EnvTLSKeyFile            = "SIDESTREAM_TLS_KEY_FILE"
+	EnvTLSServerName         = "SIDESTREAM_TLS_SERVER_NAME"
+	EnvTLSInsecureSkipVer    = "SIDESTREAM_TLS_INSECURE_SKIP_VERIFY"
 )
 
 // securityEnv names the environment variable of each security field.
@@ -321,6 +332,10 @@ var securityEnv = map[string]string{
 	"security.sasl.mechanism":           EnvSASLMechanism,
 	"security.sasl.username":            EnvSASLUsername,
 	"security.sasl.password":            EnvSASLPassword,
+	"security.sasl.oauth.token_url":     EnvSASLOAuthTokenURL,
+	"security.sasl.oauth.client_id":     EnvSASLOAuthClientID,
+	"security.sasl.oauth.client_secret": EnvSASLOAuthClientSecret,
+	"security.sasl.oauth.scopes":        EnvSASLOAuthScopes,
 	"security.tls.ca_file":              EnvTLSCAFile,
 	"security.tls.cert_file":            EnvTLSCertFile,
 	"security.tls.key_file":             EnvTLSKeyFile,
@@ -347,6 +362,10 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),
 		Username:           getenv(EnvSASLUsername),
 		Password:           Secret(getenv(EnvSASLPassword)),
+		OAuthTokenURL:      strings.TrimSpace(getenv(EnvSASLOAuthTokenURL)),
+		OAuthClientID:      getenv(EnvSASLOAuthClientID),
+		OAuthClientSecret:  Secret(getenv(EnvSASLOAuthClientSecret)),
+		OAuthScopes:        getenv(EnvSASLOAuthScopes),
 		CAFile:             getenv(EnvTLSCAFile),
 		CertFile:           getenv(EnvTLSCertFile),
 		KeyFile:            getenv(EnvTLSKeyFile),
@@ -388,6 +407,7 @@ func (o SecurityOverrides) merge(p SecurityOverrides) SecurityOverrides {
 		{&o.Protocol, &p.Protocol}, {&o.Mechanism, &p.Mechanism}, {&o.Username, &p.Username},
 		{&o.CAFile, &p.CAFile}, {&o.CertFile, &p.CertFile}, {&o.KeyFile, &p.KeyFile},
 		{&o.ServerName, &p.ServerName}, {&o.InsecureSkipVerify, &p.InsecureSkipVerify},
+		{&o.OAuthTokenURL, &p.OAuthTokenURL}, {&o.OAuthClientID, &p.OAuthClientID}, {&o.OAuthScopes, &p.OAuthScopes},
 	} {
 		if *f.src != "" {
 			*f.dst = *f.src
@@ -395,6 +415,9 @@ func (o SecurityOverrides) merge(p SecurityOverrides) SecurityOverrides {
 	}
 	if p.Password != "" {
 		o.Password = p.Password
+	}
+	if p.OAuthClientSecret != "" {
+		o.OAuthClientSecret = p.OAuthClientSecret
 	}
 	return o
 }
@@ -474,7 +497,7 @@ func (c *Config) applySecurity(o SecurityOverrides) error {
 		if m, ok := normMechanism(o.Mechanism); ok {
 			s.SASL.Mechanism, fromEnv["security.sasl.mechanism"] = m, true
 		} else {
-			probs = append(probs, fmt.Sprintf("%s must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got %q", EnvSASLMechanism, o.Mechanism))
+			probs = append(probs, fmt.Sprintf("%s must be %s; got %q", EnvSASLMechanism, mechanismNames, o.Mechanism))
 		}
 	}
 	if o.Username != "" {
@@ -482,6 +505,26 @@ func (c *Config) applySecurity(o SecurityOverrides) error {
 	}
 	if o.Password != "" {
 		s.SASL.Password, fromEnv["security.sasl.password"] = o.Password, true
+	}
+	if o.OAuthTokenURL != "" {
+		s.SASL.OAuth.TokenURL, fromEnv["security.sasl.oauth.token_url"] = o.OAuthTokenURL, true
+		if err := checkTokenURL(o.OAuthTokenURL); err != nil {
+			probs = append(probs, fmt.Sprintf("%s: %v", EnvSASLOAuthTokenURL, err))
+		}
+	}
+	if o.OAuthClientID != "" {
+		s.SASL.OAuth.ClientID, fromEnv["security.sasl.oauth.client_id"] = o.OAuthClientID, true
+	}
+	if o.OAuthClientSecret != "" {
+		s.SASL.OAuth.ClientSecret, fromEnv["security.sasl.oauth.client_secret"] = o.OAuthClientSecret, true
+	}
+	if o.OAuthScopes != "" {
+		s.SASL.OAuth.Scopes, fromEnv["security.sasl.oauth.scopes"] = strings.FieldsFunc(o.OAuthScopes, func(r rune) bool { return r == ',' || r == ' ' }), true
+		for _, sc := range s.SASL.OAuth.Scopes {
+			if err := checkScope(sc); err != nil {
+				probs = append(probs, fmt.Sprintf("%s: %v", EnvSASLOAuthScopes, err))
+			}
+		}
 	}
 	files := map[string]string{"security.tls.ca_file": o.CAFile, "security.tls.cert_file": o.CertFile, "security.tls.key_file": o.KeyFile}
 	for _, f := range tlsFiles(&s.TLS) {
@@ -529,18 +572,10 @@ func (c *Config) applySecurity(o SecurityOverrides) error {
 	}
 	proto := fmt.Sprintf("%s is %q", name("security.protocol"), s.Protocol)
 	if s.UsesSASL() {
-		if s.SASL.Mechanism == "" {
-			report("security.sasl.mechanism", "%s: %s is required (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", proto, either("security.sasl.mechanism"))
-		}
-		if s.SASL.Username == "" {
-			report("security.sasl.username", "%s: %s is required", proto, either("security.sasl.username"))
-		}
-		if s.SASL.Password == "" {
-			report("security.sasl.password", "%s: a SASL password is required; set %s (keep it out of the file)", proto, EnvSASLPassword)
-		}
+		c.checkMechanism(name, either, report, proto)
 	} else if s.SASL.set() {
 		at := "security.sasl" // in the file, else a variable that set it
-		for _, p := range []string{"security.sasl.password", "security.sasl.username", "security.sasl.mechanism"} {
+		for _, p := range []string{"security.sasl.oauth.scopes", "security.sasl.oauth.client_secret", "security.sasl.oauth.client_id", "security.sasl.oauth.token_url", "security.sasl.password", "security.sasl.username", "security.sasl.mechanism"} {
 			if fromEnv[p] && (c.src == nil || !c.src.has("security.sasl")) {
 				at = p
 			}
@@ -573,6 +608,59 @@ func (c *Config) applySecurity(o SecurityOverrides) error {
 		return errors.New(strings.Join(probs, "\n"))
 	}
 	return nil
+}
+
+// checkMechanism checks that a SASL protocol has a mechanism and what it
+// needs, and nothing another mechanism would use.
+func (c *Config) checkMechanism(name, either func(string) string, report func(path, format string, args ...any), proto string) {
+	s := &c.Security
+	m := s.SASL.Mechanism
+	mech := fmt.Sprintf("%s is %s", name("security.sasl.mechanism"), m)
+	// notFor reports the credential fields given that m does not use.
+	notFor := func(paths ...string) {
+		for _, p := range paths {
+			switch {
+			case p == "security.sasl.username" && s.SASL.Username != "",
+				p == "security.sasl.password" && s.SASL.Password != "":
+				report(p, "%s, which does not use %s: remove it (or choose the mechanism that does)", mech, name(p))
+			case p == "security.sasl.oauth" && s.SASL.OAuth.set():
+				if c.src != nil && c.src.has(p) {
+					report(p, "%s, which does not use security.sasl.oauth: remove it, or set the mechanism to OAUTHBEARER", mech)
+				} else {
+					report("security.sasl.mechanism", "%s, which does not use the OAUTHBEARER settings of SIDESTREAM_SASL_OAUTH_*: unset them, or set the mechanism to OAUTHBEARER", mech)
+				}
+			}
+		}
+	}
+	switch m {
+	case "":
+		report("security.sasl.mechanism", "%s: %s is required (%s)", proto, either("security.sasl.mechanism"), mechanismNames)
+	case SASLOAuthBearer:
+		o := s.SASL.OAuth
+		if o.TokenURL == "" {
+			report("security.sasl.oauth", "%s: %s is required (the OAuth 2 token endpoint)", mech, either("security.sasl.oauth.token_url"))
+		}
+		if o.ClientID == "" {
+			report("security.sasl.oauth", "%s: %s is required", mech, either("security.sasl.oauth.client_id"))
+		}
+		if o.ClientSecret == "" {
+			report("security.sasl.oauth", "%s: a client secret is required; set %s", mech, EnvSASLOAuthClientSecret)
+		}
+		notFor("security.sasl.username", "security.sasl.password")
+	case SASLAWSMSKIAM:
+		if s.Protocol != ProtocolSASLSSL {
+			report("security.protocol", "%s: Amazon MSK takes IAM authentication only over TLS: set %s to sasl_ssl (the brokers' port 9098)", mech, either("security.protocol"))
+		}
+		notFor("security.sasl.username", "security.sasl.password", "security.sasl.oauth")
+	default: // PLAIN, SCRAM-*
+		if s.SASL.Username == "" {
+			report("security.sasl.username", "%s: %s is required", proto, either("security.sasl.username"))
+		}
+		if s.SASL.Password == "" {
+			report("security.sasl.password", "%s: a SASL password is required; set %s (keep it out of the file)", proto, EnvSASLPassword)
+		}
+		notFor("security.sasl.oauth")
+	}
 }
 
 // has reports whether the file wrote path or anything under it.

@@ -93,7 +93,16 @@ const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
+	// SASLOAuthBearer gets a token from an OAuth 2 token endpoint with
+	// the client credentials grant (security.sasl.oauth).
+	SASLOAuthBearer = "OAUTHBEARER"
+	// SASLAWSMSKIAM signs in to Amazon MSK with the AWS credentials of
+	// the environment (AWS_ACCESS_KEY_ID, ...); sasl_ssl only.
+	SASLAWSMSKIAM = "AWS_MSK_IAM"
 )
+
+// mechanismNames lists the mechanisms for messages.
+const mechanismNames = "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM"
 
 // Security says how every client of the router connects to the brokers.
 // Each field can also come from the environment (SIDESTREAM_SECURITY_*,
@@ -144,15 +153,45 @@ func (t TLS) set() bool {
 // SASL configures the authentication of the sasl_plaintext and sasl_ssl
 // protocols.
 type SASL struct {
-	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	// Mechanism is PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or
+	// AWS_MSK_IAM.
 	Mechanism string `yaml:"mechanism"`
-	Username  string `yaml:"username"`
+	// Username and Password are for PLAIN and SCRAM only.
+	Username string `yaml:"username"`
 	// Password should come from SIDESTREAM_SASL_PASSWORD (a Kubernetes
 	// Secret), not from the file. It never prints.
 	Password Secret `yaml:"password"`
+	// OAuth is for OAUTHBEARER only.
+	OAuth OAuth `yaml:"oauth"`
 }
 
-func (s SASL) set() bool { return s.Mechanism != "" || s.Username != "" || s.Password != "" }
+func (s SASL) set() bool {
+	return s.Mechanism != "" || s.Username != "" || s.Password != "" || s.OAuth.set()
+}
+
+// OAuth configures OAUTHBEARER: the router gets its token from an OAuth 2
+// token endpoint with the client credentials grant (RFC 6749 4.4), keeps
+// it while it is valid and asks for a new one before it expires; the
+// brokers re-authenticate the connections before the session lifetime
+// they set ends (KIP-368), with the token of the moment.
+type OAuth struct {
+	// TokenURL is the token endpoint, https (http only on a loopback
+	// host).
+	TokenURL string `yaml:"token_url"`
+	ClientID string `yaml:"client_id"`
+	// ClientSecret comes only from SIDESTREAM_SASL_OAUTH_CLIENT_SECRET:
+	// the file may not hold it. It never prints.
+	ClientSecret Secret `yaml:"client_secret"`
+	// Scopes are asked for in the token request (none by default).
+	Scopes []string `yaml:"scopes"`
+	// Extensions are the SASL extensions sent with the token (KIP-342),
+	// e.g. logicalCluster and identityPoolId for Confluent Cloud.
+	Extensions map[string]string `yaml:"extensions"`
+}
+
+func (o OAuth) set() bool {
+	return o.TokenURL != "" || o.ClientID != "" || o.ClientSecret != "" || len(o.Scopes) > 0 || len(o.Extensions) > 0
+}
 
 // Secret is a string that never prints: fmt, slog, JSON, YAML and text
 // encoders all see "[redacted]" (or "" when it is empty). Reveal gives

@@ -418,6 +418,33 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
 		}
 		v.Set(s)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.String {
+			d.errAt(Pos{n.Line, n.Column}, "%s: unsupported field type %s", path, t)
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of names to strings, got %s", path, kindName(n))
+			return
+		}
+		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
+				d.errAt(Pos{k.Line, k.Column}, "%s: a name must be a non-empty string, got %s", path, kindName(k))
+				continue
+			}
+			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+				d.errAt(Pos{k.Line, k.Column}, "%s: %q is given twice", path, k.Value)
+				continue
+			}
+			p := fieldPath(path, k.Value)
+			d.pos[p] = Pos{val.Line, val.Column}
+			e := reflect.New(t.Elem()).Elem()
+			d.decode(val, e, p)
+			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+		}
+		v.Set(m)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.errAt(Pos{n.Line, n.Column}, "%s: expected a string, got %s", path, kindName(n))

@@ -182,3 +182,25 @@ func TestSecurityOverridesMerge(t *testing.T) {
 		t.Errorf("Merge = %+v, want %+v", got.Security, want)
 	}
 }
+
+// TestSecurityOAuthGood: OAUTHBEARER from the file, the secret (and
+// here the scopes) from the environment; AWS_MSK_IAM over sasl_ssl needs
+// nothing more from the topology.
+func TestSecurityOAuthGood(t *testing.T) {
+	c := mustLoad(t, minimalYAML+"brokers: [a:1]\nsecurity:\n  protocol: sasl_ssl\n  sasl:\n    mechanism: oauthbearer\n    oauth:\n      token_url: https://idp.example.com/token\n      client_id: router\n      extensions: {logicalCluster: lkc-1}\n")
+	env := map[string]string{EnvSASLOAuthClientSecret: leak, EnvSASLOAuthScopes: "kafka.read, kafka.write"}
+	if err := c.Apply(OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
+		t.Fatal(err)
+	}
+	o := c.Security.SASL.OAuth
+	if c.Security.SASL.Mechanism != SASLOAuthBearer || o.ClientSecret.Reveal() != leak || strings.Join(o.Scopes, " ") != "kafka.read kafka.write" || o.Extensions["logicalCluster"] != "lkc-1" {
+		t.Errorf("security = %+v", c.Security)
+	}
+	if s := fmt.Sprintf("%v %+v", c.Security, c.Security); strings.Contains(s, leak) {
+		t.Errorf("the client secret prints: %s", s)
+	}
+	m := mustLoad(t, minimalYAML+"brokers: [b-1.x.kafka.eu-west-1.amazonaws.com:9098]\nsecurity:\n  protocol: sasl_ssl\n  sasl:\n    mechanism: AWS_MSK_IAM\n")
+	if err := m.Apply(Overrides{}); err != nil || m.Security.SASL.Mechanism != SASLAWSMSKIAM {
+		t.Errorf("AWS_MSK_IAM over sasl_ssl: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -254,9 +255,10 @@ func (d *doc) validateSecurity() {
 		if m, ok := normMechanism(s.SASL.Mechanism); ok {
 			s.SASL.Mechanism = m
 		} else {
-			d.at("security.sasl.mechanism", "security.sasl.mechanism must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got %q", s.SASL.Mechanism)
+			d.at("security.sasl.mechanism", "security.sasl.mechanism must be %s; got %q", mechanismNames, s.SASL.Mechanism)
 		}
 	}
+	d.validateOAuth(&s.SASL.OAuth)
 	for _, f := range tlsFiles(&s.TLS) {
 		if *f.value == "" {
 			continue
@@ -268,6 +270,90 @@ func (d *doc) validateSecurity() {
 			d.at(f.path, "%s: %v", f.path, err)
 		}
 	}
+}
+
+// validateOAuth checks the fields of security.sasl.oauth on their own;
+// which mechanism they go with waits for Apply.
+func (d *doc) validateOAuth(o *OAuth) {
+	if o.ClientSecret != "" {
+		d.at("security.sasl.oauth.client_secret", "security.sasl.oauth.client_secret may not be in the file: set %s (a Kubernetes Secret)", EnvSASLOAuthClientSecret)
+		o.ClientSecret = ""
+	}
+	if o.TokenURL != "" {
+		if err := checkTokenURL(o.TokenURL); err != nil {
+			d.at("security.sasl.oauth.token_url", "security.sasl.oauth.token_url: %v", err)
+		}
+	}
+	for i, sc := range o.Scopes {
+		if err := checkScope(sc); err != nil {
+			d.at(fmt.Sprintf("security.sasl.oauth.scopes[%d]", i), "security.sasl.oauth.scopes[%d]: %v", i, err)
+		}
+	}
+	for k, v := range o.Extensions {
+		if err := checkExtension(k, v); err != nil {
+			p := fieldPath("security.sasl.oauth.extensions", k)
+			d.at(p, "%s: %v", p, err)
+		}
+	}
+}
+
+// checkTokenURL: an absolute https URL, or http to a loopback host (a
+// sidecar or a test): the client secret travels in the request.
+func checkTokenURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL", s)
+	case u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("%q is not an absolute http(s) URL", s)
+	case u.User != nil:
+		return fmt.Errorf("%q holds credentials: set the client id in security.sasl.oauth.client_id and the secret in %s", u.Redacted(), EnvSASLOAuthClientSecret)
+	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		return fmt.Errorf("%q is plain http: the client secret would cross the network unencrypted; use https (http only to localhost)", s)
+	}
+	return nil
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkScope: a scope token of RFC 6749 3.3.
+func checkScope(s string) error {
+	if s == "" {
+		return errors.New("a scope may not be empty")
+	}
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == '\\' || r > '~' {
+			return fmt.Errorf("scope %q holds %q; give each scope as its own list item", s, r)
+		}
+	}
+	return nil
+}
+
+var extKeyRe = regexp.MustCompile(`^[A-Za-z]+$`)
+
+// checkExtension: a SASL extension of RFC 7628 3.1 (KIP-342), "auth" being
+// the token's own.
+func checkExtension(k, v string) error {
+	switch {
+	case !extKeyRe.MatchString(k):
+		return fmt.Errorf("an extension name may hold only letters, got %q", k)
+	case k == "auth":
+		return errors.New(`"auth" is the token itself and cannot be an extension`)
+	case v == "":
+		return errors.New("an extension needs a value")
+	}
+	for _, r := range v {
+		if (r < 0x21 || r > 0x7e) && r != ' ' && r != '\t' && r != '\r' && r != '\n' {
+			return fmt.Errorf("the value holds %q: only printable ASCII", r)
+		}
+	}
+	return nil
 }
 
 // tlsFile is one file field of the TLS section.
@@ -315,7 +401,7 @@ func normProtocol(p string) (string, bool) {
 
 func normMechanism(m string) (string, bool) {
 	switch u := strings.ToUpper(m); u {
-	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer, SASLAWSMSKIAM:
 		return u, true
 	}
 	return m, false

@@ -31,7 +31,7 @@ func TestRunSecurityErrors(t *testing.T) {
 	t.Setenv(topology.EnvSASLPassword, secretPW)
 	t.Setenv(topology.EnvSASLMechanism, "GSSAPI")
 	code, _, errs := run(t, "run", "--config", cfg, "--listen", "127.0.0.1:0")
-	if code != 1 || !strings.Contains(errs, `SIDESTREAM_SASL_MECHANISM must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; got "GSSAPI"`) {
+	if code != 1 || !strings.Contains(errs, `SIDESTREAM_SASL_MECHANISM must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM; got "GSSAPI"`) {
 		t.Errorf("bad mechanism: exit %d: %s", code, errs)
 	}
 	t.Setenv(topology.EnvSASLMechanism, "scram-sha-256")
