@@ -197,6 +197,8 @@ func TestSecurity(t *testing.T) {
 
 	t.Run("acl_denied", func(t *testing.T) { aclDenied(t, b) })
 
+	t.Run("oauthbearer", func(t *testing.T) { oauthBearer(t, b) })
+
 	t.Run("tls_misconfigured", func(t *testing.T) {
 		// In process, with the options the router builds: the hints name
 		// the setting to fix.
@@ -435,6 +437,7 @@ func startSecureBroker(t *testing.T) *secureBroker {
 		"SIDESTREAM_KAFKA_HEAP_OPTS=-Xms128m -Xmx512m",
 		"SIDESTREAM_KAFKA_SASL_PORT="+strconv.Itoa(port+2),
 		"SIDESTREAM_KAFKA_SASL_USERS="+saslUser+":"+saslPassword,
+		"SIDESTREAM_KAFKA_OAUTH_REAUTH_MS="+oauthReauthMs,
 		"SIDESTREAM_KAFKA_SSL_PORT="+strconv.Itoa(port+3),
 		"SIDESTREAM_KAFKA_SSL_CERT="+filepath.Join(tlsDir, "broker.pem"),
 		"SIDESTREAM_KAFKA_SSL_KEY="+filepath.Join(tlsDir, "broker-key.pem"),

@@ -39,7 +39,14 @@
 # that is with a fresh data dir; unset, nothing above changes). The
 # PLAINTEXT listener stays, for the inter-broker and admin traffic:
 #   SIDESTREAM_KAFKA_SASL_PORT      add a SASL_PLAINTEXT listener on this port
-#                                   with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512
+#                                   with PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and
+#                                   OAUTHBEARER (Kafka's unsecured JWS validator:
+#                                   any token with alg "none", a "sub" and an
+#                                   unexpired "exp" passes; tests only)
+#   SIDESTREAM_KAFKA_OAUTH_REAUTH_MS  optional: connections.max.reauth.ms of
+#                                   the OAUTHBEARER connections (KIP-368: the
+#                                   session lifetime the broker gives a client,
+#                                   at most the token's remaining lifetime)
 #   SIDESTREAM_KAFKA_SASL_USERS     its users, "name:password" separated by
 #                                   spaces or commas (letters, digits, . _ -):
 #                                   PLAIN users in the listener's JAAS config,
@@ -322,6 +329,8 @@ check_secure_env() {
   for p in "$SASL_PORT" "$SSL_PORT"; do
     [[ -z "$p" || "$p" =~ ^[0-9]+$ ]] || die "secure listener port '$p' is not a number"
   done
+  [[ -z "${SIDESTREAM_KAFKA_OAUTH_REAUTH_MS:-}" || "$SIDESTREAM_KAFKA_OAUTH_REAUTH_MS" =~ ^[0-9]+$ ]] ||
+    die "SIDESTREAM_KAFKA_OAUTH_REAUTH_MS '$SIDESTREAM_KAFKA_OAUTH_REAUTH_MS' is not a number of milliseconds"
   sasl_users >/dev/null # dies on a malformed user, in this shell
   if [[ -n "$SASL_PORT" && -z "$(sasl_users)" ]]; then
     die "SIDESTREAM_KAFKA_SASL_PORT needs SIDESTREAM_KAFKA_SASL_USERS (name:password ...)"
@@ -360,8 +369,13 @@ write_secure_config() {
     if [[ -n "$SASL_PORT" ]]; then
       local jaas="" name pass
       while read -r name pass; do jaas+=" user_$name=\"$pass\""; done < <(sasl_users)
-      printf 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n'
-      printf 'listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512\n'
+      printf 'sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n'
+      printf 'listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n'
+      # No server callback handler: Kafka validates unsecured JWS tokens.
+      printf 'listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";\n'
+      if [[ -n "${SIDESTREAM_KAFKA_OAUTH_REAUTH_MS:-}" ]]; then
+        printf 'listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms=%s\n' "$SIDESTREAM_KAFKA_OAUTH_REAUTH_MS"
+      fi
       printf 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required%s;\n' "$jaas"
       printf 'listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n'
       printf 'listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n'
