@@ -449,8 +449,14 @@ func preloadTopic(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic s
 // every partition has a leader: a new topic reaches the broker's metadata
 // a while after the controller answers (10-20 s seen on a loaded 2-core
 // machine), and a contender started before that finds no input.
+//
+// The topics never expire by time: the generator's event times are months
+// old, and a contender that stamps its outputs with the event time (Kafka
+// Streams' W2 does) would have them deleted by the broker's retention
+// before the harness reads them back. The harness deletes them itself.
 func createTopics(ctx context.Context, adm *kadm.Client, ceiling time.Duration, topics ...string) error {
-	resp, err := adm.CreateTopics(ctx, 6, 1, nil, topics...)
+	retain := "-1"
+	resp, err := adm.CreateTopics(ctx, 6, 1, map[string]*string{"retention.ms": &retain}, topics...)
 	if err != nil {
 		return err
 	}
@@ -662,7 +668,10 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 		return res, fmt.Errorf("outputs hold %d offsets for %d inputs\n%s", res.Outputs, n, p.tail())
 	}
 	if verify {
-		if err := verifyIDs(ctx, brokers, outputs(id, valueSuffixes), n, c.Guarantee == "eos"); err != nil {
+		vctx, cancel := context.WithTimeout(ctx, ceiling)
+		err := verifyIDs(vctx, brokers, outputs(id, valueSuffixes), n, c.Guarantee == "eos")
+		cancel()
+		if err != nil {
 			return res, fmt.Errorf("verify: %w\n%s", err, p.tail())
 		}
 		res.Verified = true
