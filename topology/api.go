@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -213,15 +212,8 @@ func apiFiles(a *API) []apiFile {
 // checkTokenFile checks the token file holds at least one token, each
 // long enough; it never quotes a token.
 func checkTokenFile(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("file %q not found", path)
-		}
-		return fmt.Errorf("file %q: %v", path, cause(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%q is not a regular file", path)
+	if _, err := statRegular(path); err != nil {
+		return err
 	}
 	b, err := readLimited(path, maxPEMBytes)
 	if err != nil {

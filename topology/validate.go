@@ -417,21 +417,31 @@ const (
 	pemServerCert                // the HTTP API's own certificate chain
 )
 
+// statRegular is os.Stat of a file the config names, with the errors a
+// person reads: not found, or not a regular file.
+func statRegular(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("file %q not found", path)
+		}
+		return nil, fmt.Errorf("file %q: %v", path, cause(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", path)
+	}
+	return fi, nil
+}
+
 // maxPEMBytes bounds a TLS file, like maxSchemaBytes.
 const maxPEMBytes = 1 << 20
 
 // checkPEMFile reads a TLS file and checks it holds what kind says. It
 // never quotes the file's content: a key file is a secret.
 func checkPEMFile(kind pemKind, path string) error {
-	fi, err := os.Stat(path)
+	fi, err := statRegular(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("file %q not found", path)
-		}
-		return fmt.Errorf("file %q: %v", path, cause(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%q is not a regular file", path)
+		return err
 	}
 	if fi.Size() > maxPEMBytes {
 		return fmt.Errorf("file %q is larger than %d KiB", path, maxPEMBytes>>10)
