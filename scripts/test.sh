@@ -111,4 +111,4 @@ if grep -q -- '--- SKIP' /tmp/sidestream-itest.log; then
 fi
 
 step "benchmark harness smoke (every contender, outputs verified; no figures kept)"
-bench/compare.sh --smoke
+bench/compare.sh --smoke --parallel 2
