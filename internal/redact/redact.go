@@ -109,14 +109,7 @@ func (w *walker) value(states []state) error {
 				}
 				writeString(w.out, k)
 				w.out.WriteByte(':')
-				next, hide := w.step(states, k, -1)
-				if hide {
-					if err := w.skip(); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := w.value(next); err != nil {
+				if err := w.member(states, k, -1); err != nil {
 					return err
 				}
 			}
@@ -130,14 +123,7 @@ func (w *walker) value(states []state) error {
 				if i > 0 {
 					w.out.WriteByte(',')
 				}
-				next, hide := w.step(states, "", i)
-				if hide {
-					if err := w.skip(); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := w.value(next); err != nil {
+				if err := w.member(states, "", i); err != nil {
 					return err
 				}
 			}
@@ -156,6 +142,16 @@ func (w *walker) value(states []state) error {
 		w.out.WriteString("null")
 	}
 	return nil
+}
+
+// member writes the value of one object member (key) or array element
+// (index), or its mask when a redact path names it.
+func (w *walker) member(states []state, key string, index int) error {
+	next, hide := w.step(states, key, index)
+	if hide {
+		return w.skip()
+	}
+	return w.value(next)
 }
 
 // skip reads one value, writes the mask instead and remembers the text
