@@ -117,7 +117,7 @@ func (a *Assemble) applyDefaults() {
 
 // validateAssembly checks an assembly route. Its topic receives assembled
 // records, so when, key, value and project do not apply.
-func (d *doc) validateAssembly(p string, r Route, routes []Route, useTopic func(path, owner string, input bool, topic string)) {
+func (d *doc) validateAssembly(p string, r Route, routes []Route, useTopic useTopicFunc) {
 	a := r.Assemble
 	ap := p + ".assemble"
 	if r.When != "" {

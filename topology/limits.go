@@ -125,7 +125,7 @@ func (d *doc) positive(path string, v int64) {
 // validateLimits checks the limits block of a window or assembly route at
 // p (routes[i].window or routes[i].assemble); perRecord is how many
 // windows one record can open.
-func (d *doc) validateLimits(p, route string, l *Limits, perRecord int64, evictTo string, useTopic func(path, owner string, input bool, topic string)) {
+func (d *doc) validateLimits(p, route string, l *Limits, perRecord int64, evictTo string, useTopic useTopicFunc) {
 	if l == nil {
 		return
 	}

@@ -35,6 +35,23 @@ var reservedRoutes = map[string]string{
 }
 
 func (d *doc) validate() {
+	d.validateBasics()
+	d.validateState()
+	d.validateClient()
+	d.validateTopics()
+	useTopic := d.topicUses()
+	inSchemas := d.validateInputs(useTopic)
+	d.fields = newFieldTypes(inSchemas)
+	d.validateEventTime()
+	d.validateRoutes(inSchemas, useTopic)
+	d.validateDirty(useTopic)
+	d.validateSecurity()
+	d.validateAPI()
+}
+
+// validateBasics checks the top-level scalars: the application id, the
+// brokers, the guarantee, the commit and topic-creation numbers.
+func (d *doc) validateBasics() {
 	c := &d.cfg
 	if c.ApplicationID == "" {
 		d.at("application_id", "application_id is required (it names the consumer group and prefixes internal topics)")
@@ -49,9 +66,6 @@ func (d *doc) validate() {
 	if c.Guarantee != ExactlyOnce && c.Guarantee != AtLeastOnce {
 		d.at("guarantee", "guarantee must be %q or %q, got %q", ExactlyOnce, AtLeastOnce, c.Guarantee)
 	}
-	d.validateState()
-	d.validateClient()
-	d.validateTopics()
 	if c.CommitRecords < 0 {
 		d.at("commit_records", "commit_records must be positive, got %d", c.CommitRecords)
 	}
@@ -61,17 +75,24 @@ func (d *doc) validate() {
 	if c.Topics.ReplicationFactor < -1 || c.Topics.ReplicationFactor == 0 {
 		d.at("topics.replication_factor", "topics.replication_factor must be at least 1 (or -1 for the broker default), got %d", c.Topics.ReplicationFactor)
 	}
+}
 
-	// Every topic is read or written by one part only: two routes on one
-	// topic could not be told apart downstream, and a route writing to an
-	// input would feed its records back into the router forever.
+// useTopicFunc records that the part named what reads (input) or writes
+// topic, declared at path.
+type useTopicFunc func(path, what string, input bool, topic string)
+
+// topicUses returns the check that every topic is read or written by one
+// part only: two routes on one topic could not be told apart downstream,
+// and a route writing to an input would feed its records back into the
+// router forever.
+func (d *doc) topicUses() useTopicFunc {
 	type use struct {
 		what  string // "input", "route \"x\"", "the dirty route"
 		input bool
 		pos   Pos
 	}
 	topics := map[string]use{}
-	useTopic := func(path, what string, input bool, topic string) {
+	return func(path, what string, input bool, topic string) {
 		if topic == "" {
 			return
 		}
@@ -91,11 +112,16 @@ func (d *doc) validate() {
 			d.at(path, "%s writes to %q, which %s already writes to (line %d); give each its own topic", what, topic, first.what, first.pos.Line)
 		}
 	}
+}
 
+// validateInputs checks the inputs and loads their JSON Schemas, which the
+// connect-json routes and the strict expression checks read.
+func (d *doc) validateInputs(useTopic useTopicFunc) []inputSchema {
+	c := &d.cfg
 	if len(c.Inputs) == 0 {
 		d.at("inputs", "at least one input topic is required")
 	}
-	var inSchemas []inputSchema // for connect-json routes
+	var inSchemas []inputSchema
 	for i, in := range c.Inputs {
 		p := fmt.Sprintf("inputs[%d]", i)
 		if in.Topic == "" {
@@ -115,8 +141,11 @@ func (d *doc) validate() {
 		}
 		inSchemas = append(inSchemas, is)
 	}
-	d.fields = newFieldTypes(inSchemas)
+	return inSchemas
+}
 
+func (d *doc) validateEventTime() {
+	c := &d.cfg
 	switch c.EventTime.Format {
 	case TimeKafka:
 		if c.EventTime.Field != "" {
@@ -135,11 +164,15 @@ func (d *doc) validate() {
 	if c.EventTime.OnAhead != AheadDirty && c.EventTime.OnAhead != AheadClamp {
 		d.at("event_time.on_ahead", "event_time.on_ahead must be %q or %q, got %q", AheadDirty, AheadClamp, c.EventTime.OnAhead)
 	}
+}
 
+// validateRoutes checks routing and every route, then routing.default
+// against the route names.
+func (d *doc) validateRoutes(inSchemas []inputSchema, useTopic useTopicFunc) {
+	c := &d.cfg
 	if c.Routing.Match != MatchFirst && c.Routing.Match != MatchAll {
 		d.at("routing.match", "routing.match must be %q or %q, got %q", MatchFirst, MatchAll, c.Routing.Match)
 	}
-
 	if len(c.Routes) == 0 {
 		d.at("routes", "at least one route is required")
 	}
@@ -161,57 +194,8 @@ func (d *doc) validate() {
 			nameLine[r.Name] = d.lookup(p + ".name").Line
 		}
 		names[r.Name] = true
-		if r.Topic == "" {
-			d.at(p, "%s: topic is required", p)
-		}
-		useTopic(p+".topic", fmt.Sprintf("route %q", r.Name), false, r.Topic)
-		if r.When != "" {
-			d.checkExpr(p+".when", r.When, true)
-		}
-		if r.Key != "" {
-			d.checkExpr(p+".key", r.Key, false)
-		}
-		d.validateFormat(p, r, inSchemas)
-		switch r.Tombstones {
-		case "", TombstonesDirty:
-		case TombstonesForward:
-			switch {
-			case r.Window != nil || r.Assemble != nil:
-				d.at(p+".tombstones", "%s.tombstones: forward applies to plain routes; a window or assembly route's topic holds results keyed by its own key, which a tombstone cannot delete", p)
-			case r.Key != "":
-				d.at(p+".tombstones", "%s.tombstones: forward writes the tombstone with the input key, but this route writes records keyed by %q: the delete would miss them; remove key or tombstones", p, r.Key)
-			}
-		default:
-			d.at(p+".tombstones", "%s.tombstones must be %q or %q, got %q", p, TombstonesDirty, TombstonesForward, r.Tombstones)
-		}
-		if r.Window != nil {
-			d.validateWindow(p, r, useTopic)
-			continue
-		}
-		if r.Assemble != nil {
-			d.validateAssembly(p, r, c.Routes, useTopic)
-			if c.Routing.Default == r.Name {
-				d.at("routing.default", "routing.default names %q, an assembly route; unmatched records cannot be parts", r.Name)
-			}
-			continue
-		}
-		switch r.Value {
-		case ValueOriginal:
-			if len(r.Project) > 0 {
-				d.at(p+".value", "%s.value is %q (the input bytes, untouched) but project is set; remove value or set it to %q", p, ValueOriginal, ValueProjection)
-			}
-		case ValueProjection:
-			if len(r.Project) == 0 {
-				d.at(p+".value", "%s.value: projection needs a project mapping of output field to expression", p)
-			}
-			for _, f := range r.Project {
-				d.checkExpr(fieldPath(p+".project", f.Name), f.Expr, false)
-			}
-		default:
-			d.at(p+".value", "%s.value must be %q or %q, got %q", p, ValueOriginal, ValueProjection, r.Value)
-		}
+		d.validateRoute(p, r, inSchemas, useTopic)
 	}
-
 	switch def := c.Routing.Default; {
 	case def == "":
 		d.at("routing", "routing.default is required: name the route for unmatched records, or %q to drop them (counted)", DropDefault)
@@ -222,7 +206,73 @@ func (d *doc) validate() {
 		}
 		d.at("routing.default", "routing.default names route %q, which is not defined (%s)", def, known)
 	}
+}
 
+// validateRoute checks one route (p is its path, routes[i]) but its name.
+func (d *doc) validateRoute(p string, r Route, inSchemas []inputSchema, useTopic useTopicFunc) {
+	c := &d.cfg
+	if r.Topic == "" {
+		d.at(p, "%s: topic is required", p)
+	}
+	useTopic(p+".topic", fmt.Sprintf("route %q", r.Name), false, r.Topic)
+	if r.When != "" {
+		d.checkExpr(p+".when", r.When, true)
+	}
+	if r.Key != "" {
+		d.checkExpr(p+".key", r.Key, false)
+	}
+	d.validateFormat(p, r, inSchemas)
+	d.validateTombstones(p, r)
+	switch {
+	case r.Window != nil:
+		d.validateWindow(p, r, useTopic)
+	case r.Assemble != nil:
+		d.validateAssembly(p, r, c.Routes, useTopic)
+		if c.Routing.Default == r.Name {
+			d.at("routing.default", "routing.default names %q, an assembly route; unmatched records cannot be parts", r.Name)
+		}
+	default:
+		d.validateValue(p, r)
+	}
+}
+
+func (d *doc) validateTombstones(p string, r Route) {
+	switch r.Tombstones {
+	case "", TombstonesDirty:
+	case TombstonesForward:
+		switch {
+		case r.Window != nil || r.Assemble != nil:
+			d.at(p+".tombstones", "%s.tombstones: forward applies to plain routes; a window or assembly route's topic holds results keyed by its own key, which a tombstone cannot delete", p)
+		case r.Key != "":
+			d.at(p+".tombstones", "%s.tombstones: forward writes the tombstone with the input key, but this route writes records keyed by %q: the delete would miss them; remove key or tombstones", p, r.Key)
+		}
+	default:
+		d.at(p+".tombstones", "%s.tombstones must be %q or %q, got %q", p, TombstonesDirty, TombstonesForward, r.Tombstones)
+	}
+}
+
+// validateValue checks a plain route's value: the input bytes or a
+// projection.
+func (d *doc) validateValue(p string, r Route) {
+	switch r.Value {
+	case ValueOriginal:
+		if len(r.Project) > 0 {
+			d.at(p+".value", "%s.value is %q (the input bytes, untouched) but project is set; remove value or set it to %q", p, ValueOriginal, ValueProjection)
+		}
+	case ValueProjection:
+		if len(r.Project) == 0 {
+			d.at(p+".value", "%s.value: projection needs a project mapping of output field to expression", p)
+		}
+		for _, f := range r.Project {
+			d.checkExpr(fieldPath(p+".project", f.Name), f.Expr, false)
+		}
+	default:
+		d.at(p+".value", "%s.value must be %q or %q, got %q", p, ValueOriginal, ValueProjection, r.Value)
+	}
+}
+
+func (d *doc) validateDirty(useTopic useTopicFunc) {
+	c := &d.cfg
 	if c.Dirty.Topic == "" {
 		d.at("dirty", "the dirty route is required: set dirty.topic (records that fail decode, schema, event time or expressions go there)")
 	}
@@ -233,8 +283,6 @@ func (d *doc) validate() {
 	if c.Dirty.MaxRecordBytes > 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
-	d.validateSecurity()
-	d.validateAPI()
 }
 
 // validateSecurity checks each field of the security section on its own:
@@ -663,7 +711,7 @@ var aggregateFns = map[string]bool{"count": true, "sum": true, "min": true, "max
 
 // validateWindow checks a window route. Its topic receives window results,
 // so key, value and project do not apply.
-func (d *doc) validateWindow(p string, r Route, useTopic func(path, owner string, input bool, topic string)) {
+func (d *doc) validateWindow(p string, r Route, useTopic useTopicFunc) {
 	w := r.Window
 	wp := p + ".window"
 	if r.Key != "" {
