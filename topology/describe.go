@@ -246,21 +246,59 @@ func (t *Topology) Description() *Description {
 	if t.Default != nil {
 		d.Default = t.Default.Name
 	}
-	node := func(id, kind, label string) { d.Nodes = append(d.Nodes, GraphNode{ID: id, Kind: kind, Label: label}) }
-	edge := func(from, to, label string) { d.Edges = append(d.Edges, GraphEdge{From: from, To: to, Label: label}) }
-
+	g := &describer{t: t, d: d, all: map[string]bool{}}
 	// The main path first, then the dirty edges in the order a record
 	// meets the stages, so each format lists the graph as a record travels.
-	var decodeErrs, schemaErrs, laterErrs, windowErrs []GraphEdge
-	var stages []string
-	const evt, router = "event_time", "router"
-	for _, in := range t.Inputs {
-		d.Inputs = append(d.Inputs, DescribedInput{Topic: in.Topic, Format: in.Format, Schema: in.SchemaPath})
+	g.inputs()
+	g.eventTime()
+	var assemblies []*RouteNode
+	for i, r := range t.Routes {
+		if g.route(i, r) {
+			assemblies = append(assemblies, r)
+		}
+	}
+	for _, r := range assemblies {
+		g.assembly(r)
+	}
+	if len(d.Fields) == 0 && len(g.all) > 0 {
+		d.Fields = sortedKeys(g.all)
+	}
+	g.finish()
+	return d
+}
+
+// Node ids of the graph's fixed stages.
+const describeEventTime, describeRouter = "event_time", "router"
+
+// describer builds one Description's graph: the nodes and main edges as
+// it goes, the dirty edges kept apart by stage to be listed last.
+type describer struct {
+	t *Topology
+	d *Description
+
+	decodeErrs, schemaErrs, laterErrs, windowErrs []GraphEdge
+	stages                                        []string
+	all                                           map[string]bool // fields any route reads
+	hasExpr, hasWindow                            bool
+}
+
+func (g *describer) node(id, kind, label string) {
+	g.d.Nodes = append(g.d.Nodes, GraphNode{ID: id, Kind: kind, Label: label})
+}
+
+func (g *describer) edge(from, to, label string) {
+	g.d.Edges = append(g.d.Edges, GraphEdge{From: from, To: to, Label: label})
+}
+
+// inputs: each input topic, its decode and its schema stage.
+func (g *describer) inputs() {
+	for _, in := range g.t.Inputs {
+		g.d.Inputs = append(g.d.Inputs, DescribedInput{Topic: in.Topic, Format: in.Format, Schema: in.SchemaPath})
 		id, dec := "input:"+in.Topic, "decode:"+in.Topic
-		node(id, NodeInput, in.Topic)
-		node(dec, NodeDecode, "decode "+in.Format)
-		edge(id, dec, "")
-		decodeErrs = append(decodeErrs, GraphEdge{From: dec, To: "dirty", Label: "decode"})
+		g.node(id, NodeInput, in.Topic)
+		g.node(dec, NodeDecode, "decode "+in.Format)
+		g.edge(id, dec, "")
+		g.decodeErrs = append(g.decodeErrs, GraphEdge{From: dec, To: "dirty", Label: "decode"})
 		last := dec
 		if in.Schema != nil || in.SchemaPath != "" {
 			sch := "schema:" + in.Topic
@@ -268,167 +306,178 @@ func (t *Topology) Description() *Description {
 			if in.SchemaPath != "" {
 				label += "\n" + in.SchemaPath
 			}
-			node(sch, NodeSchema, label)
-			edge(dec, sch, "")
-			schemaErrs = append(schemaErrs, GraphEdge{From: sch, To: "dirty", Label: "schema"})
+			g.node(sch, NodeSchema, label)
+			g.edge(dec, sch, "")
+			g.schemaErrs = append(g.schemaErrs, GraphEdge{From: sch, To: "dirty", Label: "schema"})
 			last = sch
 		}
-		edge(last, evt, "")
+		g.edge(last, describeEventTime, "")
 	}
-	if len(decodeErrs) > 0 {
-		stages = append(stages, "decode")
+	if len(g.decodeErrs) > 0 {
+		g.stages = append(g.stages, "decode")
 	}
-	if len(schemaErrs) > 0 {
-		stages = append(stages, "schema")
+	if len(g.schemaErrs) > 0 {
+		g.stages = append(g.stages, "schema")
 	}
+}
 
+// eventTime: the event-time stage and the router after it.
+func (g *describer) eventTime() {
+	t := g.t
 	if t.EventTime.Format == TimeKafka || t.EventTime.Format == "" {
-		node(evt, NodeEventTime, "event time\nKafka timestamp")
+		g.node(describeEventTime, NodeEventTime, "event time\nKafka timestamp")
 	} else {
-		node(evt, NodeEventTime, fmt.Sprintf("event time\n%s (%s)", t.EventTime.Field, t.EventTime.Format))
+		g.node(describeEventTime, NodeEventTime, fmt.Sprintf("event time\n%s (%s)", t.EventTime.Field, t.EventTime.Format))
 		// Only a field can be missing or malformed; the Kafka timestamp
 		// is always there.
-		laterErrs = append(laterErrs, GraphEdge{From: evt, To: "dirty", Label: "event_time"})
-		stages = append(stages, "event_time")
+		g.laterErrs = append(g.laterErrs, GraphEdge{From: describeEventTime, To: "dirty", Label: "event_time"})
+		g.stages = append(g.stages, "event_time")
 	}
-	node(router, NodeRouter, "router\nmatch: "+string(t.Match))
-	edge(evt, router, "")
+	g.node(describeRouter, NodeRouter, "router\nmatch: "+string(t.Match))
+	g.edge(describeEventTime, describeRouter, "")
+}
 
-	all := map[string]bool{}
-	hasExpr, hasWindow := false, false
-	var assemblies []*RouteNode
-	for i, r := range t.Routes {
-		dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == t.Default}
-		if r.ForwardTombstones {
-			dr.Tombstones = TombstonesForward
-		}
-		fields := map[string]bool{}
-		addFields := func(e *Expr) {
-			for _, f := range e.Fields {
-				fields[f] = true
-				all[f] = true
-			}
-		}
-		if r.When != nil {
-			dr.When = r.When.Source
-			addFields(r.When)
-			hasExpr = true
-		}
-		if r.Key != nil {
-			dr.Key = r.Key.Source
-			addFields(r.Key)
-			hasExpr = true
-		}
-		for _, f := range r.Project {
-			dr.Project = append(dr.Project, DescribedField{Name: f.Name, Expr: f.Expr.Source})
-			addFields(f.Expr)
-			hasExpr = true
-		}
-		if r.Window != nil {
-			dr.Window = describeWindow(r.Window)
-			if g := r.Window.GroupBy; g != nil {
-				addFields(g)
-				hasExpr = true
-			}
-			for _, a := range r.Window.Aggregates {
-				if a.Of != nil {
-					addFields(a.Of)
-				}
-			}
-			hasWindow = true
-		}
-		dr.Fields = sortedKeys(fields)
-		if r.Assembly != nil {
-			dr.Assemble = describeAssembly(r.Assembly)
-			d.Routes = append(d.Routes, dr)
-			assemblies = append(assemblies, r)
-			continue
-		}
-		d.Routes = append(d.Routes, dr)
-
-		id := "route:" + r.Name
-		node(id, NodeRoute, routeLabel(dr))
-		order := ""
-		if t.Match != MatchAll {
-			order = ordinal(i + 1)
-		}
-		edge(router, id, order)
-		if r.Window != nil {
-			edge(id, "topic:"+r.Topic, "results")
-		} else {
-			edge(id, "topic:"+r.Topic, "")
-		}
-		node("topic:"+r.Topic, NodeTopic, r.Topic)
-		if w := dr.Window; w != nil && w.Limits != nil && w.Limits.OverflowTopic != "" {
-			edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
-			node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
-		}
-		if r.Window != nil && r.Window.Config.LateTopic != "" {
-			// A side route like the assembly's incomplete and duplicate ones.
-			edge(id, "topic:"+r.Window.Config.LateTopic, "late")
-			node("topic:"+r.Window.Config.LateTopic, NodeTopic, r.Window.Config.LateTopic)
-		}
-		if r.Window != nil {
-			windowErrs = append(windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
-		}
+// route describes route i; an assembly route is only listed (its graph
+// comes after every plain route's), and route says so.
+func (g *describer) route(i int, r *RouteNode) (assembly bool) {
+	dr := g.describeRoute(r)
+	g.d.Routes = append(g.d.Routes, dr)
+	if r.Assembly != nil {
+		return true
 	}
-	for _, r := range assemblies {
-		a := r.Assembly
-		id := "assemble:" + r.Name
-		node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Config.TTL.D(), a.Config.Time))
-		for _, p := range a.Parts {
-			if p.SourceRoute != nil {
-				edge("route:"+p.SourceRoute.Name, id, "part "+p.Name)
-			} else {
-				// Decoded like every input record, then taken as a part.
-				edge(router, id, "part "+p.Name+" from "+p.SourceTopic)
-			}
-		}
-		edge(id, "topic:"+r.Topic, "complete")
-		node("topic:"+r.Topic, NodeTopic, r.Topic)
-		edge(id, "topic:"+a.Config.IncompleteTopic, "ttl: incomplete")
-		node("topic:"+a.Config.IncompleteTopic, NodeTopic, a.Config.IncompleteTopic)
-		if t := a.Config.DuplicateTopic; t != "" {
-			edge(id, "topic:"+t, "duplicate")
-			node("topic:"+t, NodeTopic, t)
-		}
-		if l := a.Config.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
-			edge(id, "topic:"+l.OverflowTopic, "overflow")
-			node("topic:"+l.OverflowTopic, NodeTopic, l.OverflowTopic)
-		}
-		laterErrs = append(laterErrs, GraphEdge{From: id, To: "dirty", Label: "assemble"})
+	id := "route:" + r.Name
+	g.node(id, NodeRoute, routeLabel(dr))
+	order := ""
+	if g.t.Match != MatchAll {
+		order = ordinal(i + 1)
 	}
-	if len(d.Fields) == 0 && len(all) > 0 {
-		d.Fields = sortedKeys(all)
-	}
-	if t.Default != nil {
-		edge(router, "route:"+t.Default.Name, "no match")
+	g.edge(describeRouter, id, order)
+	if r.Window != nil {
+		g.edge(id, "topic:"+r.Topic, "results")
 	} else {
-		node("drop", NodeDrop, "drop\n(counted)")
-		edge(router, "drop", "no match")
+		g.edge(id, "topic:"+r.Topic, "")
 	}
-	if hasExpr {
+	g.node("topic:"+r.Topic, NodeTopic, r.Topic)
+	if w := dr.Window; w != nil && w.Limits != nil && w.Limits.OverflowTopic != "" {
+		g.edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
+		g.node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
+	}
+	if r.Window != nil && r.Window.Config.LateTopic != "" {
+		// A side route like the assembly's incomplete and duplicate ones.
+		g.edge(id, "topic:"+r.Window.Config.LateTopic, "late")
+		g.node("topic:"+r.Window.Config.LateTopic, NodeTopic, r.Window.Config.LateTopic)
+	}
+	if r.Window != nil {
+		g.windowErrs = append(g.windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
+	}
+	return false
+}
+
+// describeRoute is one route as data, with the fields its expressions read.
+func (g *describer) describeRoute(r *RouteNode) DescribedRoute {
+	dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == g.t.Default}
+	if r.ForwardTombstones {
+		dr.Tombstones = TombstonesForward
+	}
+	fields := map[string]bool{}
+	addFields := func(e *Expr) {
+		for _, f := range e.Fields {
+			fields[f] = true
+			g.all[f] = true
+		}
+	}
+	if r.When != nil {
+		dr.When = r.When.Source
+		addFields(r.When)
+		g.hasExpr = true
+	}
+	if r.Key != nil {
+		dr.Key = r.Key.Source
+		addFields(r.Key)
+		g.hasExpr = true
+	}
+	for _, f := range r.Project {
+		dr.Project = append(dr.Project, DescribedField{Name: f.Name, Expr: f.Expr.Source})
+		addFields(f.Expr)
+		g.hasExpr = true
+	}
+	if r.Window != nil {
+		dr.Window = describeWindow(r.Window)
+		if gb := r.Window.GroupBy; gb != nil {
+			addFields(gb)
+			g.hasExpr = true
+		}
+		for _, a := range r.Window.Aggregates {
+			if a.Of != nil {
+				addFields(a.Of)
+			}
+		}
+		g.hasWindow = true
+	}
+	dr.Fields = sortedKeys(fields)
+	if r.Assembly != nil {
+		dr.Assemble = describeAssembly(r.Assembly)
+	}
+	return dr
+}
+
+// assembly: an assembly route's node, its parts and its side topics.
+func (g *describer) assembly(r *RouteNode) {
+	a := r.Assembly
+	id := "assemble:" + r.Name
+	g.node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Config.TTL.D(), a.Config.Time))
+	for _, p := range a.Parts {
+		if p.SourceRoute != nil {
+			g.edge("route:"+p.SourceRoute.Name, id, "part "+p.Name)
+		} else {
+			// Decoded like every input record, then taken as a part.
+			g.edge(describeRouter, id, "part "+p.Name+" from "+p.SourceTopic)
+		}
+	}
+	g.edge(id, "topic:"+r.Topic, "complete")
+	g.node("topic:"+r.Topic, NodeTopic, r.Topic)
+	g.edge(id, "topic:"+a.Config.IncompleteTopic, "ttl: incomplete")
+	g.node("topic:"+a.Config.IncompleteTopic, NodeTopic, a.Config.IncompleteTopic)
+	if t := a.Config.DuplicateTopic; t != "" {
+		g.edge(id, "topic:"+t, "duplicate")
+		g.node("topic:"+t, NodeTopic, t)
+	}
+	if l := a.Config.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
+		g.edge(id, "topic:"+l.OverflowTopic, "overflow")
+		g.node("topic:"+l.OverflowTopic, NodeTopic, l.OverflowTopic)
+	}
+	g.laterErrs = append(g.laterErrs, GraphEdge{From: id, To: "dirty", Label: "assemble"})
+}
+
+// finish: the default edge, the dirty stages and the dirty edges last.
+func (g *describer) finish() {
+	t, d := g.t, g.d
+	if t.Default != nil {
+		g.edge(describeRouter, "route:"+t.Default.Name, "no match")
+	} else {
+		g.node("drop", NodeDrop, "drop\n(counted)")
+		g.edge(describeRouter, "drop", "no match")
+	}
+	if g.hasExpr {
 		// A predicate, key or projection that fails to evaluate makes the
 		// whole record dirty at the route stage.
-		laterErrs = append(laterErrs, GraphEdge{From: router, To: "dirty", Label: "route"})
-		stages = append(stages, "route")
+		g.laterErrs = append(g.laterErrs, GraphEdge{From: describeRouter, To: "dirty", Label: "route"})
+		g.stages = append(g.stages, "route")
 	}
-	if hasWindow {
+	if g.hasWindow {
 		// A non-numeric value for sum/min/max/avg, or a group key that
 		// is not the input partition's (repartition: false).
-		laterErrs = append(laterErrs, windowErrs...)
-		stages = append(stages, "window")
+		g.laterErrs = append(g.laterErrs, g.windowErrs...)
+		g.stages = append(g.stages, "window")
 	}
-	if stages == nil {
-		stages = []string{}
+	if g.stages == nil {
+		g.stages = []string{}
 	}
-
-	d.Dirty = DescribedDirty{Topic: t.Dirty.Topic, MaxRecordBytes: t.Dirty.MaxRecordBytes, TruncateTo: t.Dirty.TruncateTo, Stages: stages}
-	node("dirty", NodeDirty, "dirty")
-	d.Edges = append(append(append(d.Edges, decodeErrs...), schemaErrs...), laterErrs...)
-	edge("dirty", "topic:"+t.Dirty.Topic, "")
-	node("topic:"+t.Dirty.Topic, NodeTopic, t.Dirty.Topic)
-	return d
+	d.Dirty = DescribedDirty{Topic: t.Dirty.Topic, MaxRecordBytes: t.Dirty.MaxRecordBytes, TruncateTo: t.Dirty.TruncateTo, Stages: g.stages}
+	g.node("dirty", NodeDirty, "dirty")
+	d.Edges = append(append(append(d.Edges, g.decodeErrs...), g.schemaErrs...), g.laterErrs...)
+	g.edge("dirty", "topic:"+t.Dirty.Topic, "")
+	g.node("topic:"+t.Dirty.Topic, NodeTopic, t.Dirty.Topic)
 }
 
 func describeAssembly(a *AssemblyNode) *DescribedAssembly {
