@@ -319,53 +319,10 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 	t := v.Type()
 	switch {
 	case t == durationType || t == spanType:
-		if n.Kind != yaml.ScalarNode {
-			d.errAt(Pos{n.Line, n.Column}, "%s: expected a duration such as \"100ms\", got %s", path, kindName(n))
-			return
-		}
-		dur, err := time.ParseDuration(n.Value)
-		if err != nil {
-			d.errAt(Pos{n.Line, n.Column}, "%s: invalid duration %q (use a unit: \"100ms\", \"5s\")", path, n.Value)
-			return
-		}
-		if dur < 0 && t == spanType {
-			d.errAt(Pos{n.Line, n.Column}, "%s: duration must not be negative, got %q", path, n.Value)
-			return
-		}
-		if dur < 0 || (dur == 0 && t == durationType) {
-			d.errAt(Pos{n.Line, n.Column}, "%s: duration must be positive, got %q", path, n.Value)
-			return
-		}
-		v.SetInt(int64(dur))
+		d.decodeDuration(n, v, path)
 		return
 	case t == projectionType:
-		if n.Kind != yaml.MappingNode {
-			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of output field to expression, got %s", path, kindName(n))
-			return
-		}
-		var proj Projection
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			p := fieldPath(path, k.Value)
-			if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
-				d.errAt(Pos{k.Line, k.Column}, "%s: an output field name must be a non-empty string, got %s", path, kindName(k))
-				continue
-			}
-			if seen[k.Value] {
-				d.errAt(Pos{k.Line, k.Column}, "%s: duplicate output field %q", path, k.Value)
-				continue
-			}
-			seen[k.Value] = true
-			d.pos[p] = Pos{val.Line, val.Column}
-			d.nodes[p] = val
-			if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
-				d.errAt(Pos{val.Line, val.Column}, "%s: expected an expression, got %s", p, kindName(val))
-				continue
-			}
-			proj = append(proj, Field{Name: k.Value, Expr: val.Value})
-		}
-		v.Set(reflect.ValueOf(proj))
+		d.decodeProjection(n, v, path)
 		return
 	case t == topicConfigsType:
 		d.decodeTopicConfigs(n, v, path)
@@ -377,74 +334,156 @@ func (d *doc) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.decode(n, nv.Elem(), path)
 		v.Set(nv)
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping, got %s", orTop(path), kindName(n))
-			return
-		}
-		fields := map[string]int{}
-		for i := 0; i < t.NumField(); i++ {
-			tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-			if tag != "" && tag != "-" {
-				fields[tag] = i
-			}
-		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			fi, ok := fields[k.Value]
-			if !ok {
-				if k.Tag == "!!merge" {
-					d.errAt(Pos{k.Line, k.Column}, "%s: YAML merge keys (<<) are not supported; write the fields out", orTop(path))
-					continue
-				}
-				d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %s%s", orTop(path), kindName(k), suggest(k.Value, fields))
-				continue
-			}
-			if seen[k.Value] {
-				d.errAt(Pos{k.Line, k.Column}, "%s: field %q is given twice", orTop(path), k.Value)
-				continue
-			}
-			seen[k.Value] = true
-			d.keyPos[join(path, k.Value)] = Pos{k.Line, k.Column}
-			d.decode(val, v.Field(fi), join(path, k.Value))
-		}
+		d.decodeStruct(n, v, path)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.errAt(Pos{n.Line, n.Column}, "%s: expected a list, got %s", path, kindName(n))
-			return
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
-		}
-		v.Set(s)
+		d.decodeSlice(n, v, path)
 	case reflect.Map:
-		if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.String {
-			d.errAt(Pos{n.Line, n.Column}, "%s: unsupported field type %s", path, t)
-			return
+		d.decodeMap(n, v, path)
+	default:
+		d.decodeScalar(n, v, path)
+	}
+}
+
+// decodeDuration: a Duration (positive) or a Span (zero allowed).
+func (d *doc) decodeDuration(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if n.Kind != yaml.ScalarNode {
+		d.errAt(Pos{n.Line, n.Column}, "%s: expected a duration such as \"100ms\", got %s", path, kindName(n))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.errAt(Pos{n.Line, n.Column}, "%s: invalid duration %q (use a unit: \"100ms\", \"5s\")", path, n.Value)
+		return
+	}
+	if dur < 0 && t == spanType {
+		d.errAt(Pos{n.Line, n.Column}, "%s: duration must not be negative, got %q", path, n.Value)
+		return
+	}
+	if dur < 0 || (dur == 0 && t == durationType) {
+		d.errAt(Pos{n.Line, n.Column}, "%s: duration must be positive, got %q", path, n.Value)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// decodeProjection: a mapping of output field to expression, in order.
+func (d *doc) decodeProjection(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of output field to expression, got %s", path, kindName(n))
+		return
+	}
+	var proj Projection
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		p := fieldPath(path, k.Value)
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
+			d.errAt(Pos{k.Line, k.Column}, "%s: an output field name must be a non-empty string, got %s", path, kindName(k))
+			continue
 		}
-		if n.Kind != yaml.MappingNode {
-			d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of names to strings, got %s", path, kindName(n))
-			return
+		if seen[k.Value] {
+			d.errAt(Pos{k.Line, k.Column}, "%s: duplicate output field %q", path, k.Value)
+			continue
 		}
-		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
-				d.errAt(Pos{k.Line, k.Column}, "%s: a name must be a non-empty string, got %s", path, kindName(k))
+		seen[k.Value] = true
+		d.pos[p] = Pos{val.Line, val.Column}
+		d.nodes[p] = val
+		if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+			d.errAt(Pos{val.Line, val.Column}, "%s: expected an expression, got %s", p, kindName(val))
+			continue
+		}
+		proj = append(proj, Field{Name: k.Value, Expr: val.Value})
+	}
+	v.Set(reflect.ValueOf(proj))
+}
+
+// decodeStruct: a mapping whose keys are the struct's yaml tags; an
+// unknown or repeated key is a problem with a suggestion.
+func (d *doc) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if n.Kind != yaml.MappingNode {
+		d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping, got %s", orTop(path), kindName(n))
+		return
+	}
+	fields := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		if tag != "" && tag != "-" {
+			fields[tag] = i
+		}
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		fi, ok := fields[k.Value]
+		if !ok {
+			if k.Tag == "!!merge" {
+				d.errAt(Pos{k.Line, k.Column}, "%s: YAML merge keys (<<) are not supported; write the fields out", orTop(path))
 				continue
 			}
-			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
-				d.errAt(Pos{k.Line, k.Column}, "%s: %q is given twice", path, k.Value)
-				continue
-			}
-			p := fieldPath(path, k.Value)
-			d.pos[p] = Pos{val.Line, val.Column}
-			e := reflect.New(t.Elem()).Elem()
-			d.decode(val, e, p)
-			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+			d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %s%s", orTop(path), kindName(k), suggest(k.Value, fields))
+			continue
 		}
-		v.Set(m)
+		if seen[k.Value] {
+			d.errAt(Pos{k.Line, k.Column}, "%s: field %q is given twice", orTop(path), k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		d.keyPos[join(path, k.Value)] = Pos{k.Line, k.Column}
+		d.decode(val, v.Field(fi), join(path, k.Value))
+	}
+}
+
+func (d *doc) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if n.Kind != yaml.SequenceNode {
+		d.errAt(Pos{n.Line, n.Column}, "%s: expected a list, got %s", path, kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		d.decode(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+	}
+	v.Set(s)
+}
+
+// decodeMap: a mapping of names to strings (the only map kind the model
+// has).
+func (d *doc) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.String {
+		d.errAt(Pos{n.Line, n.Column}, "%s: unsupported field type %s", path, t)
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errAt(Pos{n.Line, n.Column}, "%s: expected a mapping of names to strings, got %s", path, kindName(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!null" || k.Value == "" {
+			d.errAt(Pos{k.Line, k.Column}, "%s: a name must be a non-empty string, got %s", path, kindName(k))
+			continue
+		}
+		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			d.errAt(Pos{k.Line, k.Column}, "%s: %q is given twice", path, k.Value)
+			continue
+		}
+		p := fieldPath(path, k.Value)
+		d.pos[p] = Pos{val.Line, val.Column}
+		e := reflect.New(t.Elem()).Elem()
+		d.decode(val, e, p)
+		m.SetMapIndex(reflect.ValueOf(k.Value).Convert(t.Key()), e)
+	}
+	v.Set(m)
+}
+
+// decodeScalar: a string, an integer that fits its type, or a boolean.
+func (d *doc) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	switch t.Kind() {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.errAt(Pos{n.Line, n.Column}, "%s: expected a string, got %s", path, kindName(n))
