@@ -272,36 +272,58 @@ func (c *Config) ApplyAPI(o APIOverrides) error {
 	if a.SampleMaxBytes <= 0 {
 		a.SampleMaxBytes = DefaultSampleMaxBytes
 	}
-	fromEnv := map[string]bool{}
-	var probs []string
+	k := &apiCheck{c: c, fromEnv: map[string]bool{}}
+	k.overrides(o)
+	if len(k.probs) > 0 {
+		return errors.New(strings.Join(k.probs, "\n"))
+	}
+	k.tlsPair()
+	k.auth()
+	if len(k.probs) > 0 {
+		return errors.New(strings.Join(k.probs, "\n"))
+	}
+	return nil
+}
+
+// apiCheck gathers the problems of one ApplyAPI, remembering which values
+// came from the environment (a problem then names the variable).
+type apiCheck struct {
+	c       *Config
+	fromEnv map[string]bool
+	probs   []string
+}
+
+// overrides applies and checks each SIDESTREAM_API_* value on its own.
+func (k *apiCheck) overrides(o APIOverrides) {
+	a := &k.c.API
 	enum := func(path, v string, dst *string, ok ...string) {
 		if v == "" {
 			return
 		}
 		v = strings.ToLower(v)
 		if !oneOf(v, ok...) {
-			probs = append(probs, fmt.Sprintf("%s must be %s, got %q", apiEnv[path], quoteList(ok), v))
+			k.probs = append(k.probs, fmt.Sprintf("%s must be %s, got %q", apiEnv[path], quoteList(ok), v))
 			return
 		}
-		*dst, fromEnv[path] = v, true
+		*dst, k.fromEnv[path] = v, true
 	}
 	enum("api.auth", o.Auth, &a.Auth, APIAuthNone, APIAuthBearer, APIAuthMTLS)
 	enum("api.metrics", o.Metrics, &a.Metrics, APIMetricsOpen, APIMetricsProtected)
 	enum("api.samples", o.Samples, &a.Samples, SamplesFull, SamplesRedacted, SamplesOff)
 	if o.Redact != "" {
-		a.Redact, fromEnv["api.redact"] = splitList(o.Redact), true
+		a.Redact, k.fromEnv["api.redact"] = splitList(o.Redact), true
 		for _, p := range a.Redact {
 			if err := checkRedactPath(p); err != nil {
-				probs = append(probs, fmt.Sprintf("%s: %v", EnvAPIRedact, err))
+				k.probs = append(k.probs, fmt.Sprintf("%s: %v", EnvAPIRedact, err))
 			}
 		}
 	}
 	if o.SampleMaxBytes != "" {
 		n, err := strconv.Atoi(o.SampleMaxBytes)
 		if err != nil || n < 1 || n > maxSampleMaxBytes {
-			probs = append(probs, fmt.Sprintf("%s must be 1 to %d, got %q", EnvAPISampleMaxLen, maxSampleMaxBytes, o.SampleMaxBytes))
+			k.probs = append(k.probs, fmt.Sprintf("%s must be 1 to %d, got %q", EnvAPISampleMaxLen, maxSampleMaxBytes, o.SampleMaxBytes))
 		} else {
-			a.SampleMaxBytes, fromEnv["api.sample_max_bytes"] = n, true
+			a.SampleMaxBytes, k.fromEnv["api.sample_max_bytes"] = n, true
 		}
 	}
 	files := map[string]string{"api.token_file": o.TokenFile, "api.tls.cert_file": o.CertFile, "api.tls.key_file": o.KeyFile, "api.tls.client_ca_file": o.ClientCAFile}
@@ -310,64 +332,76 @@ func (c *Config) ApplyAPI(o APIOverrides) error {
 		if v == "" {
 			continue
 		}
-		*f.value, fromEnv[f.path] = v, true
+		*f.value, k.fromEnv[f.path] = v, true
 		if err := f.check(v); err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %v", apiEnv[f.path], err))
+			k.probs = append(k.probs, fmt.Sprintf("%s: %v", apiEnv[f.path], err))
 		}
 	}
 	if o.Tokens != "" {
 		a.Tokens = o.Tokens
 		for i, t := range SplitTokens(o.Tokens.Reveal()) {
 			if len(t) < minTokenLen {
-				probs = append(probs, fmt.Sprintf("%s: token %d is shorter than %d characters (make one with: openssl rand -hex 32)", EnvAPITokens, i+1, minTokenLen))
+				k.probs = append(k.probs, fmt.Sprintf("%s: token %d is shorter than %d characters (make one with: openssl rand -hex 32)", EnvAPITokens, i+1, minTokenLen))
 			}
 		}
 		if len(SplitTokens(o.Tokens.Reveal())) == 0 {
-			probs = append(probs, fmt.Sprintf("%s holds no token", EnvAPITokens))
+			k.probs = append(k.probs, fmt.Sprintf("%s holds no token", EnvAPITokens))
 		}
 	}
-	if len(probs) > 0 {
-		return errors.New(strings.Join(probs, "\n"))
-	}
+}
 
-	name := func(path string) string {
-		if fromEnv[path] {
-			return apiEnv[path]
-		}
-		return path
+// name is how a message names the setting at path: its variable when the
+// value came from the environment.
+func (k *apiCheck) name(path string) string {
+	if k.fromEnv[path] {
+		return apiEnv[path]
 	}
-	either := func(path string) string { return path + " (or " + apiEnv[path] + ")" }
-	report := func(path, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		if c.src != nil && !fromEnv[path] && c.src.has("api") {
-			d := doc{file: c.src.file, pos: c.src.pos}
-			msg = Problem{File: d.file, Pos: d.lookup(path), Msg: msg}.String()
-		}
-		probs = append(probs, msg)
+	return path
+}
+
+func either(path string) string { return path + " (or " + apiEnv[path] + ")" }
+
+// report adds a problem, at the file's line:col when the value is the file's.
+func (k *apiCheck) report(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if c := k.c; c.src != nil && !k.fromEnv[path] && c.src.has("api") {
+		d := doc{file: c.src.file, pos: c.src.pos}
+		msg = Problem{File: d.file, Pos: d.lookup(path), Msg: msg}.String()
 	}
-	auth := fmt.Sprintf("%s is %q", name("api.auth"), a.Auth)
-	t := a.TLS
+	k.probs = append(k.probs, msg)
+}
+
+// tlsPair: a certificate needs its key, and the two must make a pair.
+func (k *apiCheck) tlsPair() {
+	t := k.c.API.TLS
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		report("api.tls.cert_file", "%s is set without %s: the API's certificate needs its private key", name("api.tls.cert_file"), either("api.tls.key_file"))
+		k.report("api.tls.cert_file", "%s is set without %s: the API's certificate needs its private key", k.name("api.tls.cert_file"), either("api.tls.key_file"))
 	case t.KeyFile != "" && t.CertFile == "":
-		report("api.tls.key_file", "%s is set without %s: a private key needs its certificate", name("api.tls.key_file"), either("api.tls.cert_file"))
+		k.report("api.tls.key_file", "%s is set without %s: a private key needs its certificate", k.name("api.tls.key_file"), either("api.tls.cert_file"))
 	case t.CertFile != "":
 		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
-			report("api.tls.key_file", "%s and %s do not make a key pair: %v", name("api.tls.cert_file"), name("api.tls.key_file"), err)
+			k.report("api.tls.key_file", "%s and %s do not make a key pair: %v", k.name("api.tls.cert_file"), k.name("api.tls.key_file"), err)
 		}
 	}
+}
+
+// auth: what each auth mode needs, and settings that its mode never reads.
+func (k *apiCheck) auth() {
+	a := &k.c.API
+	t := a.TLS
+	auth := fmt.Sprintf("%s is %q", k.name("api.auth"), a.Auth)
 	switch a.Auth {
 	case APIAuthBearer:
 		if a.TokenFile == "" && a.Tokens == "" {
-			report("api.auth", "%s: the tokens come from %s or %s (keep them out of the topology file)", auth, either("api.token_file"), EnvAPITokens)
+			k.report("api.auth", "%s: the tokens come from %s or %s (keep them out of the topology file)", auth, either("api.token_file"), EnvAPITokens)
 		}
 	case APIAuthMTLS:
 		if !t.Enabled() {
-			report("api.auth", "%s: the API must listen on TLS: set %s and %s", auth, either("api.tls.cert_file"), either("api.tls.key_file"))
+			k.report("api.auth", "%s: the API must listen on TLS: set %s and %s", auth, either("api.tls.cert_file"), either("api.tls.key_file"))
 		}
 		if t.ClientCAFile == "" {
-			report("api.auth", "%s: %s is required, the CA that signs the client certificates", auth, either("api.tls.client_ca_file"))
+			k.report("api.auth", "%s: %s is required, the CA that signs the client certificates", auth, either("api.tls.client_ca_file"))
 		}
 	}
 	if a.Auth != APIAuthBearer && (a.TokenFile != "" || a.Tokens != "") {
@@ -375,24 +409,20 @@ func (c *Config) ApplyAPI(o APIOverrides) error {
 		if a.TokenFile == "" {
 			at = "api.auth"
 		}
-		report(at, "bearer tokens are given (api.token_file, %s or %s) but %s: set it to %q, or remove them", EnvAPITokenFile, EnvAPITokens, auth, APIAuthBearer)
+		k.report(at, "bearer tokens are given (api.token_file, %s or %s) but %s: set it to %q, or remove them", EnvAPITokenFile, EnvAPITokens, auth, APIAuthBearer)
 	}
 	if a.Auth != APIAuthMTLS && t.ClientCAFile != "" {
-		report("api.tls.client_ca_file", "%s is read only with api.auth: mtls, but %s", name("api.tls.client_ca_file"), auth)
+		k.report("api.tls.client_ca_file", "%s is read only with api.auth: mtls, but %s", k.name("api.tls.client_ca_file"), auth)
 	}
 	if a.Auth == APIAuthNone && a.Metrics == APIMetricsProtected {
-		report("api.metrics", "%s is %q, but %s: nothing can protect it; set api.auth", name("api.metrics"), a.Metrics, auth)
+		k.report("api.metrics", "%s is %q, but %s: nothing can protect it; set api.auth", k.name("api.metrics"), a.Metrics, auth)
 	}
 	if len(a.Redact) > 0 && a.Samples != SamplesRedacted {
-		report("api.redact", "%s is read only with api.samples: redacted, but %s is %q", name("api.redact"), name("api.samples"), a.Samples)
+		k.report("api.redact", "%s is read only with api.samples: redacted, but %s is %q", k.name("api.redact"), k.name("api.samples"), a.Samples)
 	}
 	if a.Samples == SamplesRedacted && len(a.Redact) == 0 {
-		report("api.samples", "%s is %q but %s lists no path: name the fields to hide (customer.email), or use %q", name("api.samples"), a.Samples, either("api.redact"), SamplesOff)
+		k.report("api.samples", "%s is %q but %s lists no path: name the fields to hide (customer.email), or use %q", k.name("api.samples"), a.Samples, either("api.redact"), SamplesOff)
 	}
-	if len(probs) > 0 {
-		return errors.New(strings.Join(probs, "\n"))
-	}
-	return nil
 }
 
 func quoteList(vs []string) string {
