@@ -272,29 +272,18 @@ func (c *Config) ApplyAPI(o APIOverrides) error {
 	if a.SampleMaxBytes <= 0 {
 		a.SampleMaxBytes = DefaultSampleMaxBytes
 	}
-	k := &apiCheck{c: c, fromEnv: map[string]bool{}}
-	k.overrides(o)
-	if len(k.probs) > 0 {
-		return errors.New(strings.Join(k.probs, "\n"))
+	k := newOverrideCheck(c, "api", apiEnv)
+	k.apiOverrides(o)
+	if err := k.err(); err != nil {
+		return err
 	}
-	k.tlsPair()
-	k.auth()
-	if len(k.probs) > 0 {
-		return errors.New(strings.Join(k.probs, "\n"))
-	}
-	return nil
+	k.apiTLSPair()
+	k.apiAuth()
+	return k.err()
 }
 
-// apiCheck gathers the problems of one ApplyAPI, remembering which values
-// came from the environment (a problem then names the variable).
-type apiCheck struct {
-	c       *Config
-	fromEnv map[string]bool
-	probs   []string
-}
-
-// overrides applies and checks each SIDESTREAM_API_* value on its own.
-func (k *apiCheck) overrides(o APIOverrides) {
+// apiOverrides applies and checks each SIDESTREAM_API_* value on its own.
+func (k *overrideCheck) apiOverrides(o APIOverrides) {
 	a := &k.c.API
 	enum := func(path, v string, dst *string, ok ...string) {
 		if v == "" {
@@ -302,7 +291,7 @@ func (k *apiCheck) overrides(o APIOverrides) {
 		}
 		v = strings.ToLower(v)
 		if !oneOf(v, ok...) {
-			k.probs = append(k.probs, fmt.Sprintf("%s must be %s, got %q", apiEnv[path], quoteList(ok), v))
+			k.problem("%s must be %s, got %q", apiEnv[path], quoteList(ok), v)
 			return
 		}
 		*dst, k.fromEnv[path] = v, true
@@ -314,14 +303,14 @@ func (k *apiCheck) overrides(o APIOverrides) {
 		a.Redact, k.fromEnv["api.redact"] = splitList(o.Redact), true
 		for _, p := range a.Redact {
 			if err := checkRedactPath(p); err != nil {
-				k.probs = append(k.probs, fmt.Sprintf("%s: %v", EnvAPIRedact, err))
+				k.problem("%s: %v", EnvAPIRedact, err)
 			}
 		}
 	}
 	if o.SampleMaxBytes != "" {
 		n, err := strconv.Atoi(o.SampleMaxBytes)
 		if err != nil || n < 1 || n > maxSampleMaxBytes {
-			k.probs = append(k.probs, fmt.Sprintf("%s must be 1 to %d, got %q", EnvAPISampleMaxLen, maxSampleMaxBytes, o.SampleMaxBytes))
+			k.problem("%s must be 1 to %d, got %q", EnvAPISampleMaxLen, maxSampleMaxBytes, o.SampleMaxBytes)
 		} else {
 			a.SampleMaxBytes, k.fromEnv["api.sample_max_bytes"] = n, true
 		}
@@ -334,51 +323,30 @@ func (k *apiCheck) overrides(o APIOverrides) {
 		}
 		*f.value, k.fromEnv[f.path] = v, true
 		if err := f.check(v); err != nil {
-			k.probs = append(k.probs, fmt.Sprintf("%s: %v", apiEnv[f.path], err))
+			k.problem("%s: %v", apiEnv[f.path], err)
 		}
 	}
 	if o.Tokens != "" {
 		a.Tokens = o.Tokens
 		for i, t := range SplitTokens(o.Tokens.Reveal()) {
 			if len(t) < minTokenLen {
-				k.probs = append(k.probs, fmt.Sprintf("%s: token %d is shorter than %d characters (make one with: openssl rand -hex 32)", EnvAPITokens, i+1, minTokenLen))
+				k.problem("%s: token %d is shorter than %d characters (make one with: openssl rand -hex 32)", EnvAPITokens, i+1, minTokenLen)
 			}
 		}
 		if len(SplitTokens(o.Tokens.Reveal())) == 0 {
-			k.probs = append(k.probs, fmt.Sprintf("%s holds no token", EnvAPITokens))
+			k.problem("%s holds no token", EnvAPITokens)
 		}
 	}
 }
 
-// name is how a message names the setting at path: its variable when the
-// value came from the environment.
-func (k *apiCheck) name(path string) string {
-	if k.fromEnv[path] {
-		return apiEnv[path]
-	}
-	return path
-}
-
-func either(path string) string { return path + " (or " + apiEnv[path] + ")" }
-
-// report adds a problem, at the file's line:col when the value is the file's.
-func (k *apiCheck) report(path, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if c := k.c; c.src != nil && !k.fromEnv[path] && c.src.has("api") {
-		d := doc{file: c.src.file, pos: c.src.pos}
-		msg = Problem{File: d.file, Pos: d.lookup(path), Msg: msg}.String()
-	}
-	k.probs = append(k.probs, msg)
-}
-
-// tlsPair: a certificate needs its key, and the two must make a pair.
-func (k *apiCheck) tlsPair() {
+// apiTLSPair: a certificate needs its key, and the two must make a pair.
+func (k *overrideCheck) apiTLSPair() {
 	t := k.c.API.TLS
 	switch {
 	case t.CertFile != "" && t.KeyFile == "":
-		k.report("api.tls.cert_file", "%s is set without %s: the API's certificate needs its private key", k.name("api.tls.cert_file"), either("api.tls.key_file"))
+		k.report("api.tls.cert_file", "%s is set without %s: the API's certificate needs its private key", k.name("api.tls.cert_file"), k.either("api.tls.key_file"))
 	case t.KeyFile != "" && t.CertFile == "":
-		k.report("api.tls.key_file", "%s is set without %s: a private key needs its certificate", k.name("api.tls.key_file"), either("api.tls.cert_file"))
+		k.report("api.tls.key_file", "%s is set without %s: a private key needs its certificate", k.name("api.tls.key_file"), k.either("api.tls.cert_file"))
 	case t.CertFile != "":
 		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
 			k.report("api.tls.key_file", "%s and %s do not make a key pair: %v", k.name("api.tls.cert_file"), k.name("api.tls.key_file"), err)
@@ -386,22 +354,22 @@ func (k *apiCheck) tlsPair() {
 	}
 }
 
-// auth: what each auth mode needs, and settings that its mode never reads.
-func (k *apiCheck) auth() {
+// apiAuth: what each auth mode needs, and settings that its mode never reads.
+func (k *overrideCheck) apiAuth() {
 	a := &k.c.API
 	t := a.TLS
 	auth := fmt.Sprintf("%s is %q", k.name("api.auth"), a.Auth)
 	switch a.Auth {
 	case APIAuthBearer:
 		if a.TokenFile == "" && a.Tokens == "" {
-			k.report("api.auth", "%s: the tokens come from %s or %s (keep them out of the topology file)", auth, either("api.token_file"), EnvAPITokens)
+			k.report("api.auth", "%s: the tokens come from %s or %s (keep them out of the topology file)", auth, k.either("api.token_file"), EnvAPITokens)
 		}
 	case APIAuthMTLS:
 		if !t.Enabled() {
-			k.report("api.auth", "%s: the API must listen on TLS: set %s and %s", auth, either("api.tls.cert_file"), either("api.tls.key_file"))
+			k.report("api.auth", "%s: the API must listen on TLS: set %s and %s", auth, k.either("api.tls.cert_file"), k.either("api.tls.key_file"))
 		}
 		if t.ClientCAFile == "" {
-			k.report("api.auth", "%s: %s is required, the CA that signs the client certificates", auth, either("api.tls.client_ca_file"))
+			k.report("api.auth", "%s: %s is required, the CA that signs the client certificates", auth, k.either("api.tls.client_ca_file"))
 		}
 	}
 	if a.Auth != APIAuthBearer && (a.TokenFile != "" || a.Tokens != "") {
@@ -421,7 +389,7 @@ func (k *apiCheck) auth() {
 		k.report("api.redact", "%s is read only with api.samples: redacted, but %s is %q", k.name("api.redact"), k.name("api.samples"), a.Samples)
 	}
 	if a.Samples == SamplesRedacted && len(a.Redact) == 0 {
-		k.report("api.samples", "%s is %q but %s lists no path: name the fields to hide (customer.email), or use %q", k.name("api.samples"), a.Samples, either("api.redact"), SamplesOff)
+		k.report("api.samples", "%s is %q but %s lists no path: name the fields to hide (customer.email), or use %q", k.name("api.samples"), a.Samples, k.either("api.redact"), SamplesOff)
 	}
 }
 

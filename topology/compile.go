@@ -2,7 +2,6 @@ package topology
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -483,46 +482,57 @@ func (c *Config) Apply(o Overrides) error {
 // from the file points at FILE:LINE:COL; one with a value from the
 // environment names the variable. No message quotes the password.
 func (c *Config) applySecurity(o SecurityOverrides) error {
-	s := &c.Security
-	fromEnv := map[string]bool{}
-	var probs []string
+	k := newOverrideCheck(c, "security", securityEnv)
+	k.securityOverrides(o)
+	if err := k.err(); err != nil {
+		return err
+	}
+	k.securityProtocol()
+	k.securityTLSPair()
+	return k.err()
+}
+
+// securityOverrides applies and checks each SIDESTREAM_SASL_*, _TLS_* and
+// the protocol variable on its own.
+func (k *overrideCheck) securityOverrides(o SecurityOverrides) {
+	s := &k.c.Security
 	if o.Protocol != "" {
 		if p, ok := normProtocol(o.Protocol); ok {
-			s.Protocol, fromEnv["security.protocol"] = p, true
+			s.Protocol, k.fromEnv["security.protocol"] = p, true
 		} else {
-			probs = append(probs, fmt.Sprintf("%s must be one of plaintext, ssl, sasl_plaintext, sasl_ssl; got %q", EnvSecurityProtocol, o.Protocol))
+			k.problem("%s must be one of plaintext, ssl, sasl_plaintext, sasl_ssl; got %q", EnvSecurityProtocol, o.Protocol)
 		}
 	}
 	if o.Mechanism != "" {
 		if m, ok := normMechanism(o.Mechanism); ok {
-			s.SASL.Mechanism, fromEnv["security.sasl.mechanism"] = m, true
+			s.SASL.Mechanism, k.fromEnv["security.sasl.mechanism"] = m, true
 		} else {
-			probs = append(probs, fmt.Sprintf("%s must be %s; got %q", EnvSASLMechanism, mechanismNames, o.Mechanism))
+			k.problem("%s must be %s; got %q", EnvSASLMechanism, mechanismNames, o.Mechanism)
 		}
 	}
 	if o.Username != "" {
-		s.SASL.Username, fromEnv["security.sasl.username"] = o.Username, true
+		s.SASL.Username, k.fromEnv["security.sasl.username"] = o.Username, true
 	}
 	if o.Password != "" {
-		s.SASL.Password, fromEnv["security.sasl.password"] = o.Password, true
+		s.SASL.Password, k.fromEnv["security.sasl.password"] = o.Password, true
 	}
 	if o.OAuthTokenURL != "" {
-		s.SASL.OAuth.TokenURL, fromEnv["security.sasl.oauth.token_url"] = o.OAuthTokenURL, true
+		s.SASL.OAuth.TokenURL, k.fromEnv["security.sasl.oauth.token_url"] = o.OAuthTokenURL, true
 		if err := checkTokenURL(o.OAuthTokenURL); err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %v", EnvSASLOAuthTokenURL, err))
+			k.problem("%s: %v", EnvSASLOAuthTokenURL, err)
 		}
 	}
 	if o.OAuthClientID != "" {
-		s.SASL.OAuth.ClientID, fromEnv["security.sasl.oauth.client_id"] = o.OAuthClientID, true
+		s.SASL.OAuth.ClientID, k.fromEnv["security.sasl.oauth.client_id"] = o.OAuthClientID, true
 	}
 	if o.OAuthClientSecret != "" {
-		s.SASL.OAuth.ClientSecret, fromEnv["security.sasl.oauth.client_secret"] = o.OAuthClientSecret, true
+		s.SASL.OAuth.ClientSecret, k.fromEnv["security.sasl.oauth.client_secret"] = o.OAuthClientSecret, true
 	}
 	if o.OAuthScopes != "" {
-		s.SASL.OAuth.Scopes, fromEnv["security.sasl.oauth.scopes"] = strings.FieldsFunc(o.OAuthScopes, func(r rune) bool { return r == ',' || r == ' ' }), true
+		s.SASL.OAuth.Scopes, k.fromEnv["security.sasl.oauth.scopes"] = strings.FieldsFunc(o.OAuthScopes, func(r rune) bool { return r == ',' || r == ' ' }), true
 		for _, sc := range s.SASL.OAuth.Scopes {
 			if err := checkScope(sc); err != nil {
-				probs = append(probs, fmt.Sprintf("%s: %v", EnvSASLOAuthScopes, err))
+				k.problem("%s: %v", EnvSASLOAuthScopes, err)
 			}
 		}
 	}
@@ -532,132 +542,118 @@ func (c *Config) applySecurity(o SecurityOverrides) error {
 		if v == "" {
 			continue
 		}
-		*f.value, fromEnv[f.path] = v, true
+		*f.value, k.fromEnv[f.path] = v, true
 		if err := checkPEMFile(f.kind, v); err != nil {
-			probs = append(probs, fmt.Sprintf("%s: %v", f.env, err))
+			k.problem("%s: %v", f.env, err)
 		}
 	}
 	if o.ServerName != "" {
-		s.TLS.ServerName, fromEnv["security.tls.server_name"] = o.ServerName, true
+		s.TLS.ServerName, k.fromEnv["security.tls.server_name"] = o.ServerName, true
 	}
 	if o.InsecureSkipVerify != "" {
 		if b, err := strconv.ParseBool(o.InsecureSkipVerify); err == nil {
-			s.TLS.InsecureSkipVerify, fromEnv["security.tls.insecure_skip_verify"] = b, true
+			s.TLS.InsecureSkipVerify, k.fromEnv["security.tls.insecure_skip_verify"] = b, true
 		} else {
-			probs = append(probs, fmt.Sprintf("%s must be true or false, got %q", EnvTLSInsecureSkipVer, o.InsecureSkipVerify))
+			k.problem("%s must be true or false, got %q", EnvTLSInsecureSkipVer, o.InsecureSkipVerify)
 		}
 	}
-	if len(probs) > 0 {
-		return errors.New(strings.Join(probs, "\n"))
-	}
+}
 
-	// name is how a message names a field: where its value came from.
-	name := func(path string) string {
-		if fromEnv[path] {
-			return securityEnv[path]
-		}
-		return path
-	}
-	// either names a field that is missing: it may be set in both places.
-	either := func(path string) string { return path + " (or " + securityEnv[path] + ")" }
-	// report adds a problem about the field at path, positioned in the
-	// file when its value (or its section) comes from there.
-	report := func(path, format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		if c.src != nil && !fromEnv[path] && c.src.has("security") {
-			d := doc{file: c.src.file, pos: c.src.pos}
-			msg = Problem{File: d.file, Pos: d.lookup(path), Msg: msg}.String()
-		}
-		probs = append(probs, msg)
-	}
-	proto := fmt.Sprintf("%s is %q", name("security.protocol"), s.Protocol)
+// securityProtocol: SASL and TLS settings only with a protocol that uses
+// them, and the mechanism's own needs.
+func (k *overrideCheck) securityProtocol() {
+	s := &k.c.Security
+	proto := fmt.Sprintf("%s is %q", k.name("security.protocol"), s.Protocol)
 	if s.UsesSASL() {
-		c.checkMechanism(name, either, report, proto)
+		k.checkMechanism(proto)
 	} else if s.SASL.set() {
 		at := "security.sasl" // in the file, else a variable that set it
 		for _, p := range []string{"security.sasl.oauth.scopes", "security.sasl.oauth.client_secret", "security.sasl.oauth.client_id", "security.sasl.oauth.token_url", "security.sasl.password", "security.sasl.username", "security.sasl.mechanism"} {
-			if fromEnv[p] && (c.src == nil || !c.src.has("security.sasl")) {
+			if k.fromEnv[p] && !k.fileHas("security.sasl") {
 				at = p
 			}
 		}
-		report(at, "SASL settings are given (security.sasl or SIDESTREAM_SASL_*) but %s, which does not authenticate: set %s to sasl_ssl (or sasl_plaintext), or remove them", proto, either("security.protocol"))
+		k.report(at, "SASL settings are given (security.sasl or SIDESTREAM_SASL_*) but %s, which does not authenticate: set %s to sasl_ssl (or sasl_plaintext), or remove them", proto, k.either("security.protocol"))
 	}
 	if !s.UsesTLS() && s.TLS.set() {
 		at := "security.tls" // in the file, else a variable that set it
 		for _, f := range tlsFiles(&s.TLS) {
-			if fromEnv[f.path] && (c.src == nil || !c.src.has("security.tls")) {
+			if k.fromEnv[f.path] && !k.fileHas("security.tls") {
 				at = f.path
 			}
 		}
-		if fromEnv["security.tls.server_name"] && (c.src == nil || !c.src.has("security.tls")) {
+		if k.fromEnv["security.tls.server_name"] && !k.fileHas("security.tls") {
 			at = "security.tls.server_name"
 		}
-		report(at, "TLS settings are given (security.tls or SIDESTREAM_TLS_*) but %s, which does not use TLS: set %s to ssl or sasl_ssl, or remove them", proto, either("security.protocol"))
+		k.report(at, "TLS settings are given (security.tls or SIDESTREAM_TLS_*) but %s, which does not use TLS: set %s to ssl or sasl_ssl, or remove them", proto, k.either("security.protocol"))
 	}
+}
+
+// securityTLSPair: a client certificate needs its key, and the two must
+// make a pair.
+func (k *overrideCheck) securityTLSPair() {
+	s := &k.c.Security
 	switch t := s.TLS; {
 	case t.CertFile != "" && t.KeyFile == "":
-		report("security.tls.cert_file", "%s is set without %s: a client certificate needs its private key", name("security.tls.cert_file"), either("security.tls.key_file"))
+		k.report("security.tls.cert_file", "%s is set without %s: a client certificate needs its private key", k.name("security.tls.cert_file"), k.either("security.tls.key_file"))
 	case t.KeyFile != "" && t.CertFile == "":
-		report("security.tls.key_file", "%s is set without %s: a private key needs its client certificate", name("security.tls.key_file"), either("security.tls.cert_file"))
+		k.report("security.tls.key_file", "%s is set without %s: a private key needs its client certificate", k.name("security.tls.key_file"), k.either("security.tls.cert_file"))
 	case t.CertFile != "" && t.KeyFile != "":
 		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
-			report("security.tls.key_file", "%s and %s do not make a key pair: %v", name("security.tls.cert_file"), name("security.tls.key_file"), err)
+			k.report("security.tls.key_file", "%s and %s do not make a key pair: %v", k.name("security.tls.cert_file"), k.name("security.tls.key_file"), err)
 		}
 	}
-	if len(probs) > 0 {
-		return errors.New(strings.Join(probs, "\n"))
-	}
-	return nil
 }
 
 // checkMechanism checks that a SASL protocol has a mechanism and what it
 // needs, and nothing another mechanism would use.
-func (c *Config) checkMechanism(name, either func(string) string, report func(path, format string, args ...any), proto string) {
+func (k *overrideCheck) checkMechanism(proto string) {
+	c := k.c
 	s := &c.Security
 	m := s.SASL.Mechanism
-	mech := fmt.Sprintf("%s is %s", name("security.sasl.mechanism"), m)
+	mech := fmt.Sprintf("%s is %s", k.name("security.sasl.mechanism"), m)
 	// notFor reports the credential fields given that m does not use.
 	notFor := func(paths ...string) {
 		for _, p := range paths {
 			switch {
 			case p == "security.sasl.username" && s.SASL.Username != "",
 				p == "security.sasl.password" && s.SASL.Password != "":
-				report(p, "%s, which does not use %s: remove it (or choose the mechanism that does)", mech, name(p))
+				k.report(p, "%s, which does not use %s: remove it (or choose the mechanism that does)", mech, k.name(p))
 			case p == "security.sasl.oauth" && s.SASL.OAuth.set():
 				if c.src != nil && c.src.has(p) {
-					report(p, "%s, which does not use security.sasl.oauth: remove it, or set the mechanism to OAUTHBEARER", mech)
+					k.report(p, "%s, which does not use security.sasl.oauth: remove it, or set the mechanism to OAUTHBEARER", mech)
 				} else {
-					report("security.sasl.mechanism", "%s, which does not use the OAUTHBEARER settings of SIDESTREAM_SASL_OAUTH_*: unset them, or set the mechanism to OAUTHBEARER", mech)
+					k.report("security.sasl.mechanism", "%s, which does not use the OAUTHBEARER settings of SIDESTREAM_SASL_OAUTH_*: unset them, or set the mechanism to OAUTHBEARER", mech)
 				}
 			}
 		}
 	}
 	switch m {
 	case "":
-		report("security.sasl.mechanism", "%s: %s is required (%s)", proto, either("security.sasl.mechanism"), mechanismNames)
+		k.report("security.sasl.mechanism", "%s: %s is required (%s)", proto, k.either("security.sasl.mechanism"), mechanismNames)
 	case SASLOAuthBearer:
 		o := s.SASL.OAuth
 		if o.TokenURL == "" {
-			report("security.sasl.oauth", "%s: %s is required (the OAuth 2 token endpoint)", mech, either("security.sasl.oauth.token_url"))
+			k.report("security.sasl.oauth", "%s: %s is required (the OAuth 2 token endpoint)", mech, k.either("security.sasl.oauth.token_url"))
 		}
 		if o.ClientID == "" {
-			report("security.sasl.oauth", "%s: %s is required", mech, either("security.sasl.oauth.client_id"))
+			k.report("security.sasl.oauth", "%s: %s is required", mech, k.either("security.sasl.oauth.client_id"))
 		}
 		if o.ClientSecret == "" {
-			report("security.sasl.oauth", "%s: a client secret is required; set %s", mech, EnvSASLOAuthClientSecret)
+			k.report("security.sasl.oauth", "%s: a client secret is required; set %s", mech, EnvSASLOAuthClientSecret)
 		}
 		notFor("security.sasl.username", "security.sasl.password")
 	case SASLAWSMSKIAM:
 		if s.Protocol != ProtocolSASLSSL {
-			report("security.protocol", "%s: Amazon MSK takes IAM authentication only over TLS: set %s to sasl_ssl (the brokers' port 9098)", mech, either("security.protocol"))
+			k.report("security.protocol", "%s: Amazon MSK takes IAM authentication only over TLS: set %s to sasl_ssl (the brokers' port 9098)", mech, k.either("security.protocol"))
 		}
 		notFor("security.sasl.username", "security.sasl.password", "security.sasl.oauth")
 	default: // PLAIN, SCRAM-*
 		if s.SASL.Username == "" {
-			report("security.sasl.username", "%s: %s is required", proto, either("security.sasl.username"))
+			k.report("security.sasl.username", "%s: %s is required", proto, k.either("security.sasl.username"))
 		}
 		if s.SASL.Password == "" {
-			report("security.sasl.password", "%s: a SASL password is required; set %s (keep it out of the file)", proto, EnvSASLPassword)
+			k.report("security.sasl.password", "%s: a SASL password is required; set %s (keep it out of the file)", proto, EnvSASLPassword)
 		}
 		notFor("security.sasl.oauth")
 	}
