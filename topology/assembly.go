@@ -149,50 +149,68 @@ func (d *doc) validateAssembly(p string, r Route, routes []Route, useTopic useTo
 	seen := map[string]bool{}
 	for i, part := range a.Parts {
 		pp := fmt.Sprintf("%s.parts[%d]", ap, i)
-		switch {
-		case part.Name == "":
-			d.at(pp, "%s.name is required", pp)
-		case !routeNameRe.MatchString(part.Name):
-			d.at(pp+".name", "part name %q must start with a lower-case letter and hold only a-z, 0-9, '_' and '-'", part.Name)
-		case seen[part.Name]:
-			d.at(pp+".name", "duplicate part name %q", part.Name)
-		}
-		seen[part.Name] = true
-		src, isRoute := byName[part.Source]
-		switch {
-		case part.Source == "":
-			d.at(pp, "%s.source is required: a route of this topology or an input topic", pp)
-		case isRoute && inputs[part.Source]:
-			d.at(pp+".source", "%s.source %q names both a route and an input topic; rename the route", pp, part.Source)
-		case isRoute && src.Name == r.Name:
-			d.at(pp+".source", "%s.source %q is this assembly itself", pp, part.Source)
-		case isRoute && src.Assemble != nil:
-			d.at(pp+".source", "%s.source %q is an assembly route; a part comes from a plain route or an input topic", pp, part.Source)
-		case isRoute && src.Window != nil:
-			d.at(pp+".source", "%s.source %q is a window route; a part comes from a plain route or an input topic", pp, part.Source)
-		case !isRoute && !inputs[part.Source]:
-			var known []string
-			for _, o := range routes {
-				if o.Assemble == nil && o.Window == nil && o.Name != "" {
-					known = append(known, o.Name)
-				}
-			}
-			known = append(known, slices.Sorted(mapKeys(inputs))...)
-			d.at(pp+".source", "%s.source %q is neither a route nor an input topic (known: %s)", pp, part.Source, strings.Join(known, ", "))
-		}
-		if part.When != "" {
-			d.checkExpr(pp+".when", part.When, true)
-		}
-		switch {
-		case part.ID != "":
-			d.checkExpr(pp+".id", part.ID, false)
-		case a.ID == "":
-			d.at(pp, "%s: no ID expression: set %s.id (or this part's id)", pp, ap)
-		}
-		for _, f := range part.Project {
-			d.checkExpr(fieldPath(pp+".project", f.Name), f.Expr, false)
-		}
+		d.validatePartSource(pp, r, part, seen, byName, inputs, routes)
+		d.validatePartExprs(pp, ap, a, part)
 	}
+	d.validateAssemblySettings(ap, r, seen, useTopic)
+}
+
+// validatePartSource checks a part's name (seen holds the names before it)
+// and that its source is a plain route or an input topic.
+func (d *doc) validatePartSource(pp string, r Route, part AssemblePart, seen map[string]bool, byName map[string]Route, inputs map[string]bool, routes []Route) {
+	switch {
+	case part.Name == "":
+		d.at(pp, "%s.name is required", pp)
+	case !routeNameRe.MatchString(part.Name):
+		d.at(pp+".name", "part name %q must start with a lower-case letter and hold only a-z, 0-9, '_' and '-'", part.Name)
+	case seen[part.Name]:
+		d.at(pp+".name", "duplicate part name %q", part.Name)
+	}
+	seen[part.Name] = true
+	src, isRoute := byName[part.Source]
+	switch {
+	case part.Source == "":
+		d.at(pp, "%s.source is required: a route of this topology or an input topic", pp)
+	case isRoute && inputs[part.Source]:
+		d.at(pp+".source", "%s.source %q names both a route and an input topic; rename the route", pp, part.Source)
+	case isRoute && src.Name == r.Name:
+		d.at(pp+".source", "%s.source %q is this assembly itself", pp, part.Source)
+	case isRoute && src.Assemble != nil:
+		d.at(pp+".source", "%s.source %q is an assembly route; a part comes from a plain route or an input topic", pp, part.Source)
+	case isRoute && src.Window != nil:
+		d.at(pp+".source", "%s.source %q is a window route; a part comes from a plain route or an input topic", pp, part.Source)
+	case !isRoute && !inputs[part.Source]:
+		var known []string
+		for _, o := range routes {
+			if o.Assemble == nil && o.Window == nil && o.Name != "" {
+				known = append(known, o.Name)
+			}
+		}
+		known = append(known, slices.Sorted(mapKeys(inputs))...)
+		d.at(pp+".source", "%s.source %q is neither a route nor an input topic (known: %s)", pp, part.Source, strings.Join(known, ", "))
+	}
+}
+
+// validatePartExprs checks a part's when, id and projection.
+func (d *doc) validatePartExprs(pp, ap string, a *Assemble, part AssemblePart) {
+	if part.When != "" {
+		d.checkExpr(pp+".when", part.When, true)
+	}
+	switch {
+	case part.ID != "":
+		d.checkExpr(pp+".id", part.ID, false)
+	case a.ID == "":
+		d.at(pp, "%s: no ID expression: set %s.id (or this part's id)", pp, ap)
+	}
+	for _, f := range part.Project {
+		d.checkExpr(fieldPath(pp+".project", f.Name), f.Expr, false)
+	}
+}
+
+// validateAssemblySettings checks complete_when against the part names
+// and the assembly's clock, TTL, duplicates and side topics.
+func (d *doc) validateAssemblySettings(ap string, r Route, seen map[string]bool, useTopic useTopicFunc) {
+	a := r.Assemble
 	req := map[string]bool{}
 	for i, n := range a.CompleteWhen {
 		cp := fmt.Sprintf("%s.complete_when[%d]", ap, i)
