@@ -108,74 +108,13 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		t.Inputs = append(t.Inputs, n)
 	}
 	for _, r := range cfg.Routes {
-		rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == TombstonesForward}
-		var err error
-		if r.When != "" {
-			if rn.When, err = CompileExpr(r.When, true); err != nil {
-				return nil, fmt.Errorf("route %q when: %w", r.Name, err)
-			}
-			add(rn.When)
-		}
-		if r.Key != "" {
-			if rn.Key, err = CompileExpr(r.Key, false); err != nil {
-				return nil, fmt.Errorf("route %q key: %w", r.Name, err)
-			}
-			add(rn.Key)
-		}
-		for _, f := range r.Project {
-			e, err := CompileExpr(f.Expr, false)
-			if err != nil {
-				return nil, fmt.Errorf("route %q project %q: %w", r.Name, f.Name, err)
-			}
-			add(e)
-			rn.Project = append(rn.Project, ProjectedField{Name: f.Name, Expr: e})
-		}
-		if w := r.Window; w != nil {
-			wn := &WindowNode{
-				Config:           *w,
-				RepartitionTopic: cfg.ApplicationID + "-" + r.Name + "-repartition",
-				ChangelogTopic:   cfg.ApplicationID + "-" + r.Name + "-changelog",
-				Direct:           w.Repartition != nil && !*w.Repartition,
-			}
-			if w.GroupBy != "" {
-				if wn.GroupBy, err = CompileExpr(w.GroupBy, false); err != nil {
-					return nil, fmt.Errorf("route %q group_by: %w", r.Name, err)
-				}
-				add(wn.GroupBy)
-			}
-			for _, a := range w.Aggregates {
-				ca := CompiledAggregate{Name: a.Name, Fn: a.Fn}
-				if a.Of != "" {
-					if ca.Of, err = CompileExpr(a.Of, false); err != nil {
-						return nil, fmt.Errorf("route %q aggregate %q: %w", r.Name, a.Name, err)
-					}
-					add(ca.Of)
-				}
-				wn.Aggregates = append(wn.Aggregates, ca)
-			}
-			rn.Window = wn
+		rn, err := t.compileRoute(r, add)
+		if err != nil {
+			return nil, err
 		}
 		if r.Format == OutputConnectJSON {
-			var exprs, aggs []*Expr
-			for _, f := range rn.Project {
-				exprs = append(exprs, f.Expr)
-			}
-			if rn.Window != nil {
-				for _, a := range rn.Window.Aggregates {
-					aggs = append(aggs, a.Of)
-				}
-			}
-			var ins []inputSchema
-			for _, in := range t.Inputs {
-				ins = append(ins, inputSchema{topic: in.Topic, schema: in.Schema})
-			}
-			cs, probs := connectSchema("route "+r.Name, r, exprs, aggs, ins)
-			if len(probs) > 0 {
-				return nil, fmt.Errorf("route %q: %s", r.Name, probs[0].msg)
-			}
-			rn.Connect = cs
-			for _, f := range cs.inputFields() {
-				fields[f] = true
+			if err := t.compileConnect(rn, r, fields); err != nil {
+				return nil, err
 			}
 		}
 		t.Routes = append(t.Routes, rn)
@@ -195,6 +134,94 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 	}
 	sort.Strings(t.Fields)
 	return t, nil
+}
+
+// compileRoute compiles a route's expressions and window; add collects
+// the fields they read.
+func (t *Topology) compileRoute(r Route, add func(*Expr)) (*RouteNode, error) {
+	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == TombstonesForward}
+	var err error
+	if r.When != "" {
+		if rn.When, err = CompileExpr(r.When, true); err != nil {
+			return nil, fmt.Errorf("route %q when: %w", r.Name, err)
+		}
+		add(rn.When)
+	}
+	if r.Key != "" {
+		if rn.Key, err = CompileExpr(r.Key, false); err != nil {
+			return nil, fmt.Errorf("route %q key: %w", r.Name, err)
+		}
+		add(rn.Key)
+	}
+	for _, f := range r.Project {
+		e, err := CompileExpr(f.Expr, false)
+		if err != nil {
+			return nil, fmt.Errorf("route %q project %q: %w", r.Name, f.Name, err)
+		}
+		add(e)
+		rn.Project = append(rn.Project, ProjectedField{Name: f.Name, Expr: e})
+	}
+	if r.Window != nil {
+		if rn.Window, err = t.compileWindow(r, add); err != nil {
+			return nil, err
+		}
+	}
+	return rn, nil
+}
+
+func (t *Topology) compileWindow(r Route, add func(*Expr)) (*WindowNode, error) {
+	w, app := r.Window, t.Config.ApplicationID
+	wn := &WindowNode{
+		Config:           *w,
+		RepartitionTopic: app + "-" + r.Name + "-repartition",
+		ChangelogTopic:   app + "-" + r.Name + "-changelog",
+		Direct:           w.Repartition != nil && !*w.Repartition,
+	}
+	var err error
+	if w.GroupBy != "" {
+		if wn.GroupBy, err = CompileExpr(w.GroupBy, false); err != nil {
+			return nil, fmt.Errorf("route %q group_by: %w", r.Name, err)
+		}
+		add(wn.GroupBy)
+	}
+	for _, a := range w.Aggregates {
+		ca := CompiledAggregate{Name: a.Name, Fn: a.Fn}
+		if a.Of != "" {
+			if ca.Of, err = CompileExpr(a.Of, false); err != nil {
+				return nil, fmt.Errorf("route %q aggregate %q: %w", r.Name, a.Name, err)
+			}
+			add(ca.Of)
+		}
+		wn.Aggregates = append(wn.Aggregates, ca)
+	}
+	return wn, nil
+}
+
+// compileConnect derives a connect-json route's schema; the input fields
+// it reads join fields.
+func (t *Topology) compileConnect(rn *RouteNode, r Route, fields map[string]bool) error {
+	var exprs, aggs []*Expr
+	for _, f := range rn.Project {
+		exprs = append(exprs, f.Expr)
+	}
+	if rn.Window != nil {
+		for _, a := range rn.Window.Aggregates {
+			aggs = append(aggs, a.Of)
+		}
+	}
+	var ins []inputSchema
+	for _, in := range t.Inputs {
+		ins = append(ins, inputSchema{topic: in.Topic, schema: in.Schema})
+	}
+	cs, probs := connectSchema("route "+r.Name, r, exprs, aggs, ins)
+	if len(probs) > 0 {
+		return fmt.Errorf("route %q: %s", r.Name, probs[0].msg)
+	}
+	rn.Connect = cs
+	for _, f := range cs.inputFields() {
+		fields[f] = true
+	}
+	return nil
 }
 
 // Route returns the route named name, or nil.
