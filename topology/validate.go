@@ -720,11 +720,41 @@ func (d *doc) validateWindow(p string, r Route, useTopic useTopicFunc) {
 	if len(r.Project) > 0 || r.Value == ValueProjection {
 		d.at(p+".project", "%s: a window route writes window results; value and project do not apply", p)
 	}
+	d.validateWindowShape(wp, w)
 	ms := func(path string, v time.Duration) {
 		if v%time.Millisecond != 0 {
 			d.at(path, "%s must be a whole number of milliseconds, got %s", path, v)
 		}
 	}
+	ms(wp+".size", w.Size.D())
+	ms(wp+".advance", w.Advance.D())
+	ms(wp+".gap", w.Gap.D())
+	ms(wp+".grace", w.Grace.D())
+	ms(wp+".max_out_of_orderness", w.MaxOutOfOrderness.D())
+	if w.Watermark != WatermarkAligned && w.Watermark != WatermarkMax {
+		d.at(wp+".watermark", "%s.watermark must be %q or %q, got %q", wp, WatermarkAligned, WatermarkMax, w.Watermark)
+	}
+	if w.Emit != EmitUpdate && w.Emit != EmitFinal {
+		d.at(wp+".emit", "%s.emit must be %q or %q, got %q", wp, EmitUpdate, EmitFinal, w.Emit)
+	}
+	if w.GroupBy != "" {
+		d.checkExpr(wp+".group_by", w.GroupBy, false)
+	}
+	if w.LateTopic == "" {
+		d.at(wp, "%s.late_topic is required: records whose windows are already closed go there, never silently away", wp)
+	}
+	useTopic(wp+".late_topic", fmt.Sprintf("the late route of %q", r.Name), false, w.LateTopic)
+	perRecord := int64(1)
+	if w.Type == WindowHopping && w.Advance > 0 {
+		perRecord = int64((w.Size + w.Advance - 1) / w.Advance)
+	}
+	d.validateLimits(wp, r.Name, w.Limits, perRecord, "the route's topic, marked evicted", useTopic)
+	d.validateAggregates(wp, w.Aggregates)
+}
+
+// validateWindowShape checks the sizes a window type needs and the ones
+// it never reads.
+func (d *doc) validateWindowShape(wp string, w *Window) {
 	switch w.Type {
 	case WindowTumbling, WindowHopping:
 		if w.Size == 0 {
@@ -758,34 +788,14 @@ func (d *doc) validateWindow(p string, r Route, useTopic useTopicFunc) {
 	default:
 		d.at(wp+".type", "%s.type must be tumbling, hopping or session, got %q", wp, w.Type)
 	}
-	ms(wp+".size", w.Size.D())
-	ms(wp+".advance", w.Advance.D())
-	ms(wp+".gap", w.Gap.D())
-	ms(wp+".grace", w.Grace.D())
-	ms(wp+".max_out_of_orderness", w.MaxOutOfOrderness.D())
-	if w.Watermark != WatermarkAligned && w.Watermark != WatermarkMax {
-		d.at(wp+".watermark", "%s.watermark must be %q or %q, got %q", wp, WatermarkAligned, WatermarkMax, w.Watermark)
-	}
-	if w.Emit != EmitUpdate && w.Emit != EmitFinal {
-		d.at(wp+".emit", "%s.emit must be %q or %q, got %q", wp, EmitUpdate, EmitFinal, w.Emit)
-	}
-	if w.GroupBy != "" {
-		d.checkExpr(wp+".group_by", w.GroupBy, false)
-	}
-	if w.LateTopic == "" {
-		d.at(wp, "%s.late_topic is required: records whose windows are already closed go there, never silently away", wp)
-	}
-	useTopic(wp+".late_topic", fmt.Sprintf("the late route of %q", r.Name), false, w.LateTopic)
-	perRecord := int64(1)
-	if w.Type == WindowHopping && w.Advance > 0 {
-		perRecord = int64((w.Size + w.Advance - 1) / w.Advance)
-	}
-	d.validateLimits(wp, r.Name, w.Limits, perRecord, "the route's topic, marked evicted", useTopic)
-	if len(w.Aggregates) == 0 {
+}
+
+func (d *doc) validateAggregates(wp string, aggs []Aggregate) {
+	if len(aggs) == 0 {
 		d.at(wp, "%s.aggregates: at least one aggregate is required (e.g. {name: n, fn: count})", wp)
 	}
 	seen := map[string]bool{}
-	for i, a := range w.Aggregates {
+	for i, a := range aggs {
 		ap := fmt.Sprintf("%s.aggregates[%d]", wp, i)
 		switch {
 		case a.Name == "":
