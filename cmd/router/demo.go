@@ -58,18 +58,32 @@ type demoResult struct {
 // demoIgnores are the router run flags the demo cannot honour.
 var demoIgnores = map[string]bool{"brokers": true}
 
-func cmdDemo(args []string, stdout, stderr io.Writer) error {
+// demoFlags are router run's flags plus the demo's own.
+type demoFlags struct {
+	runFlags
+	records   int
+	rate      float64
+	seed      uint64
+	quiet     bool
+	generator string
+	linger    time.Duration
+	kafkaPort int
+}
+
+// parseDemoFlags parses and checks the demo's flags; a bad one is an
+// exitError with code 2.
+func parseDemoFlags(args []string, stderr io.Writer) (*demoFlags, error) {
 	fs := flag.NewFlagSet("router demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f runFlags
+	f := &demoFlags{}
 	f.register(fs)
-	records := fs.Int("records", 50000, "records the generator writes")
-	rate := fs.Float64("rate", 0, "records per second the generator writes (0: as fast as possible)")
-	seed := fs.Uint64("seed", 1, "generator seed")
-	quiet := fs.Bool("quiet", false, "no live summary")
-	generator := fs.String("generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
-	linger := fs.Duration("linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
-	kafkaPort := fs.Int("kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
+	fs.IntVar(&f.records, "records", 50000, "records the generator writes")
+	fs.Float64Var(&f.rate, "rate", 0, "records per second the generator writes (0: as fast as possible)")
+	fs.Uint64Var(&f.seed, "seed", 1, "generator seed")
+	fs.BoolVar(&f.quiet, "quiet", false, "no live summary")
+	fs.StringVar(&f.generator, "generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
+	fs.DurationVar(&f.linger, "linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
+	fs.IntVar(&f.kafkaPort, "kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
 	// The embedded broker, the generator, the read-back and the router
 	// share the CPU: a starved commit must not outlive its transaction,
 	// or the broker fences it and the batch starts over.
@@ -79,13 +93,13 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
 	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	if err := noArgs(fs); err != nil {
-		return err
+		return nil, err
 	}
 	if f.envErr != nil {
-		return exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
+		return nil, exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
 	}
 	// The demo runs its own Kafka: a flag that would point elsewhere is
 	// refused rather than ignored.
@@ -95,28 +109,31 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 			ignored = append(ignored, "--"+fl.Name)
 		}
 	})
-	if len(ignored) > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("router demo: %s: the demo runs its own embedded Kafka (use --kafka-port to reach it); this flag is for router run", strings.Join(ignored, ", "))}
+	switch {
+	case len(ignored) > 0:
+		return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: %s: the demo runs its own embedded Kafka (use --kafka-port to reach it); this flag is for router run", strings.Join(ignored, ", "))}
+	case f.records < 1:
+		return nil, exitError{code: 2, msg: "--records must be at least 1"}
+	case f.linger < 0 || f.kafkaPort < 0 || f.kafkaPort > 65535:
+		return nil, exitError{code: 2, msg: "--linger must not be negative and --kafka-port must be 0 to 65535"}
 	}
-	if *records < 1 {
-		return exitError{code: 2, msg: "--records must be at least 1"}
+	return f, nil
+}
+
+func cmdDemo(args []string, stdout, stderr io.Writer) error {
+	f, err := parseDemoFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
 	}
-	cfgPath := f.config
-	if cfgPath == "" {
-		dir, err := os.MkdirTemp("", "sidestream-demo-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if err := os.CopyFS(dir, examples.FS); err != nil {
-			return fmt.Errorf("write example topology: %w", err)
-		}
-		cfgPath = filepath.Join(dir, examples.Default)
+	cfgPath, cleanup, err := demoConfigPath(f.config)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 	cfg, err := topology.LoadFile(cfgPath)
 	if err != nil {
 		var ce *topology.ConfigError
@@ -125,14 +142,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-
 	// The embedded broker: franz-go's kfake, in this process.
-	if *linger < 0 || *kafkaPort < 0 || *kafkaPort > 65535 {
-		return exitError{code: 2, msg: "--linger must not be negative and --kafka-port must be 0 to 65535"}
-	}
 	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...)}
-	if *kafkaPort > 0 {
-		kopts = append(kopts, kfake.Ports(*kafkaPort))
+	if f.kafkaPort > 0 {
+		kopts = append(kopts, kfake.Ports(f.kafkaPort))
 	}
 	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
@@ -152,7 +165,31 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
 		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
+	return runDemo(f, top, brokers, log, stdout, stderr)
+}
 
+// demoConfigPath is the --config file, or the default example written to
+// a temporary folder (removed by cleanup).
+func demoConfigPath(config string) (path string, cleanup func(), err error) {
+	if config != "" {
+		return config, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "sidestream-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	if err := os.CopyFS(dir, examples.FS); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("write example topology: %w", err)
+	}
+	return filepath.Join(dir, examples.Default), cleanup, nil
+}
+
+// runDemo serves the router and the web view on the embedded Kafka, runs
+// the generator, waits for every record to be committed and prints the
+// verdict.
+func runDemo(f *demoFlags, top *topology.Topology, brokers []string, log *slog.Logger, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
@@ -160,68 +197,21 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() {
-		served <- serveWith(ctx, top, f, log, m, serveHooks{ui: ui, listening: func(addr string) {
+		served <- serveWith(ctx, top, f.runFlags, log, m, serveHooks{ui: ui, listening: func(addr string) {
 			fmt.Fprintf(stderr, "demo: web view at http://%s/ui\n", addr)
 			uiAddr <- addr
 		}})
 	}()
-
 	start := time.Now()
-	kind := *generator
-	if kind == "auto" {
-		kind = "logs"
-		if strings.Contains(top.InputTopics()[0], "order") {
-			kind = "orders"
-		}
-	}
-	if len(top.Assemblies()) > 0 && *generator == "auto" {
-		kind = "parts"
-	}
-	if kind != "logs" && kind != "orders" && kind != "parts" {
-		return exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
-	}
-	var produced int64
-	var expect gen.AssemblyExpect
-	if kind == "parts" {
-		// The parts generator: --records counts input records (whole
-		// orders: at least that many parts).
-		produced, expect, err = generateParts(ctx, brokers, top, *records, *rate, *seed)
-	} else {
-		produced, err = generate(ctx, brokers, top.InputTopics()[0], *records, *rate, *seed, kind)
-	}
+	produced, expect, err := demoGenerate(ctx, f, top, brokers)
 	if err != nil {
 		return err
 	}
-	// Wait until every produced record is consumed and committed.
-	limit := time.Now().Add(2*time.Minute + time.Duration(*records/2000)*time.Second)
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	last := m.Snapshot()
-	lastAt := time.Now()
-	for {
-		s := m.Snapshot()
-		if done(top, m, produced) {
-			break
-		}
-		select {
-		case err := <-served:
-			return fmt.Errorf("router stopped early: %v", err)
-		case <-tick.C:
-		case <-time.After(50 * time.Millisecond):
-			continue
-		}
-		if !*quiet {
-			rate := (s.Consumed - last.Consumed) / time.Since(lastAt).Seconds()
-			fmt.Fprintln(stderr, summaryLine(s, rate))
-		}
-		last, lastAt = s, time.Now()
-		if time.Now().After(limit) {
-			return exitError{code: 1, msg: fmt.Sprintf("demo: timed out: %d of %d records consumed", int64(s.Consumed), produced)}
-		}
+	if err := f.waitCommitted(top, m, produced, served, stderr); err != nil {
+		return err
 	}
 	elapsed := time.Since(start)
-	s := m.Snapshot()
-	if !*quiet {
+	if s := m.Snapshot(); !f.quiet {
 		fmt.Fprintln(stderr, summaryLine(s, s.Consumed/elapsed.Seconds()))
 	}
 	cancel()
@@ -230,8 +220,89 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	// The last transaction (the one that fired the last TTLs) is
 	// committed now: count it.
-	s = m.Snapshot()
+	res, err := demoVerdict(top, m, brokers, log, produced, expect, elapsed)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(res)
+	fmt.Fprintln(stdout, string(b))
+	if f.linger > 0 {
+		addr := ""
+		select {
+		case addr = <-uiAddr:
+		default:
+		}
+		if err := lingerDemo(top, m, ui, addr, f.brokers, f.linger, stderr); err != nil {
+			return err
+		}
+	}
+	if !res.Conservation {
+		return exitError{code: 1, msg: "demo: conservation does not hold: " + strings.Join(res.Problems, "; ")}
+	}
+	return nil
+}
 
+// demoGenerate writes the generator's records: logs or orders to the
+// first input, or the parts of whole orders for an assembly topology.
+func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, brokers []string) (int64, gen.AssemblyExpect, error) {
+	kind := f.generator
+	if kind == "auto" {
+		kind = "logs"
+		if strings.Contains(top.InputTopics()[0], "order") {
+			kind = "orders"
+		}
+		if len(top.Assemblies()) > 0 {
+			kind = "parts"
+		}
+	}
+	var expect gen.AssemblyExpect
+	switch kind {
+	case "parts":
+		// The parts generator: --records counts input records (whole
+		// orders: at least that many parts).
+		return generateParts(ctx, brokers, top, f.records, f.rate, f.seed)
+	case "logs", "orders":
+		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, f.seed, kind)
+		return n, expect, err
+	}
+	return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
+}
+
+// waitCommitted waits until every produced record is consumed and
+// committed, printing the live summary once a second.
+func (f *demoFlags) waitCommitted(top *topology.Topology, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
+	limit := time.Now().Add(2*time.Minute + time.Duration(f.records/2000)*time.Second)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := m.Snapshot()
+	lastAt := time.Now()
+	for {
+		s := m.Snapshot()
+		if done(top, m, produced) {
+			return nil
+		}
+		select {
+		case err := <-served:
+			return fmt.Errorf("router stopped early: %v", err)
+		case <-tick.C:
+		case <-time.After(50 * time.Millisecond):
+			continue
+		}
+		if !f.quiet {
+			rate := (s.Consumed - last.Consumed) / time.Since(lastAt).Seconds()
+			fmt.Fprintln(stderr, summaryLine(s, rate))
+		}
+		last, lastAt = s, time.Now()
+		if time.Now().After(limit) {
+			return exitError{code: 1, msg: fmt.Sprintf("demo: timed out: %d of %d records consumed", int64(s.Consumed), produced)}
+		}
+	}
+}
+
+// demoVerdict reads every output back read_committed and checks
+// conservation (and the assemblies against the generator's oracle).
+func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect gen.AssemblyExpect, elapsed time.Duration) (demoResult, error) {
+	s := m.Snapshot()
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
 		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
@@ -243,9 +314,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 			res.WindowOut[k] = int64(v)
 		}
 	}
+	var err error
 	res.Routes, res.Dirty, res.DirtyReasons, res.Late, err = readBack(brokers, top, log)
 	if err != nil {
-		return err
+		return res, err
 	}
 	res.Consumed = int64(inputConsumed(top, m))
 	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
@@ -255,22 +327,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		res.Problems = append(res.Problems, problems...)
 		res.Conservation = res.Conservation && len(problems) == 0
 	}
-	b, _ := json.Marshal(res)
-	fmt.Fprintln(stdout, string(b))
-	if *linger > 0 {
-		addr := ""
-		select {
-		case addr = <-uiAddr:
-		default:
-		}
-		if err := lingerDemo(top, m, ui, addr, f.brokers, *linger, stderr); err != nil {
-			return err
-		}
-	}
-	if !res.Conservation {
-		return exitError{code: 1, msg: "demo: conservation does not hold: " + strings.Join(res.Problems, "; ")}
-	}
-	return nil
+	return res, nil
 }
 
 func inputTopics(cfg *topology.Config) []string {
