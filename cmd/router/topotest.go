@@ -218,46 +218,63 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if err := writeInputs(ctx, brokers, recs, tc.Input); err != nil {
+		return "", err
+	}
+	if err := runUntilProcessed(ctx, top, len(recs), wait, timeout); err != nil {
+		return "", err
+	}
+	return compareRoutes(ctx, brokers, top, expect)
+}
+
+// writeInputs writes a case's records one by one, in the file's order:
+// each lands after the one before (in a given partition when it says so).
+func writeInputs(ctx context.Context, brokers []string, recs []*kgo.Record, in []testInput) error {
 	byKey, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer byKey.Close()
 	manual, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer manual.Close()
-	// One by one, in the file's order: each lands after the one before.
 	for i, r := range recs {
 		cl := byKey
-		if tc.Input[i].Partition != nil {
-			cl, r.Partition = manual, *tc.Input[i].Partition
+		if in[i].Partition != nil {
+			cl, r.Partition = manual, *in[i].Partition
 		}
 		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
-			return "", fmt.Errorf("write input[%d]: %w", i, err)
+			return fmt.Errorf("write input[%d]: %w", i, err)
 		}
 	}
+	return nil
+}
 
+// runUntilProcessed runs the processor until the n input records are
+// processed (then wait longer, for processing-time TTLs), and stops it,
+// which commits the last transaction.
+func runUntilProcessed(ctx context.Context, top *topology.Topology, n int, wait, timeout time.Duration) error {
 	m := metrics.New()
 	p, err := processor.New(top, processor.WithMetrics(m), processor.WithInstanceID("test"),
 		processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
-		return "", err
+		return err
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx) }()
-	for !processed(top, m, int64(len(recs))) {
+	for !processed(top, m, int64(n)) {
 		select {
 		case err := <-done:
 			stop()
-			return "", fmt.Errorf("the router stopped: %v", err)
+			return fmt.Errorf("the router stopped: %v", err)
 		case <-ctx.Done():
 			stop()
 			runErr := <-done
 			ok, why := p.Ready()
-			return "", fmt.Errorf("timed out after %s: %v of %d input records processed (ready %v: %s; run: %v)", timeout, inputConsumed(top, m), len(recs), ok, why, runErr)
+			return fmt.Errorf("timed out after %s: %v of %d input records processed (ready %v: %s; run: %v)", timeout, inputConsumed(top, m), n, ok, why, runErr)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -269,9 +286,9 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	}
 	stop() // ends the open transaction: the last results are committed
 	if err := <-done; err != nil {
-		return "", fmt.Errorf("the router: %w", err)
+		return fmt.Errorf("the router: %w", err)
 	}
-	return compareRoutes(ctx, brokers, top, expect)
+	return nil
 }
 
 // processed: every input record consumed and committed, and every record
