@@ -161,23 +161,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 	if ui == nil {
 		ui = live.New(top, m, live.Options{})
 	}
-	opts := []processor.Opt{
-		processor.WithLogger(log), processor.WithMetrics(m),
-		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
-		processor.WithTransactionTimeout(f.txnTimeout), processor.WithOwnerURL(f.ownerURL),
-	}
-	if top.Config.API.Samples != topology.SamplesOff {
-		// Off keeps no record content in memory at all.
-		opts = append(opts, processor.WithSideSampler(ui.Sample))
-	}
-	if f.workers > 0 {
-		opts = append(opts, processor.WithWorkers(f.workers))
-	}
-	if f.sessionTimeout > 0 {
-		// Heartbeat at a third of the session, as Kafka recommends.
-		opts = append(opts, processor.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
-	}
-	proc, err := processor.New(top, opts...)
+	proc, err := processor.New(top, processorOpts(top, f, log, m, ui)...)
 	if err != nil {
 		return err
 	}
@@ -211,9 +195,45 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 			log.Error("http server", "err", err)
 		}
 	}()
+	logStarted(log, top, build, addr, tlsCfg != nil, proc.TransactionalID())
+
+	runErr := runUntilStopped(ctx, proc, top.Config.Shutdown.D(), log)
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutCtx)
+	if runErr == nil {
+		log.Info("router stopped")
+	}
+	return runErr
+}
+
+// processorOpts are the processor's options from the flags.
+func processorOpts(top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, ui *live.State) []processor.Opt {
+	opts := []processor.Opt{
+		processor.WithLogger(log), processor.WithMetrics(m),
+		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
+		processor.WithTransactionTimeout(f.txnTimeout), processor.WithOwnerURL(f.ownerURL),
+	}
+	if top.Config.API.Samples != topology.SamplesOff {
+		// Off keeps no record content in memory at all.
+		opts = append(opts, processor.WithSideSampler(ui.Sample))
+	}
+	if f.workers > 0 {
+		opts = append(opts, processor.WithWorkers(f.workers))
+	}
+	if f.sessionTimeout > 0 {
+		// Heartbeat at a third of the session, as Kafka recommends.
+		opts = append(opts, processor.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
+	}
+	return opts
+}
+
+// logStarted logs the one "router started" line: build, API, brokers,
+// guarantee and security (never the password), then the warnings.
+func logStarted(log *slog.Logger, top *topology.Topology, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
 	sec := top.Config.Security
-	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", tlsCfg != nil, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", proc.TransactionalID(), "security_protocol", sec.Protocol}
+	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
+		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
 		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
@@ -221,25 +241,23 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
 	apiWarnings(log, top.Config.API, addr)
+}
 
+// runUntilStopped runs the processor until it returns or ctx ends; then it
+// has shutdown to finish its last transaction.
+func runUntilStopped(ctx context.Context, proc *processor.Processor, shutdown time.Duration, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
 	var runErr error
 	select {
 	case runErr = <-done:
 	case <-ctx.Done():
-		log.Info("signal received, stopping", "timeout", top.Config.Shutdown.D())
+		log.Info("signal received, stopping", "timeout", shutdown)
 		select {
 		case runErr = <-done:
-		case <-time.After(top.Config.Shutdown.D()):
-			runErr = fmt.Errorf("shutdown did not finish within %s", top.Config.Shutdown.D())
+		case <-time.After(shutdown):
+			runErr = fmt.Errorf("shutdown did not finish within %s", shutdown)
 		}
-	}
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutCtx)
-	if runErr == nil {
-		log.Info("router stopped")
 	}
 	return runErr
 }
