@@ -68,20 +68,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if len(patterns) == 0 {
 		return exitError{code: 2, msg: "router validate: name the topology files (router validate FILE...), or --config is required"}
 	}
-	var files []string
-	for _, p := range patterns {
-		if !strings.ContainsAny(p, "*?[") {
-			files = append(files, p)
-			continue
-		}
-		m, err := filepath.Glob(p)
-		if err != nil {
-			return exitError{code: 2, msg: fmt.Sprintf("router validate: pattern %q: %v", p, err)}
-		}
-		if len(m) == 0 {
-			return exitError{code: 2, msg: fmt.Sprintf("router validate: no file matches %q", p)}
-		}
-		files = append(files, m...)
+	files, err := expandPatterns(patterns)
+	if err != nil {
+		return err
 	}
 	var results []validation
 	ok := true
@@ -90,7 +79,40 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		ok = ok && v.OK
 		results = append(results, v)
 	}
-	if *format == "json" {
+	if err := printValidations(stdout, *format, ok, results); err != nil {
+		return err
+	}
+	if !ok {
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// expandPatterns: each pattern holding * ? or [ is a glob that must match
+// a file; the others are file names as given.
+func expandPatterns(patterns []string) ([]string, error) {
+	var files []string
+	for _, p := range patterns {
+		if !strings.ContainsAny(p, "*?[") {
+			files = append(files, p)
+			continue
+		}
+		m, err := filepath.Glob(p)
+		if err != nil {
+			return nil, exitError{code: 2, msg: fmt.Sprintf("router validate: pattern %q: %v", p, err)}
+		}
+		if len(m) == 0 {
+			return nil, exitError{code: 2, msg: fmt.Sprintf("router validate: no file matches %q", p)}
+		}
+		files = append(files, m...)
+	}
+	return files, nil
+}
+
+// printValidations writes the results as text (FILE:LINE:COL: message) or
+// as one JSON object.
+func printValidations(stdout io.Writer, format string, ok bool, results []validation) error {
+	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
@@ -117,9 +139,6 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 				}
 			}
 		}
-	}
-	if !ok {
-		return exitError{code: 1}
 	}
 	return nil
 }
