@@ -99,152 +99,186 @@ var errLimit = errors.New("limit reached")
 // each record reaches the target exactly once for a read_committed reader.
 func (o Redrive) Run(ctx context.Context) (Counts, error) {
 	appID := o.Topology.Config.ApplicationID
-	c := Counts{DryRun: o.DryRun, From: o.From.Topic, To: o.To, Ledger: LedgerTopic(appID), Run: o.RunID}
+	run := &redriveRun{o: &o, c: Counts{DryRun: o.DryRun, From: o.From.Topic, To: o.To, Ledger: LedgerTopic(appID), Run: o.RunID}, at: time.Now().UnixMilli()}
 	if o.TxnRecords <= 0 {
 		o.TxnRecords = 500
 	}
 	if o.TxnTimeout <= 0 {
 		o.TxnTimeout = 10 * time.Second
 	}
-	if o.To == o.From.Topic {
-		return c, fmt.Errorf("--to %s is the topic of route %s itself: a redrive must write elsewhere", o.To, o.From.Name)
+	if err := run.open(ctx); err != nil {
+		return run.c, err
 	}
-	if _, _, err := bounds(ctx, o.Brokers, o.ClientOpts, o.To); err != nil {
-		if errors.Is(err, ErrNoTopic) {
-			return c, fmt.Errorf("--to %s: the topic does not exist (redrive never creates its target)", o.To)
-		}
-		return c, err
+	if run.cl != nil {
+		defer run.cl.Close()
 	}
-	var cl *kgo.Client
-	if !o.DryRun {
-		if err := o.ensureLedger(ctx, c.Ledger); err != nil {
-			return c, err
-		}
-		var err error
-		cl, err = kgo.NewClient(append([]kgo.Opt{
-			kgo.SeedBrokers(o.Brokers...),
-			kgo.TransactionalID(TransactionalID(appID, o.From.Name)),
-			kgo.TransactionTimeout(o.TxnTimeout),
-			kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Config.Dirty.MaxRecordBytes+4096, 1<<20))),
-		}, o.ClientOpts...)...)
-		if err != nil {
-			return c, err
-		}
-		defer cl.Close()
-		// Initialising the producer id fences a previous run with the same
-		// transactional id and aborts its open transaction.
-		if _, _, err := cl.ProducerID(ctx); err != nil {
-			return c, fmt.Errorf("init transactional producer %s: %w", TransactionalID(appID, o.From.Name), err)
-		}
+	var err error
+	if run.redriven, err = o.readLedger(ctx, run.c.Ledger, !o.DryRun); err != nil {
+		return run.c, err
 	}
-	redriven, err := o.readLedger(ctx, c.Ledger, !o.DryRun)
-	if err != nil {
-		return c, err
-	}
-
-	var (
-		inTxn     bool
-		perr      error
-		inBatch   int
-		committed int // records redriven in committed transactions
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil && perr == nil {
-			perr = err
-		}
-	}
-	end := func(commit bool) error {
-		if !inTxn {
-			return nil
-		}
-		batch := inBatch
-		inTxn, inBatch = false, 0
-		ectx := context.WithoutCancel(ctx)
-		ferr := cl.Flush(ectx)
-		how := kgo.TryCommit
-		if ferr != nil || perr != nil || !commit {
-			how = kgo.TryAbort
-		}
-		if err := cl.EndTransaction(ectx, how); err != nil {
-			return fmt.Errorf("end transaction: %w", err)
-		}
-		switch {
-		case ferr != nil:
-			return fmt.Errorf("flush: %w", ferr)
-		case perr != nil:
-			return fmt.Errorf("produce: %w", perr)
-		}
-		if commit {
-			c.Transactions++
-			committed += batch
-		}
-		return nil
-	}
-	at := time.Now().UnixMilli()
-	decide := func(r *kgo.Record) error {
-		c.Read++
-		origin := Origin(r)
-		out, outcome, detail := o.plan(r, redriven, at)
-		if o.OnRecord != nil {
-			o.OnRecord(r, out, outcome, detail)
-		}
-		switch outcome {
-		case OutcomeAlreadyRedriven:
-			c.AlreadyRedriven++
-		case OutcomeTruncated:
-			c.Truncated++
-		case OutcomeTooMany:
-			c.TooMany++
-		case OutcomeExprError:
-			c.ExprErrors++
-		case OutcomeFilteredOut:
-			c.FilteredOut++
-		}
-		if outcome != OutcomeRedriven {
-			return nil
-		}
-		c.Redriven++
-		entry := ledgerEntry{Run: o.RunID, To: o.To, At: at}
-		redriven.set(origin, entry)
-		if !o.DryRun {
-			if !inTxn {
-				if err := cl.BeginTransaction(); err != nil {
-					return fmt.Errorf("begin transaction: %w", err)
-				}
-				inTxn = true
-			}
-			ev, _ := json.Marshal(entry)
-			cl.Produce(ctx, out, promise)
-			cl.Produce(ctx, &kgo.Record{Topic: c.Ledger, Key: []byte(origin), Value: ev}, promise)
-			inBatch++
-			if inBatch >= o.TxnRecords {
-				if err := end(true); err != nil {
-					return err
-				}
-			}
-		}
-		if o.Limit > 0 && c.Redriven >= o.Limit {
-			return errLimit
-		}
-		return nil
-	}
-	err = Read(ctx, ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, Topic: o.From.Topic, FromBeginning: true}, decide)
+	err = Read(ctx, ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, Topic: o.From.Topic, FromBeginning: true},
+		func(r *kgo.Record) error { return run.decide(ctx, r) })
 	if errors.Is(err, ErrNoTopic) {
-		return c, fmt.Errorf("route %s: topic %s does not exist yet (the router creates it when it starts)", o.From.Name, o.From.Topic)
+		return run.c, fmt.Errorf("route %s: topic %s does not exist yet (the router creates it when it starts)", o.From.Name, o.From.Topic)
 	}
 	if err != nil && !errors.Is(err, errLimit) {
 		if !o.DryRun {
-			_ = end(false)
+			_ = run.end(ctx, false)
 		}
-		c.Redriven = committed // the open transaction was aborted
-		return c, err
+		run.c.Redriven = run.committed // the open transaction was aborted
+		return run.c, err
 	}
 	if !o.DryRun {
-		if err := end(true); err != nil {
-			return c, err
+		if err := run.end(ctx, true); err != nil {
+			return run.c, err
 		}
 	}
-	return c, nil
+	return run.c, nil
+}
+
+// redriveRun is one Run's state: the transactional client, the ledger as
+// read, the open transaction and the counts.
+type redriveRun struct {
+	o         *Redrive
+	c         Counts
+	cl        *kgo.Client // nil on a dry run
+	redriven  *ledger
+	at        int64 // ms: the time every entry of this run records
+	inTxn     bool
+	perr      error
+	inBatch   int
+	committed int // records redriven in committed transactions
+}
+
+// open checks the target and, unless dry, makes sure the ledger exists
+// and starts the transactional producer, which fences a previous run.
+func (run *redriveRun) open(ctx context.Context) error {
+	o := run.o
+	appID := o.Topology.Config.ApplicationID
+	if o.To == o.From.Topic {
+		return fmt.Errorf("--to %s is the topic of route %s itself: a redrive must write elsewhere", o.To, o.From.Name)
+	}
+	if _, _, err := bounds(ctx, o.Brokers, o.ClientOpts, o.To); err != nil {
+		if errors.Is(err, ErrNoTopic) {
+			return fmt.Errorf("--to %s: the topic does not exist (redrive never creates its target)", o.To)
+		}
+		return err
+	}
+	if o.DryRun {
+		return nil
+	}
+	if err := o.ensureLedger(ctx, run.c.Ledger); err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.TransactionalID(TransactionalID(appID, o.From.Name)),
+		kgo.TransactionTimeout(o.TxnTimeout),
+		kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Config.Dirty.MaxRecordBytes+4096, 1<<20))),
+	}, o.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	run.cl = cl
+	// Initialising the producer id fences a previous run with the same
+	// transactional id and aborts its open transaction.
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		return fmt.Errorf("init transactional producer %s: %w", TransactionalID(appID, o.From.Name), err)
+	}
+	return nil
+}
+
+func (run *redriveRun) promise(_ *kgo.Record, err error) {
+	if err != nil && run.perr == nil {
+		run.perr = err
+	}
+}
+
+// end ends the open transaction: committed when commit and every record
+// was written, else aborted.
+func (run *redriveRun) end(ctx context.Context, commit bool) error {
+	if !run.inTxn {
+		return nil
+	}
+	batch := run.inBatch
+	run.inTxn, run.inBatch = false, 0
+	ectx := context.WithoutCancel(ctx)
+	ferr := run.cl.Flush(ectx)
+	how := kgo.TryCommit
+	if ferr != nil || run.perr != nil || !commit {
+		how = kgo.TryAbort
+	}
+	if err := run.cl.EndTransaction(ectx, how); err != nil {
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	switch {
+	case ferr != nil:
+		return fmt.Errorf("flush: %w", ferr)
+	case run.perr != nil:
+		return fmt.Errorf("produce: %w", run.perr)
+	}
+	if commit {
+		run.c.Transactions++
+		run.committed += batch
+	}
+	return nil
+}
+
+// decide plans one side record and, unless dry, writes it and its ledger
+// entry in the open transaction.
+func (run *redriveRun) decide(ctx context.Context, r *kgo.Record) error {
+	o, c := run.o, &run.c
+	c.Read++
+	origin := Origin(r)
+	out, outcome, detail := o.plan(r, run.redriven, run.at)
+	if o.OnRecord != nil {
+		o.OnRecord(r, out, outcome, detail)
+	}
+	c.count(outcome)
+	if outcome != OutcomeRedriven {
+		return nil
+	}
+	entry := ledgerEntry{Run: o.RunID, To: o.To, At: run.at}
+	run.redriven.set(origin, entry)
+	if !o.DryRun {
+		if !run.inTxn {
+			if err := run.cl.BeginTransaction(); err != nil {
+				return fmt.Errorf("begin transaction: %w", err)
+			}
+			run.inTxn = true
+		}
+		ev, _ := json.Marshal(entry)
+		run.cl.Produce(ctx, out, run.promise)
+		run.cl.Produce(ctx, &kgo.Record{Topic: c.Ledger, Key: []byte(origin), Value: ev}, run.promise)
+		run.inBatch++
+		if run.inBatch >= o.TxnRecords {
+			if err := run.end(ctx, true); err != nil {
+				return err
+			}
+		}
+	}
+	if o.Limit > 0 && c.Redriven >= o.Limit {
+		return errLimit
+	}
+	return nil
+}
+
+// count adds one record's outcome.
+func (c *Counts) count(outcome string) {
+	switch outcome {
+	case OutcomeRedriven:
+		c.Redriven++
+	case OutcomeAlreadyRedriven:
+		c.AlreadyRedriven++
+	case OutcomeTruncated:
+		c.Truncated++
+	case OutcomeTooMany:
+		c.TooMany++
+	case OutcomeExprError:
+		c.ExprErrors++
+	case OutcomeFilteredOut:
+		c.FilteredOut++
+	}
 }
 
 // plan decides what becomes of one side record: the record to write and
