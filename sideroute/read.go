@@ -46,29 +46,8 @@ func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error 
 	if err != nil {
 		return err
 	}
-	offsets := map[int32]kgo.Offset{}
-	pending := 0
-	done := map[int32]bool{}
-	for p, end := range ends {
-		from := starts[p]
-		if !o.FromBeginning {
-			// Transaction markers take offsets too: look further back
-			// than Last and keep the last Last data records.
-			from = max(from, end-int64(o.Last)*3-8)
-			if o.Last == 0 {
-				from = end // only what comes next (Follow)
-			}
-		}
-		if from >= end {
-			done[p] = true
-			if !o.Follow {
-				continue
-			}
-		} else {
-			pending++
-		}
-		offsets[p] = kgo.NewOffset().At(from)
-	}
+	rd := &reader{o: o, fn: fn, ends: ends, done: map[int32]bool{}, backlog: map[int32][]*kgo.Record{}}
+	offsets := rd.startOffsets(starts)
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -82,33 +61,8 @@ func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error 
 		return err
 	}
 	defer cl.Close()
-
-	ring := !o.FromBeginning
-	backlog := map[int32][]*kgo.Record{} // until every partition reaches its end
-	var later []*kgo.Record              // records past the end, read meanwhile
-	flush := func() error {
-		ps := make([]int32, 0, len(backlog))
-		for p := range backlog {
-			ps = append(ps, p)
-		}
-		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-		for _, p := range ps {
-			for _, r := range backlog[p] {
-				if err := fn(r); err != nil {
-					return err
-				}
-			}
-		}
-		for _, r := range later {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		backlog, later = nil, nil
-		return nil
-	}
-	if pending == 0 {
-		if err := flush(); err != nil {
+	if rd.pending == 0 {
+		if err := rd.flush(); err != nil {
 			return err
 		}
 	}
@@ -125,45 +79,120 @@ func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error 
 		}
 		var ferr error
 		fs.EachRecord(func(r *kgo.Record) {
-			if ferr != nil {
-				return
-			}
-			end := ends[r.Partition]
-			switch {
-			case pending == 0:
-				if !r.Attrs.IsControl() {
-					ferr = fn(r)
-				}
-				return
-			case r.Offset >= end:
-				if !r.Attrs.IsControl() {
-					later = append(later, r)
-				}
-				return
-			case !r.Attrs.IsControl() && !ring:
-				ferr = fn(r) // every record: no need to hold them back
-			case !r.Attrs.IsControl():
-				b := append(backlog[r.Partition], r)
-				if ring && len(b) > o.Last {
-					b = b[len(b)-o.Last:]
-				}
-				backlog[r.Partition] = b
-			}
-			if r.Offset+1 >= end && !done[r.Partition] {
-				done[r.Partition] = true
-				pending--
-				if pending == 0 {
-					ferr = flush()
-				}
+			if ferr == nil {
+				ferr = rd.record(r)
 			}
 		})
 		if ferr != nil {
 			return ferr
 		}
-		if pending == 0 && !o.Follow {
+		if rd.pending == 0 && !o.Follow {
 			return nil
 		}
 	}
+}
+
+// reader is one Read: the partitions still short of their end, and with
+// Last the records held back until every partition reached its end.
+type reader struct {
+	o       ReadOptions
+	fn      func(*kgo.Record) error
+	ends    map[int32]int64
+	done    map[int32]bool
+	pending int                     // partitions not yet read to their end
+	backlog map[int32][]*kgo.Record // until every partition reaches its end
+	later   []*kgo.Record           // records past the end, read meanwhile
+}
+
+// startOffsets: where each partition's read starts (a partition already
+// at its end is only followed, or skipped).
+func (rd *reader) startOffsets(starts map[int32]int64) map[int32]kgo.Offset {
+	o := rd.o
+	offsets := map[int32]kgo.Offset{}
+	for p, end := range rd.ends {
+		from := starts[p]
+		if !o.FromBeginning {
+			// Transaction markers take offsets too: look further back
+			// than Last and keep the last Last data records.
+			from = max(from, end-int64(o.Last)*3-8)
+			if o.Last == 0 {
+				from = end // only what comes next (Follow)
+			}
+		}
+		if from >= end {
+			rd.done[p] = true
+			if !o.Follow {
+				continue
+			}
+		} else {
+			rd.pending++
+		}
+		offsets[p] = kgo.NewOffset().At(from)
+	}
+	return offsets
+}
+
+// record takes one fetched record (markers included, to see a partition's
+// end even when its last offset is a marker).
+func (rd *reader) record(r *kgo.Record) error {
+	ring := !rd.o.FromBeginning
+	end := rd.ends[r.Partition]
+	var err error
+	switch {
+	case rd.pending == 0:
+		if !r.Attrs.IsControl() {
+			return rd.fn(r)
+		}
+		return nil
+	case r.Offset >= end:
+		if !r.Attrs.IsControl() {
+			rd.later = append(rd.later, r)
+		}
+		return nil
+	case !r.Attrs.IsControl() && !ring:
+		err = rd.fn(r) // every record: no need to hold them back
+	case !r.Attrs.IsControl():
+		b := append(rd.backlog[r.Partition], r)
+		if len(b) > rd.o.Last {
+			b = b[len(b)-rd.o.Last:]
+		}
+		rd.backlog[r.Partition] = b
+	}
+	if err != nil {
+		return err
+	}
+	if r.Offset+1 >= end && !rd.done[r.Partition] {
+		rd.done[r.Partition] = true
+		rd.pending--
+		if rd.pending == 0 {
+			return rd.flush()
+		}
+	}
+	return nil
+}
+
+// flush hands over the held-back records, partition by partition, then
+// the ones read past the ends meanwhile.
+func (rd *reader) flush() error {
+	ps := make([]int32, 0, len(rd.backlog))
+	for p := range rd.backlog {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	for _, p := range ps {
+		for _, r := range rd.backlog[p] {
+			if err := rd.fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range rd.later {
+		if err := rd.fn(r); err != nil {
+			return err
+		}
+	}
+	rd.backlog, rd.later = nil, nil
+	return nil
 }
 
 // bounds returns each partition's first offset and its committed end
