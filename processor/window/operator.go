@@ -301,37 +301,15 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 	return nil
 }
 
+// sessionPart is an open session a new record's session overlaps or
+// touches: it merges into one.
+type sessionPart struct{ start, end, rev, size int64 }
+
 // processSession merges the record's session [t, t+gap) with every open
 // session of key it overlaps or touches.
 func (o *Operator) processSession(key string, t, judge int64, out *Output) error {
 	lo, hi := t, t+o.p.gap
-	type comp struct{ start, end, rev, size int64 }
-	var comps []comp
-	var rerr error
-	o.pbuf = appendWindowPrefix(o.pbuf[:0], key)
-	prefix := o.pbuf
-	err := o.st.Range(prefix, func(k, v []byte) bool {
-		start, _, ok := readTime(k[len(prefix):])
-		if !ok {
-			rerr = fmt.Errorf("%w: session key %x", errCorrupt, k)
-			return false
-		}
-		if start > hi {
-			return false // sessions are ordered by start and never touch
-		}
-		end, rev, err := decodeWindowHeader(v, start)
-		if err != nil {
-			rerr = err
-			return false
-		}
-		if end >= lo {
-			comps = append(comps, comp{start, end, rev, 0})
-		}
-		return true
-	})
-	if err == nil {
-		err = rerr
-	}
+	comps, err := o.touchingSessions(key, lo, hi)
 	if err != nil {
 		return err
 	}
@@ -364,6 +342,54 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 			return err
 		}
 	}
+	if err := o.replaceSessions(key, comps, m, out); err != nil {
+		return err
+	}
+	if o.p.emit == EmitUpdate && o.wm >= m.end {
+		m.rev++
+		out.Results = append(out.Results, o.result(m, false))
+	}
+	if err := o.save(m); err != nil {
+		return err
+	}
+	return o.setTimer(o.timerAt(m.end), m)
+}
+
+// touchingSessions lists key's open sessions that overlap or touch
+// [lo, hi].
+func (o *Operator) touchingSessions(key string, lo, hi int64) ([]sessionPart, error) {
+	var comps []sessionPart
+	var rerr error
+	o.pbuf = appendWindowPrefix(o.pbuf[:0], key)
+	prefix := o.pbuf
+	err := o.st.Range(prefix, func(k, v []byte) bool {
+		start, _, ok := readTime(k[len(prefix):])
+		if !ok {
+			rerr = fmt.Errorf("%w: session key %x", errCorrupt, k)
+			return false
+		}
+		if start > hi {
+			return false // sessions are ordered by start and never touch
+		}
+		end, rev, err := decodeWindowHeader(v, start)
+		if err != nil {
+			rerr = err
+			return false
+		}
+		if end >= lo {
+			comps = append(comps, sessionPart{start, end, rev, 0})
+		}
+		return true
+	})
+	if err == nil {
+		err = rerr
+	}
+	return comps, err
+}
+
+// replaceSessions removes the merged sessions but the one m keeps the
+// start of, retracting those that had emitted results.
+func (o *Operator) replaceSessions(key string, comps []sessionPart, m *win, out *Output) error {
 	kept := false
 	for _, c := range comps {
 		o.bytes -= c.size // m, saved below, is counted whole
@@ -389,14 +415,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 	if !kept {
 		o.open++
 	}
-	if o.p.emit == EmitUpdate && o.wm >= m.end {
-		m.rev++
-		out.Results = append(out.Results, o.result(m, false))
-	}
-	if err := o.save(m); err != nil {
-		return err
-	}
-	return o.setTimer(o.timerAt(m.end), m)
+	return nil
 }
 
 // advance raises the watermark to to and runs every due timer: windows
