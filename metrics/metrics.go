@@ -250,6 +250,25 @@ func New() *Metrics {
 		Name: NameStrandedRepairs,
 		Help: "Transactions re-ended to release input offsets left pending by a lost transaction marker, by the outcome re-applied (commit, abort).",
 	}, []string{"outcome"})
+	m.registerStateMetrics(r)
+	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped, m.Marks,
+		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
+	r.MustRegister(m.Redriven)
+	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
+	m.assemblyMetrics = newAssemblyMetrics(r)
+	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
+		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
+	r.MustRegister(m.StateOverflow)
+	m.faultMetrics = newFaultMetrics(r)
+	m.buildMetrics = newBuildMetrics(r)
+	return m
+}
+
+// registerStateMetrics makes the window and state-store series: results,
+// late records, watermarks, store sizes, changelog and restore.
+func (m *Metrics) registerStateMetrics(r *prometheus.Registry) {
 	rp := []string{"route", "partition"}
 	m.Aggregated = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAggregated, Help: "Repartitioned records applied to at least one window, by window route."}, []string{"route"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameLate, Help: "Records whose every window was already purged, sent to the late route, by window route."}, []string{"route"})
@@ -266,19 +285,6 @@ func New() *Metrics {
 	r.MustRegister(m.StateWipes)
 	r.MustRegister(m.Aggregated, m.Late, m.WindowResults, m.Watermark, m.WatermarkLag, m.OpenWindows,
 		m.StoreEntries, m.StoreBytes, m.Changelog, m.RestoreDuration, m.RestoredRecords)
-	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped, m.Marks,
-		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
-	r.MustRegister(m.Redriven)
-	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
-	m.assemblyMetrics = newAssemblyMetrics(r)
-	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
-		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
-	r.MustRegister(m.StateOverflow)
-	m.faultMetrics = newFaultMetrics(r)
-	m.buildMetrics = newBuildMetrics(r)
-	return m
 }
 
 // Handler serves the registry in the Prometheus text format.
