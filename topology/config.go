@@ -489,30 +489,7 @@ func (c *Config) applyDefaults() {
 		c.Routing.Match = MatchFirst
 	}
 	for i := range c.Routes {
-		if w := c.Routes[i].Window; w != nil && w.Watermark == "" {
-			w.Watermark = WatermarkAligned
-		}
-		if w := c.Routes[i].Window; w != nil && w.Emit == "" {
-			w.Emit = EmitUpdate
-		}
-		if a := c.Routes[i].Assemble; a != nil {
-			a.applyDefaults()
-		}
-		if c.Routes[i].Value == "" {
-			if len(c.Routes[i].Project) > 0 {
-				c.Routes[i].Value = ValueProjection
-			} else {
-				c.Routes[i].Value = ValueOriginal
-			}
-		}
-	}
-	for i := range c.Routes {
-		if r := &c.Routes[i]; r.Format == "" {
-			r.Format = OutputRaw
-			if r.Window != nil || r.Assemble != nil || r.Value == ValueProjection {
-				r.Format = OutputJSON
-			}
-		}
+		c.Routes[i].applyDefaults()
 	}
 	if c.Dirty.MaxRecordBytes == 0 {
 		c.Dirty.MaxRecordBytes = DefaultMaxRecordBytes
@@ -536,6 +513,34 @@ func (c *Config) applyDefaults() {
 		}
 		if a := c.Routes[i].Assemble; a != nil {
 			a.Limits.applyDefaults()
+		}
+	}
+}
+
+// applyDefaults fills a route's window and assembly settings, its value
+// (the input, or the projection when project is set) and its format
+// (raw for the input's bytes, json for what the router writes itself).
+func (r *Route) applyDefaults() {
+	if w := r.Window; w != nil && w.Watermark == "" {
+		w.Watermark = WatermarkAligned
+	}
+	if w := r.Window; w != nil && w.Emit == "" {
+		w.Emit = EmitUpdate
+	}
+	if a := r.Assemble; a != nil {
+		a.applyDefaults()
+	}
+	if r.Value == "" {
+		if len(r.Project) > 0 {
+			r.Value = ValueProjection
+		} else {
+			r.Value = ValueOriginal
+		}
+	}
+	if r.Format == "" {
+		r.Format = OutputRaw
+		if r.Window != nil || r.Assemble != nil || r.Value == ValueProjection {
+			r.Format = OutputJSON
 		}
 	}
 }
