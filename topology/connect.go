@@ -114,82 +114,113 @@ func connectSchema(p string, r Route, exprs []*Expr, aggs []*Expr, inputs []inpu
 		probs  []connectProblem
 		from   bool
 	)
-	hint := "wrap it as string(...), int(...), float(...) or bool(...), or declare the field's type in the input's JSON Schema"
 	switch {
 	case r.Window != nil:
-		fields = append(fields, windowConnectFixed...)
-		reserved := map[string]bool{}
-		for _, f := range append(append([]ConnectField{}, windowConnectFixed...), windowConnectTail...) {
-			reserved[f.Name] = true
-		}
-		for i, a := range r.Window.Aggregates {
-			ap := fmt.Sprintf("%s.window.aggregates[%d]", p, i)
-			if reserved[a.Name] {
-				probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the connect-json window payload (group_key, window_start, window_end, revision, final); rename it", ap, a.Name)})
-				continue
-			}
-			var t string
-			switch a.Fn {
-			case "count", "distinct_count":
-				t = ConnectInt64
-			case "sum", "min", "max", "avg":
-				t = ConnectFloat64
-			default: // first, last: the type of what they keep
-				var e *Expr
-				if i < len(aggs) {
-					e = aggs[i]
-				}
-				if e == nil {
-					continue
-				}
-				var ok bool
-				if t, ok = exprConnectType(e, inputs); !ok {
-					probs = append(probs, connectProblem{ap + ".of", fmt.Sprintf("%s: format %s needs the type of %s(%s); %s", ap, OutputConnectJSON, a.Fn, a.Of, hint)})
-					continue
-				}
-			}
-			fields = append(fields, ConnectField{Name: a.Name, Type: t})
-		}
-		fields = append(fields, windowConnectTail...)
+		fields, probs = windowConnectFields(p, r, aggs, inputs)
 	case len(r.Project) > 0:
-		for i, f := range r.Project {
-			if i >= len(exprs) || exprs[i] == nil {
-				continue
-			}
-			t, ok := exprConnectType(exprs[i], inputs)
-			if !ok {
-				fp := fieldPath(p+".project", f.Name)
-				probs = append(probs, connectProblem{fp, fmt.Sprintf("%s: format %s needs the type of %q; %s", fp, OutputConnectJSON, f.Expr, hint)})
-				continue
-			}
-			fields = append(fields, ConnectField{Name: f.Name, Type: t})
-		}
+		fields, probs = projectConnectFields(p, r, exprs, inputs)
 	default:
 		from = true
-		var first []ConnectField
-		for i, in := range inputs {
-			if in.schema == nil {
-				probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s needs a projection (project) or a JSON Schema on every input; input %q has none", p, OutputConnectJSON, in.topic)})
-				return nil, probs
-			}
-			fs, err := schemaFields(in.schema)
-			if err != nil {
-				probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s from the JSON Schema of input %q: %v; project the fields instead", p, OutputConnectJSON, in.topic, err)})
-				return nil, probs
-			}
-			if i == 0 {
-				first = fs
-			} else if !reflect.DeepEqual(first, fs) {
-				probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s: the JSON Schemas of inputs %q and %q give different fields; project the fields instead", p, OutputConnectJSON, inputs[0].topic, in.topic)})
-				return nil, probs
-			}
-		}
-		fields = first
+		fields, probs = inputConnectFields(p, inputs)
 	}
 	if len(probs) > 0 {
 		return nil, probs
 	}
 	return &ConnectSchema{Fields: fields, FromInput: from, Schema: connectSchemaJSON(fields)}, nil
+}
+
+const connectTypeHint = "wrap it as string(...), int(...), float(...) or bool(...), or declare the field's type in the input's JSON Schema"
+
+// windowConnectFields: the window payload's fixed fields around one field
+// per aggregate (first/last take the type of what they keep).
+func windowConnectFields(p string, r Route, aggs []*Expr, inputs []inputSchema) ([]ConnectField, []connectProblem) {
+	var (
+		fields []ConnectField
+		probs  []connectProblem
+	)
+	hint := connectTypeHint
+	fields = append(fields, windowConnectFixed...)
+	reserved := map[string]bool{}
+	for _, f := range append(append([]ConnectField{}, windowConnectFixed...), windowConnectTail...) {
+		reserved[f.Name] = true
+	}
+	for i, a := range r.Window.Aggregates {
+		ap := fmt.Sprintf("%s.window.aggregates[%d]", p, i)
+		if reserved[a.Name] {
+			probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the connect-json window payload (group_key, window_start, window_end, revision, final); rename it", ap, a.Name)})
+			continue
+		}
+		var t string
+		switch a.Fn {
+		case "count", "distinct_count":
+			t = ConnectInt64
+		case "sum", "min", "max", "avg":
+			t = ConnectFloat64
+		default: // first, last: the type of what they keep
+			var e *Expr
+			if i < len(aggs) {
+				e = aggs[i]
+			}
+			if e == nil {
+				continue
+			}
+			var ok bool
+			if t, ok = exprConnectType(e, inputs); !ok {
+				probs = append(probs, connectProblem{ap + ".of", fmt.Sprintf("%s: format %s needs the type of %s(%s); %s", ap, OutputConnectJSON, a.Fn, a.Of, hint)})
+				continue
+			}
+		}
+		fields = append(fields, ConnectField{Name: a.Name, Type: t})
+	}
+	fields = append(fields, windowConnectTail...)
+	return fields, probs
+}
+
+// projectConnectFields: one field per projected expression, typed.
+func projectConnectFields(p string, r Route, exprs []*Expr, inputs []inputSchema) ([]ConnectField, []connectProblem) {
+	var (
+		fields []ConnectField
+		probs  []connectProblem
+	)
+	hint := connectTypeHint
+	for i, f := range r.Project {
+		if i >= len(exprs) || exprs[i] == nil {
+			continue
+		}
+		t, ok := exprConnectType(exprs[i], inputs)
+		if !ok {
+			fp := fieldPath(p+".project", f.Name)
+			probs = append(probs, connectProblem{fp, fmt.Sprintf("%s: format %s needs the type of %q; %s", fp, OutputConnectJSON, f.Expr, hint)})
+			continue
+		}
+		fields = append(fields, ConnectField{Name: f.Name, Type: t})
+	}
+	return fields, probs
+}
+
+// inputConnectFields: the input's own fields, from its JSON Schema (the
+// same on every input).
+func inputConnectFields(p string, inputs []inputSchema) ([]ConnectField, []connectProblem) {
+	var probs []connectProblem
+	var first []ConnectField
+	for i, in := range inputs {
+		if in.schema == nil {
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s needs a projection (project) or a JSON Schema on every input; input %q has none", p, OutputConnectJSON, in.topic)})
+			return nil, probs
+		}
+		fs, err := schemaFields(in.schema)
+		if err != nil {
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s from the JSON Schema of input %q: %v; project the fields instead", p, OutputConnectJSON, in.topic, err)})
+			return nil, probs
+		}
+		if i == 0 {
+			first = fs
+		} else if !reflect.DeepEqual(first, fs) {
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s: the JSON Schemas of inputs %q and %q give different fields; project the fields instead", p, OutputConnectJSON, inputs[0].topic, in.topic)})
+			return nil, probs
+		}
+	}
+	return first, nil
 }
 
 // exprConnectType is the Connect type of an expression's value: its static
