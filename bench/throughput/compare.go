@@ -187,34 +187,68 @@ type goal struct {
 	Met      *bool   `json:"met"` // nil: not measured (a contender missing)
 }
 
-func cmdCompare(args []string) error {
+// compareFlags are the flags of throughput compare.
+type compareFlags struct {
+	brokers, only, topologies, streamsDir, gokaBin, javaHeap string
+	kafkaVersion, docs, jsonOut, png, command, profileDir    string
+	records, reps, parallel                                  int
+	latSecs                                                  float64
+	smoke, verify                                            bool
+	ceiling, timeout                                         time.Duration
+}
+
+func parseCompareFlags(args []string) *compareFlags {
+	f := &compareFlags{}
 	fs := flag.NewFlagSet("compare", flag.ExitOnError)
-	brokers := fs.String("brokers", "127.0.0.1:29192", "the real broker (scripts/kafka.sh up)")
-	records := fs.Int("records", 1_000_000, "records to preload into the 6-partition input")
-	reps := fs.Int("reps", 3, "repetitions of every throughput run (order alternates)")
-	latSecs := fs.Float64("latency-seconds", 10, "length of the paced latency phase per contender")
-	only := fs.String("contenders", "", "comma-separated contenders (default all); names: "+names())
-	smoke := fs.Bool("smoke", false, "a quick check that every contender works: 3000 records, contenders --parallel at a time, a 1 s latency phase at 500 records/s whose every record must be seen, no files written")
-	parallel := fs.Int("parallel", 1, "with --smoke: contenders run at once (each is several processes and ~100 partitions on one broker)")
-	ceiling := fs.Duration("wait", 3*time.Minute, "ceiling of every wait on the broker or a contender (topic leaders, first output, the smoke's drain); a wait ends as soon as its condition holds")
-	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
-	streamsDir := fs.String("streams-dir", "bench/peers/kafka-streams", "the Kafka Streams peer (built with mvn package)")
-	gokaBin := fs.String("goka-bin", "", "the Goka peer binary (go build -C bench/peers/goka)")
-	javaHeap := fs.String("java-heap", "512m", "Kafka Streams maximum heap (-Xmx)")
-	kafkaVersion := fs.String("kafka-version", "", "broker version, for the record")
-	docs := fs.String("docs", "docs/benchmarks.md", "Markdown file whose compare section is replaced ('' for none)")
-	jsonOut := fs.String("json", "bench/results/compare.json", "JSON report ('' for none)")
-	png := fs.String("png", "docs/benchmarks-compare.png", "chart ('' for none)")
-	command := fs.String("command", "bench/compare.sh", "the command line to record")
-	timeout := fs.Duration("run-timeout", 5*time.Minute, "give up a run after")
-	verify := fs.Bool("verify", false, "read every run's outputs back and check every input id is there, once under exactly-once (always on with --smoke; slow at 1 M records)")
-	profileDir := fs.String("cpuprofile-dir", "", "the Go contenders (limit, sidestream) write a CPU profile of each process to DIR/<run id>.pprof")
+	fs.StringVar(&f.brokers, "brokers", "127.0.0.1:29192", "the real broker (scripts/kafka.sh up)")
+	fs.IntVar(&f.records, "records", 1_000_000, "records to preload into the 6-partition input")
+	fs.IntVar(&f.reps, "reps", 3, "repetitions of every throughput run (order alternates)")
+	fs.Float64Var(&f.latSecs, "latency-seconds", 10, "length of the paced latency phase per contender")
+	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all); names: "+names())
+	fs.BoolVar(&f.smoke, "smoke", false, "a quick check that every contender works: 3000 records, contenders --parallel at a time, a 1 s latency phase at 500 records/s whose every record must be seen, no files written")
+	fs.IntVar(&f.parallel, "parallel", 1, "with --smoke: contenders run at once (each is several processes and ~100 partitions on one broker)")
+	fs.DurationVar(&f.ceiling, "wait", 3*time.Minute, "ceiling of every wait on the broker or a contender (topic leaders, first output, the smoke's drain); a wait ends as soon as its condition holds")
+	fs.StringVar(&f.topologies, "topologies", "bench/topologies", "directory of the workload topologies")
+	fs.StringVar(&f.streamsDir, "streams-dir", "bench/peers/kafka-streams", "the Kafka Streams peer (built with mvn package)")
+	fs.StringVar(&f.gokaBin, "goka-bin", "", "the Goka peer binary (go build -C bench/peers/goka)")
+	fs.StringVar(&f.javaHeap, "java-heap", "512m", "Kafka Streams maximum heap (-Xmx)")
+	fs.StringVar(&f.kafkaVersion, "kafka-version", "", "broker version, for the record")
+	fs.StringVar(&f.docs, "docs", "docs/benchmarks.md", "Markdown file whose compare section is replaced ('' for none)")
+	fs.StringVar(&f.jsonOut, "json", "bench/results/compare.json", "JSON report ('' for none)")
+	fs.StringVar(&f.png, "png", "docs/benchmarks-compare.png", "chart ('' for none)")
+	fs.StringVar(&f.command, "command", "bench/compare.sh", "the command line to record")
+	fs.DurationVar(&f.timeout, "run-timeout", 5*time.Minute, "give up a run after")
+	fs.BoolVar(&f.verify, "verify", false, "read every run's outputs back and check every input id is there, once under exactly-once (always on with --smoke; slow at 1 M records)")
+	fs.StringVar(&f.profileDir, "cpuprofile-dir", "", "the Go contenders (limit, sidestream) write a CPU profile of each process to DIR/<run id>.pprof")
 	_ = fs.Parse(args)
-	if *smoke {
-		*records, *reps, *latSecs = 3000, 1, 1
-		*docs, *jsonOut, *png = "", "", ""
+	if f.smoke {
+		f.records, f.reps, f.latSecs = 3000, 1, 1
+		f.docs, f.jsonOut, f.png = "", "", ""
 	}
-	cs, err := pick(*only)
+	return f
+}
+
+// compareSession is one compare run: the broker, the preloaded input, the
+// contenders still in the session and the report as it fills.
+type compareSession struct {
+	f       *compareFlags
+	ctx     context.Context
+	adm     *kadm.Client
+	env     compareEnv
+	bs      []string
+	stamp   string
+	input   string
+	latDur  time.Duration
+	logDir  string
+	rep     report
+	skipped map[string]string // contender -> why it is not in the table
+	active  []contender
+	failed  bool
+}
+
+func cmdCompare(args []string) error {
+	f := parseCompareFlags(args)
+	cs, err := pick(f.only)
 	if err != nil {
 		return err
 	}
@@ -226,161 +260,197 @@ func cmdCompare(args []string) error {
 	if err != nil {
 		return err
 	}
-	env := compareEnv{self: self, topologies: *topologies, streamsDir: *streamsDir, gokaBin: *gokaBin, javaHeap: *javaHeap, logDir: logDir, profileDir: *profileDir}
-	bs := strings.Split(*brokers, ",")
-	ctx := context.Background()
+	bs := strings.Split(f.brokers, ",")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bs...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-
-	rep := report{Command: *command, Time: time.Now().UTC(), Records: *records, Reps: *reps, LatencyS: *latSecs,
-		Machine: describeMachine(*kafkaVersion)}
 	stamp := strconv.FormatInt(time.Now().Unix(), 36)
-	input := "bench-logs-" + stamp
-	logf("preloading %d records into %s (6 partitions), not timed", *records, input)
-	if rep.Bytes, err = preloadTopic(ctx, adm, cl, input, *records, 1, *ceiling); err != nil {
+	s := &compareSession{
+		f: f, ctx: context.Background(), adm: kadm.NewClient(cl), bs: bs, stamp: stamp, input: "bench-logs-" + stamp,
+		env:    compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir},
+		latDur: time.Duration(f.latSecs * float64(time.Second)), logDir: logDir, skipped: map[string]string{},
+		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs,
+			Machine: describeMachine(f.kafkaVersion)},
+	}
+	logf("preloading %d records into %s (6 partitions), not timed", f.records, s.input)
+	if s.rep.Bytes, err = preloadTopic(s.ctx, s.adm, cl, s.input, f.records, 1, f.ceiling); err != nil {
 		return err
 	}
+	s.pickActive(cs)
+	if f.smoke {
+		if err := s.smokeRuns(); err != nil {
+			return err
+		}
+	} else {
+		s.throughputReps()
+	}
+	med := medians(s.rep.Runs)
+	for name := range med {
+		if s.skipped[name] != "" {
+			delete(med, name) // a contender that failed once is not reported
+		}
+	}
+	if !f.smoke {
+		s.latencyRuns(med)
+	}
+	_ = deleteTopics(s.ctx, s.adm, func(t string) bool { return t == s.input })
+	s.rep.Machine.LoadEnd = loadavg()
+	s.rep.Rows = rows(cs, med, s.rep.Runs, s.rep.Latencies, s.skipped)
+	s.rep.Goals = goals(s.rep.Rows)
+	return s.finish()
+}
 
-	skipped := map[string]string{}
+// pickActive leaves out the contenders that cannot run here (a peer not
+// built), saying why.
+func (s *compareSession) pickActive(cs []contender) {
 	for _, c := range cs {
-		if _, err := c.command(env, "x", "x", "x", "x"); err != nil {
-			skipped[c.Name] = err.Error()
+		if _, err := c.command(s.env, "x", "x", "x", "x"); err != nil {
+			s.skipped[c.Name] = err.Error()
 			logf("%s: skipped: %v", c.Name, err)
+			continue
 		}
+		s.active = append(s.active, c)
 	}
-	var active []contender
-	for _, c := range cs {
-		if skipped[c.Name] == "" {
-			active = append(active, c)
-		}
-	}
+}
 
-	latDur := time.Duration(*latSecs * float64(time.Second))
-	if *smoke {
-		// Numbers from a smoke run mean nothing: the check is that each
-		// contender starts, finishes the input and answers the latency
-		// probe. A few at a time at most: all 13 at once had one broker on
-		// 2 cores creating hundreds of partitions together.
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		slots := make(chan struct{}, max(*parallel, 1))
-		errs := make([]error, len(active))
-		for i, c := range active {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				slots <- struct{}{}
-				defer func() { <-slots }()
-				x, err := throughputRun(ctx, adm, env, c, bs, input, fmt.Sprintf("t%s-%s", stamp, c.Name), *records, rep.Bytes, *timeout, *ceiling, true)
-				if err != nil {
-					errs[i] = fmt.Errorf("%s: %w", c.Name, err)
-					logf("smoke %-18s FAILED: %v", c.Name, err)
-					return
-				}
-				l, err := latencyRun(ctx, adm, env, c, bs, fmt.Sprintf("l%s-%s", stamp, c.Name), *records, 500, latDur, *ceiling, true)
-				if err != nil {
-					errs[i] = fmt.Errorf("%s latency: %w", c.Name, err)
-					logf("smoke %-18s latency FAILED: %v", c.Name, err)
-					return
-				}
-				x.Rep = 1
-				mu.Lock()
-				rep.Runs, rep.Latencies = append(rep.Runs, x), append(rep.Latencies, l)
-				mu.Unlock()
-				logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen", c.Name, x.Records, x.Seconds, l.Seen, l.Timed)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("smoke: %w (logs in %s)", err, logDir)
-		}
+// smokeRuns: numbers from a smoke run mean nothing: the check is that
+// each contender starts, finishes the input and answers the latency probe.
+// A few at a time at most: all 13 at once had one broker on 2 cores
+// creating hundreds of partitions together.
+func (s *compareSession) smokeRuns() error {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(s.f.parallel, 1))
+	errs := make([]error, len(s.active))
+	for i, c := range s.active {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			x, l, err := s.smokeOne(c)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			s.rep.Runs, s.rep.Latencies = append(s.rep.Runs, x), append(s.rep.Latencies, l)
+			mu.Unlock()
+		}()
 	}
-	n, failed := 0, false
-	for r := 1; r <= *reps && !*smoke; r++ {
-		order := slices.Clone(active)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("smoke: %w (logs in %s)", err, s.logDir)
+	}
+	return nil
+}
+
+// smokeOne runs one contender's throughput run (read back) and its
+// latency probe (every record seen).
+func (s *compareSession) smokeOne(c contender) (run, latency, error) {
+	f := s.f
+	x, err := throughputRun(s.ctx, s.adm, s.env, c, s.bs, s.input, fmt.Sprintf("t%s-%s", s.stamp, c.Name), f.records, s.rep.Bytes, f.timeout, f.ceiling, true)
+	if err != nil {
+		logf("smoke %-18s FAILED: %v", c.Name, err)
+		return x, latency{}, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	l, err := latencyRun(s.ctx, s.adm, s.env, c, s.bs, fmt.Sprintf("l%s-%s", s.stamp, c.Name), f.records, 500, s.latDur, f.ceiling, true)
+	if err != nil {
+		logf("smoke %-18s latency FAILED: %v", c.Name, err)
+		return x, l, fmt.Errorf("%s latency: %w", c.Name, err)
+	}
+	x.Rep = 1
+	logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen", c.Name, x.Records, x.Seconds, l.Seen, l.Timed)
+	return x, l, nil
+}
+
+// throughputReps runs every contender reps times, the order reversed on
+// even repetitions.
+func (s *compareSession) throughputReps() {
+	f, n := s.f, 0
+	for r := 1; r <= f.reps; r++ {
+		order := slices.Clone(s.active)
 		if r%2 == 0 {
 			slices.Reverse(order)
 		}
 		for _, c := range order {
-			if skipped[c.Name] != "" {
+			if s.skipped[c.Name] != "" {
 				continue
 			}
 			n++
-			id := fmt.Sprintf("t%s-%d-%s", stamp, n, c.Name)
-			x, err := throughputRun(ctx, adm, env, c, bs, input, id, *records, rep.Bytes, *timeout, *ceiling, *verify)
+			id := fmt.Sprintf("t%s-%d-%s", s.stamp, n, c.Name)
+			x, err := throughputRun(s.ctx, s.adm, s.env, c, s.bs, s.input, id, f.records, s.rep.Bytes, f.timeout, f.ceiling, f.verify)
 			if err != nil {
 				// One failing contender does not cost the others' figures:
 				// it leaves the session, and the table says why.
-				logf("%s (rep %d) failed, dropped from the session: %v (logs in %s)", c.Name, r, err, logDir)
-				skipped[c.Name] = "failed in rep " + strconv.Itoa(r) + ": " + firstLine(err.Error())
-				failed = true
+				logf("%s (rep %d) failed, dropped from the session: %v (logs in %s)", c.Name, r, err, s.logDir)
+				s.skipped[c.Name] = "failed in rep " + strconv.Itoa(r) + ": " + firstLine(err.Error())
+				s.failed = true
 				continue
 			}
 			x.Rep = r
-			rep.Runs = append(rep.Runs, x)
+			s.rep.Runs = append(s.rep.Runs, x)
 			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)",
-				r, *reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg)
+				r, f.reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg)
 		}
 	}
-	med := medians(rep.Runs)
-	for name := range med {
-		if skipped[name] != "" {
-			delete(med, name) // a contender that failed once is not reported
-		}
-	}
-	for _, c := range active {
-		if *smoke || skipped[c.Name] != "" {
+}
+
+// latencyRuns runs each contender's paced latency phase at half its
+// median throughput.
+func (s *compareSession) latencyRuns(med map[string]run) {
+	for _, c := range s.active {
+		if s.skipped[c.Name] != "" {
 			continue
 		}
-		id := fmt.Sprintf("l%s-%s", stamp, c.Name)
-		l, err := latencyRun(ctx, adm, env, c, bs, id, *records, 0.5*med[c.Name].RecordsPS, latDur, *ceiling, false)
+		id := fmt.Sprintf("l%s-%s", s.stamp, c.Name)
+		l, err := latencyRun(s.ctx, s.adm, s.env, c, s.bs, id, s.f.records, 0.5*med[c.Name].RecordsPS, s.latDur, s.f.ceiling, false)
 		if err != nil {
-			logf("%s latency failed: %v (logs in %s)", c.Name, err, logDir)
-			failed = true
+			logf("%s latency failed: %v (logs in %s)", c.Name, err, s.logDir)
+			s.failed = true
 			continue
 		}
-		rep.Latencies = append(rep.Latencies, l)
+		s.rep.Latencies = append(s.rep.Latencies, l)
 		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen)", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed)
 	}
-	_ = deleteTopics(ctx, adm, func(t string) bool { return t == input })
-	rep.Machine.LoadEnd = loadavg()
-	rep.Rows = rows(cs, med, rep.Runs, rep.Latencies, skipped)
-	rep.Goals = goals(rep.Rows)
+}
 
+// finish prints the table and writes the JSON, the chart and the docs
+// block; a smoke run checks that every contender measured something.
+func (s *compareSession) finish() error {
+	f, rep := s.f, s.rep
 	printTable(os.Stdout, rep)
-	if *jsonOut != "" {
+	if f.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(f.jsonOut), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(f.jsonOut, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
-	if *png != "" {
-		if err := drawChart(*png, rep); err != nil {
+	if f.png != "" {
+		if err := drawChart(f.png, rep); err != nil {
 			return fmt.Errorf("chart: %w", err)
 		}
 	}
-	if *docs != "" {
-		if err := writeDocs(*docs, rep, *png); err != nil {
+	if f.docs != "" {
+		if err := writeDocs(f.docs, rep, f.png); err != nil {
 			return err
 		}
 	}
-	if failed {
-		return fmt.Errorf("some runs failed (the table says which; logs in %s)", logDir)
+	if s.failed {
+		return fmt.Errorf("some runs failed (the table says which; logs in %s)", s.logDir)
 	}
-	if *smoke {
+	if f.smoke {
 		for _, r := range rep.Rows {
 			if r.Skipped == "" && (r.RecordsPS <= 0 || r.Seen == "" || strings.HasPrefix(r.Seen, "0/")) {
 				return fmt.Errorf("smoke: %s measured nothing (%+v)", r.Name, r)
 			}
 		}
-		os.RemoveAll(logDir)
+		_ = os.RemoveAll(s.logDir)
 	}
 	return nil
 }
