@@ -880,11 +880,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	}
 	defer func() { _ = p.stop() }()
 	total := int(rate*dur.Seconds()) + 1
-	sent := make([]atomic.Int64, total+1)
-	var seen atomic.Int64
-	var mu sync.Mutex
-	var lats []time.Duration
-	var warmSeen atomic.Bool
+	pr := &latencyProbe{sent: make([]atomic.Int64, total+1), total: total}
 	// From the start: the outputs are this run's own, created empty above.
 	// At the end, a partition whose end the client resolved late (a loaded
 	// machine) would skip the records written to it before: the smoke saw
@@ -900,26 +896,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	consDone := make(chan struct{})
 	go func() {
 		defer close(consDone)
-		for cctx.Err() == nil {
-			fs := cons.PollFetches(cctx)
-			now := time.Now().UnixNano()
-			fs.EachRecord(func(r *kgo.Record) {
-				i, ok := idNumber(r.Value)
-				switch {
-				case !ok:
-					if bytes.Contains(r.Value, []byte(`"id":"w-`)) {
-						warmSeen.Store(true)
-					}
-				case i >= 1 && i <= total:
-					if t := sent[i].Swap(0); t > 0 {
-						seen.Add(1)
-						mu.Lock()
-						lats = append(lats, time.Duration(now-t))
-						mu.Unlock()
-					}
-				}
-			})
-		}
+		pr.consume(cctx, cons)
 	}()
 	defer func() { stopCons(); <-consDone }()
 
@@ -928,64 +905,25 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 		return res, err
 	}
 	defer prod.Close()
-	// A probe every 100 ms until the consumer sees one: then its position
-	// is set and the contender answers.
 	base := gen.New(1).Base + int64(after)*gen.New(1).Step + 10_000
-	wg := gen.New(7)
-	wg.BadFraction, wg.Base = 0, base
-	warmStart := time.Now()
-	for sentWarm := 0; !warmSeen.Load(); sentWarm++ {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			return res, fmt.Errorf("contender exited: %v\n%s", err, p.tail())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Since(warmStart) > ceiling {
-			return res, fmt.Errorf("waited %v for the first warm-up record on the outputs; %d sent, none seen\n%s", ceiling, sentWarm, p.tail())
-		}
-		ev := wg.Next()
-		v := bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"w-`), 1)
-		prod.Produce(ctx, &kgo.Record{Value: v}, nil)
+	if err := pr.warmUp(ctx, prod, p, base, ceiling); err != nil {
+		return res, err
 	}
-	g := gen.New(3)
-	g.Base = base
-	begin := time.Now()
-	interval := 5 * time.Millisecond
-	tick := time.NewTicker(interval)
-	due, timed := 0, 0
-	// The harness shares the machine: when it cannot offer the rate, the
-	// phase still ends on time and SentPS says what was offered.
-	for res.Sent < total && time.Since(begin) < dur {
-		<-tick.C
-		due = min(total, int(time.Since(begin).Seconds()*rate)+1)
-		for res.Sent < due {
-			ev := g.Next()
-			ev.Value = bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"l-`), 1)
-			res.Sent++
-			if _, ok := idNumber(ev.Value); ok { // an empty value carries no id to time
-				timed++
-				sent[res.Sent].Store(time.Now().UnixNano())
-			}
-			prod.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, nil)
-		}
-	}
-	tick.Stop()
-	res.SentPS = float64(res.Sent) / time.Since(begin).Seconds()
-	res.Timed = timed
+	pr.pace(ctx, prod, &res, base, rate, dur)
 	drain := 10 * time.Second
 	if all {
 		drain = ceiling
 	}
-	err = waitUntil(ctx, drain, 20*time.Millisecond, fmt.Sprintf("all %d timed records on the outputs", timed), func() (bool, string) {
-		n := int(seen.Load())
-		return n >= timed, fmt.Sprintf("%d of %d", n, timed)
+	err = waitUntil(ctx, drain, 20*time.Millisecond, fmt.Sprintf("all %d timed records on the outputs", res.Timed), func() (bool, string) {
+		n := int(pr.seen.Load())
+		return n >= res.Timed, fmt.Sprintf("%d of %d", n, res.Timed)
 	})
 	if err != nil && all {
 		return res, fmt.Errorf("%w\n%s", err, p.tail())
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	lats := pr.lats
 	res.Seen = len(lats)
 	if len(lats) > 0 {
 		slices.Sort(lats)
@@ -993,6 +931,90 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 		res.P50MS, res.P99MS, res.MaxMS = q(0.5), q(0.99), q(1)
 	}
 	return res, nil
+}
+
+// latencyProbe is one latency phase's bookkeeping: when each timed record
+// was sent, and the latencies of those seen on the outputs.
+type latencyProbe struct {
+	total    int
+	sent     []atomic.Int64 // by record number: send time in ns, 0 once seen
+	seen     atomic.Int64
+	warmSeen atomic.Bool
+	mu       sync.Mutex
+	lats     []time.Duration
+}
+
+// consume reads the outputs until ctx ends, timing each probe record.
+func (pr *latencyProbe) consume(ctx context.Context, cons *kgo.Client) {
+	for ctx.Err() == nil {
+		fs := cons.PollFetches(ctx)
+		now := time.Now().UnixNano()
+		fs.EachRecord(func(r *kgo.Record) {
+			i, ok := idNumber(r.Value)
+			switch {
+			case !ok:
+				if bytes.Contains(r.Value, []byte(`"id":"w-`)) {
+					pr.warmSeen.Store(true)
+				}
+			case i >= 1 && i <= pr.total:
+				if t := pr.sent[i].Swap(0); t > 0 {
+					pr.seen.Add(1)
+					pr.mu.Lock()
+					pr.lats = append(pr.lats, time.Duration(now-t))
+					pr.mu.Unlock()
+				}
+			}
+		})
+	}
+}
+
+// warmUp sends a probe every 100 ms until the consumer sees one: then its
+// position is set and the contender answers.
+func (pr *latencyProbe) warmUp(ctx context.Context, prod *kgo.Client, p *proc, base int64, ceiling time.Duration) error {
+	wg := gen.New(7)
+	wg.BadFraction, wg.Base = 0, base
+	warmStart := time.Now()
+	for sentWarm := 0; !pr.warmSeen.Load(); sentWarm++ {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("contender exited: %v\n%s", err, p.tail())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Since(warmStart) > ceiling {
+			return fmt.Errorf("waited %v for the first warm-up record on the outputs; %d sent, none seen\n%s", ceiling, sentWarm, p.tail())
+		}
+		ev := wg.Next()
+		v := bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"w-`), 1)
+		prod.Produce(ctx, &kgo.Record{Value: v}, nil)
+	}
+	return nil
+}
+
+// pace sends the timed records at rate for dur. The harness shares the
+// machine: when it cannot offer the rate, the phase still ends on time and
+// SentPS says what was offered.
+func (pr *latencyProbe) pace(ctx context.Context, prod *kgo.Client, res *latency, base int64, rate float64, dur time.Duration) {
+	g := gen.New(3)
+	g.Base = base
+	begin := time.Now()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for res.Sent < pr.total && time.Since(begin) < dur {
+		<-tick.C
+		due := min(pr.total, int(time.Since(begin).Seconds()*rate)+1)
+		for res.Sent < due {
+			ev := g.Next()
+			ev.Value = bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"l-`), 1)
+			res.Sent++
+			if _, ok := idNumber(ev.Value); ok { // an empty value carries no id to time
+				res.Timed++
+				pr.sent[res.Sent].Store(time.Now().UnixNano())
+			}
+			prod.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, nil)
+		}
+	}
+	res.SentPS = float64(res.Sent) / time.Since(begin).Seconds()
 }
 
 // idNumber reads N of a latency record's "id":"l-N" without a regexp.
