@@ -87,7 +87,7 @@ func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck
 func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } }
 
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
-// security settings of the topology are added by New (see ClientOpts).
+// security settings of the topology are added by New (kclient.SecurityOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
 
 // Processor runs one topology as a member of its consumer group.
