@@ -28,7 +28,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -133,7 +133,7 @@ func TestSecurity(t *testing.T) {
 				if err := cfg.Apply(topology.OverridesFromEnv(envLookup(tc.env))); err != nil {
 					t.Fatal(err)
 				}
-				opts, err := processor.ClientOpts(cfg.Security)
+				opts, err := kclient.SecurityOpts(cfg.Security)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -216,7 +216,7 @@ func TestSecurity(t *testing.T) {
 				t.Errorf("%s: connected", tc.name)
 				continue
 			}
-			if h := processor.ConnHint(err, sec); !strings.Contains(h, tc.want) {
+			if h := kclient.ConnHint(err, sec); !strings.Contains(h, tc.want) {
 				t.Errorf("%s: %v: hint %q does not name %s", tc.name, err, h, tc.want)
 			}
 		}
@@ -232,7 +232,7 @@ func TestSecurity(t *testing.T) {
 // metadataErr asks the brokers for metadata with the security settings.
 func metadataErr(t *testing.T, brokers []string, sec topology.Security) error {
 	t.Helper()
-	opts, err := processor.ClientOpts(sec)
+	opts, err := kclient.SecurityOpts(sec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -33,10 +33,10 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), withHint(err, p.top.Config.Security))
+		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), kclient.WithHint(err, p.top.Config.Security))
 		p.st.ready.set(false, reason)
 		args := []any{"brokers", p.top.Config.Brokers, "err", err}
-		if h := ConnHint(err, p.top.Config.Security); h != "" {
+		if h := kclient.ConnHint(err, p.top.Config.Security); h != "" {
 			args = append(args, "hint", h)
 		}
 		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
@@ -119,14 +119,6 @@ func showConfigs(c map[string]*string) string {
 		b.WriteString(k + "=" + *c[k])
 	}
 	return "{" + b.String() + "}"
-}
-
-func newAdmin(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	return kadm.NewClient(cl), cl, nil
 }
 
 // ensureInternalTopics creates the repartition and changelog topics of

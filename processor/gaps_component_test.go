@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -75,7 +76,7 @@ func TestInputGap(t *testing.T) {
 				produceTxn(t, brokers, "logs", p, 5, false)
 				produceTxn(t, brokers, "logs", p, 10, true)
 			}
-			adm, cl, err := newAdmin(brokers)
+			adm, cl, err := kclient.NewAdmin(brokers)
 			if err != nil {
 				t.Fatal(err)
 			}

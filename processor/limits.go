@@ -37,25 +37,3 @@ func overflowRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, limit str
 	)
 	return &kgo.Record{Topic: rt.OverflowTopic(), Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
-
-// bufferOpts bound the client's fetch and produce buffers (the client
-// section); a zero field keeps franz-go's default.
-func bufferOpts(c topology.Client) []kgo.Opt {
-	var o []kgo.Opt
-	if c.FetchMaxBytes > 0 {
-		o = append(o, kgo.FetchMaxBytes(c.FetchMaxBytes))
-	}
-	if c.FetchMaxPartitionBytes > 0 {
-		o = append(o, kgo.FetchMaxPartitionBytes(c.FetchMaxPartitionBytes))
-	}
-	if c.MaxConcurrentFetches > 0 {
-		o = append(o, kgo.MaxConcurrentFetches(c.MaxConcurrentFetches))
-	}
-	if c.MaxBufferedRecords > 0 {
-		o = append(o, kgo.MaxBufferedRecords(c.MaxBufferedRecords))
-	}
-	if c.MaxBufferedBytes > 0 {
-		o = append(o, kgo.MaxBufferedBytes(c.MaxBufferedBytes))
-	}
-	return o
-}

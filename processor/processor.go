@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -87,7 +87,7 @@ func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck
 func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } }
 
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
-// security settings of the topology are added by New (see ClientOpts).
+// security settings of the topology are added by New (kclient.SecurityOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
 
 // Processor runs one topology as a member of its consumer group.
@@ -149,7 +149,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	// The security options go first, into the options every client the
 	// processor creates is built with (group, admin, restores), so no
 	// client can connect without them; raw options may still override.
-	sec, err := ClientOpts(top.Config.Security)
+	sec, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.started = time.Now()
 	defer p.dropState(nil) // closes the stores
 	p.st.loop()
-	adm, admCl, err := newAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
+	adm, admCl, err := kclient.NewAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -271,7 +271,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		p.st.ready.set(false, "session failed, restarting: "+withHint(err, p.top.Config.Security))
+		p.st.ready.set(false, "session failed, restarting: "+kclient.WithHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
@@ -323,7 +323,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.AdjustFetchOffsetsFn(p.adjustFetchOffsets),
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.WithLogger(newKafkaLogger(p.opts.log)),
+		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
 		kgo.WithHooks(p.m.Kafka),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
@@ -346,7 +346,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		// cooperative-sticky balancer does not (it split them).
 		o = append(o, kgo.Balancers(kgo.RangeBalancer()))
 	}
-	o = append(o, bufferOpts(cfg.Client)...)
+	o = append(o, kclient.BufferOpts(cfg.Client)...)
 	return append(o, p.opts.kgoOpts...)
 }
 
@@ -569,31 +569,18 @@ func (p *Processor) observeTask(t *windowTask) {
 }
 
 // pollErrors logs fetch errors other than the poll deadline. It returns a
-// fatal error when the client is closed.
+// fatal error (kclient.Classify): the client is closed.
 func (p *Processor) pollErrors(fetches kgo.Fetches) error {
-	if fetches.IsClientClosed() {
-		return kgo.ErrClientClosed
-	}
 	for _, fe := range fetches.Errors() {
+		if kclient.Classify(kclient.Fetch, fe.Err) == kclient.Fatal {
+			return fe.Err
+		}
 		if errors.Is(fe.Err, context.DeadlineExceeded) || errors.Is(fe.Err, context.Canceled) {
-			continue
+			continue // the poll's own deadline, or the router stopping
 		}
 		p.log.Warn("fetch error", "topic", fe.Topic, "partition", fe.Partition, "err", fe.Err)
 	}
 	return nil
-}
-
-// isFatalProducer reports errors after which the producer cannot go on
-// and the session must be rebuilt.
-// isFatalProducer: errors after which this client cannot go on. A topic
-// deleted under the client is one: franz-go keeps the deleted topic's ID
-// and never adopts a recreated topic's, so only a new client (the next
-// session, with backoff) can write to it again.
-func isFatalProducer(err error) bool {
-	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
-		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) || errors.Is(err, kerr.InvalidProducerIDMapping) ||
-		errors.Is(err, kgo.ErrClientClosed) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
 }
 
 func committedOffsets(cl *kgo.Client) map[string]map[int32]int64 {

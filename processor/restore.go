@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -180,7 +181,7 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(res.from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-	}, append(bufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
+	}, append(kclient.BufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
 		FetchMaxPartitionBytes: p.top.Config.Client.FetchMaxPartitionBytes}), p.opts.kgoOpts...)...)...)
 	if err != nil {
 		return res, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
 )
 
@@ -36,14 +37,14 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	produce := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(&TopicError{Topic: r.Topic, Err: err})
+				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog := func(r *kgo.Record) {
 		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(&TopicError{Topic: r.Topic, Err: err})
+				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)
@@ -142,7 +143,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 		p.samples.discard()
 		p.dropState(nil)
 		p.gaps.rewind(sess.Client().CommittedOffsets())
-		if topic, ok := authzRefused(prodErr); ok {
+		if topic, ok := kclient.AuthzRefused(prodErr); ok {
 			p.m.Aborts.WithLabelValues(AbortAuthorization).Inc()
 			p.m.AuthzRefused.WithLabelValues(topic).Inc()
 			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
@@ -154,7 +155,7 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 			p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
 			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
 		}
-		if isFatalProducer(prodErr) {
+		if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
 			return fmt.Errorf("produce: %w", prodErr)
 		}
 		// Give a persistent failure (deleted topic, refused ACL) room
@@ -218,7 +219,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 			return fmt.Errorf("flush: %w", err)
 		}
 		if err := perr.get(); err != nil {
-			if topic, ok := authzRefused(err); ok {
+			if topic, ok := kclient.AuthzRefused(err); ok {
 				// Nothing is committed; the session is rebuilt with backoff.
 				p.m.AuthzRefused.WithLabelValues(topic).Inc()
 			}
@@ -277,14 +278,14 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	produce = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(&TopicError{Topic: r.Topic, Err: err})
+				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 			}
 		})
 	}
 	produceChangelog = func(r *kgo.Record) {
 		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
 			if err != nil {
-				perr.set(&TopicError{Topic: r.Topic, Err: err})
+				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 				return
 			}
 			p.ws.produced(r)

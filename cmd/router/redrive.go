@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/show"
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/sideroute"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -79,7 +79,7 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 			return bad("--transform: %v", err)
 		}
 	}
-	copts, err := processor.ClientOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
 		return err
 	}

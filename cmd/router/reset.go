@@ -13,15 +13,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/reset"
 	"github.com/sidestream/sidestream/topology"
 )
 
 // cmdReset resets an application for reprocessing: input offsets moved,
-// repartition and changelog topics deleted (processor.PlanReset), and the
+// repartition and changelog topics deleted (reset.NewPlan), and the
 // local pebble state of those changelogs removed.
 func cmdReset(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router reset", flag.ContinueOnError)
@@ -41,7 +39,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	bad := func(format string, a ...any) error {
 		return exitError{code: 2, msg: "router reset: " + fmt.Sprintf(format, a...)}
 	}
-	var target processor.ResetTo
+	var target reset.To
 	switch *to {
 	case "earliest":
 	case "latest":
@@ -68,22 +66,21 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	if *stateDir == "" && top.Config.State.Store == topology.StorePebble {
 		*stateDir = top.Config.State.Dir
 	}
-	copts, err := processor.ClientOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(top.Config.Brokers...)}, copts...)...)
+	adm, cl, err := kclient.NewAdmin(top.Config.Brokers, copts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	plan, err := processor.PlanReset(ctx, adm, top, target)
+	plan, err := reset.NewPlan(ctx, adm, top, target)
 	if err != nil {
 		return err
 	}
@@ -113,7 +110,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *format == "json":
 		b, _ := json.Marshal(struct {
-			*processor.ResetPlan
+			*reset.Plan
 			RemoveState []string `json:"remove_state"`
 			Applied     bool     `json:"applied"`
 		}{plan, local, !*dryRun})
@@ -127,7 +124,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func printResetPlan(w io.Writer, plan *processor.ResetPlan, local []string) {
+func printResetPlan(w io.Writer, plan *reset.Plan, local []string) {
 	fmt.Fprintf(w, "reset of group %s to %s\n", plan.Group, plan.To)
 	fmt.Fprintln(w, "input offsets:")
 	for _, in := range plan.Inputs {

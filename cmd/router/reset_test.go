@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/reset"
 )
 
 // resetYAML has a repartitioned window, a window without a repartition
@@ -188,7 +189,7 @@ func TestResetReprocesses(t *testing.T) {
 	// plan puts each input at its end.
 	code, out, errs = run(t, "reset", "--config", config, "--brokers", strings.Join(brokers, ","), "--dry-run", "--format", "json",
 		"--to", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
-	var plan processor.ResetPlan
+	var plan reset.Plan
 	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
 		t.Fatalf("dry run --to TIME: exit %d\n%s%s", code, out, errs)
 	}

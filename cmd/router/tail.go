@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/show"
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/sideroute"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -64,7 +64,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return exitError{code: 2, msg: "router tail: --route: " + err.Error()}
 	}
-	copts, err := processor.ClientOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
 		return err
 	}

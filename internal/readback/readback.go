@@ -22,7 +22,7 @@ func ReadCommitted(ctx context.Context, brokers []string, topics ...string) ([]*
 }
 
 // ReadCommittedWith is ReadCommitted with more client options for both of
-// its clients, such as the TLS and SASL options of processor.ClientOpts.
+// its clients, such as the TLS and SASL options of kclient.SecurityOpts.
 func ReadCommittedWith(ctx context.Context, brokers []string, opts []kgo.Opt, topics ...string) ([]*kgo.Record, error) {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {

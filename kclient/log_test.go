@@ -1,4 +1,4 @@
-package processor
+package kclient
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestKafkaLoggerLevels(t *testing.T) {
 		{kgo.LogLevelError, "producer id initialization errored", "level=ERROR"},
 	} {
 		var b bytes.Buffer
-		l := newKafkaLogger(slog.New(slog.NewTextHandler(&b, nil)))
+		l := NewLogger(slog.New(slog.NewTextHandler(&b, nil)))
 		if l.Level() != kgo.LogLevelInfo {
 			t.Fatalf("level %v, want info", l.Level())
 		}
@@ -38,7 +38,7 @@ func TestKafkaLoggerLevels(t *testing.T) {
 			t.Errorf("%v %q: wrote %q, want %q", tc.level, tc.msg, got, tc.want)
 		}
 		b.Reset()
-		d := newKafkaLogger(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})))
+		d := NewLogger(slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		if d.Log(tc.level, tc.msg); !strings.Contains(b.String(), "component=kafka") {
 			t.Errorf("%v %q at debug: wrote %q", tc.level, tc.msg, b.String())
 		}

@@ -1,4 +1,17 @@
-package processor
+// Package reset resets an application: what Kafka Streams' application
+// reset tool does, for one topology. With every instance stopped it moves
+// the group's committed input offsets (to the log start, the end, or the
+// first offset at a time), deletes the repartition and changelog topics
+// (the next start creates them empty) and the group's offsets on the
+// repartition topics. The committed input offsets carry no metadata
+// after it: no watermark progress, no state witness (the processor's
+// sources.go), so the next start does not take the empty changelogs for
+// a loss.
+//
+// It talks to the cluster through an admin client it is given and must
+// never import the runtime (processor), the pipeline, the tools' wiring
+// (cmd), the web view (live), sideroute or the HTTP API.
+package reset
 
 import (
 	"context"
@@ -14,17 +27,8 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
-// Reset of an application: what Kafka Streams' application reset tool
-// does, for one topology. With every instance stopped it moves the
-// group's committed input offsets (to the log start, the end, or the
-// first offset at a time), deletes the repartition and changelog topics
-// (the next start creates them empty) and the group's offsets on the
-// repartition topics. The committed input offsets carry no metadata
-// after it: no watermark progress, no state witness (sources.go), so the
-// next start does not take the empty changelogs for a loss.
-
-// ResetTo says where the input offsets go.
-type ResetTo struct {
+// To says where the input offsets go.
+type To struct {
 	// Latest moves them to the end (skip everything not yet read);
 	// otherwise they go to the log start, or with At set, to the first
 	// offset whose timestamp is at At or later (the end when none is).
@@ -32,7 +36,7 @@ type ResetTo struct {
 	At     time.Time
 }
 
-func (r ResetTo) String() string {
+func (r To) String() string {
 	switch {
 	case r.Latest:
 		return "latest"
@@ -42,19 +46,19 @@ func (r ResetTo) String() string {
 	return "earliest"
 }
 
-// ResetOffset is one input partition's committed offset before and after.
-type ResetOffset struct {
+// Offset is one input partition's committed offset before and after.
+type Offset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	From      int64  `json:"from"` // -1: none committed
 	To        int64  `json:"to"`
 }
 
-// ResetPlan is what a reset does; Apply does it.
-type ResetPlan struct {
-	Group  string        `json:"group"`
-	To     string        `json:"to"`
-	Inputs []ResetOffset `json:"inputs"`
+// Plan is what a reset does; Apply does it.
+type Plan struct {
+	Group  string   `json:"group"`
+	To     string   `json:"to"`
+	Inputs []Offset `json:"inputs"`
 	// Topics are the internal topics that exist, to delete.
 	Topics []string `json:"delete_topics"`
 	// Offsets are the internal topics the group has offsets on, to delete.
@@ -88,13 +92,14 @@ func groupIdle(ctx context.Context, adm *kadm.Client, group string) error {
 		ErrGroupActive, group, d.State, len(d.Members), strings.Join(who, ", "))
 }
 
-// PlanReset works out a reset of top's application; it changes nothing.
-func PlanReset(ctx context.Context, adm *kadm.Client, top *topology.Topology, to ResetTo) (*ResetPlan, error) {
+// NewPlan works out a reset of top's application from what the cluster
+// holds; it changes nothing.
+func NewPlan(ctx context.Context, adm *kadm.Client, top *topology.Topology, to To) (*Plan, error) {
 	group := top.Config.ApplicationID
 	if err := groupIdle(ctx, adm, group); err != nil {
 		return nil, err
 	}
-	plan := &ResetPlan{Group: group, To: to.String()}
+	plan := &Plan{Group: group, To: to.String()}
 	inputs := top.InputTopics()
 	var target kadm.ListedOffsets
 	var err error
@@ -121,9 +126,9 @@ func PlanReset(ctx context.Context, adm *kadm.Client, top *topology.Topology, to
 		if c, ok := committed.Lookup(o.Topic, o.Partition); ok && c.Err == nil {
 			from = c.At
 		}
-		plan.Inputs = append(plan.Inputs, ResetOffset{Topic: o.Topic, Partition: o.Partition, From: from, To: o.Offset})
+		plan.Inputs = append(plan.Inputs, Offset{Topic: o.Topic, Partition: o.Partition, From: from, To: o.Offset})
 	})
-	slices.SortFunc(plan.Inputs, func(a, b ResetOffset) int {
+	slices.SortFunc(plan.Inputs, func(a, b Offset) int {
 		return cmpTopicPartition(a.Topic, a.Partition, b.Topic, b.Partition)
 	})
 
@@ -156,7 +161,7 @@ func cmpTopicPartition(at string, ap int32, bt string, bp int32) int {
 // Apply carries the plan out: offsets on internal topics deleted, the
 // internal topics deleted (and gone from the metadata), the input offsets
 // committed. The group is checked idle again first.
-func (plan *ResetPlan) Apply(ctx context.Context, adm *kadm.Client) error {
+func (plan *Plan) Apply(ctx context.Context, adm *kadm.Client) error {
 	if err := groupIdle(ctx, adm, plan.Group); err != nil {
 		return err
 	}

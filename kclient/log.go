@@ -1,4 +1,4 @@
-package processor
+package kclient
 
 import (
 	"log/slog"
@@ -30,7 +30,9 @@ type kafkaLogger struct{ *kslog.Logger }
 
 var _ kgo.Logger = kafkaLogger{}
 
-func newKafkaLogger(l *slog.Logger) kafkaLogger {
+// NewLogger is the kgo.Logger of the router's clients (kgo.WithLogger):
+// l with component=kafka, routine per-commit lines at DEBUG.
+func NewLogger(l *slog.Logger) kgo.Logger {
 	return kafkaLogger{kslog.New(l.With("component", "kafka"))}
 }
 

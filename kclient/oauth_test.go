@@ -1,4 +1,4 @@
-package processor
+package kclient
 
 import (
 	"context"
@@ -163,7 +163,7 @@ func TestOAuthTokenSource(t *testing.T) {
 			if !errors.As(err, &te) || te.Status != tc.status {
 				t.Fatalf("HTTP %d: error %v (%T), want a TokenError with the status", tc.status, err, err)
 			}
-			text := withHint(err, sec)
+			text := WithHint(err, sec)
 			for _, w := range append([]string{srv.URL, fmt.Sprint(tc.status), tc.code}, tc.hint...) {
 				if !strings.Contains(text, w) {
 					t.Errorf("HTTP %d: %q does not say %q", tc.status, text, w)
@@ -190,13 +190,13 @@ func TestOAuthTokenSource(t *testing.T) {
 	t.Run("client options", func(t *testing.T) {
 		sec := oauthSec("https://idp.example.com/token")
 		sec.TLS = topology.TLS{}
-		opts, err := ClientOpts(sec)
+		opts, err := SecurityOpts(sec)
 		if err != nil || len(opts) != 2 { // TLS dialer + SASL
-			t.Errorf("ClientOpts: %d options, %v", len(opts), err)
+			t.Errorf("SecurityOpts: %d options, %v", len(opts), err)
 		}
 		sec.SASL.OAuth.ClientSecret = ""
-		if _, err := ClientOpts(sec); err == nil || !strings.Contains(err.Error(), topology.EnvSASLOAuthClientSecret) {
-			t.Errorf("ClientOpts without a secret: %v", err)
+		if _, err := SecurityOpts(sec); err == nil || !strings.Contains(err.Error(), topology.EnvSASLOAuthClientSecret) {
+			t.Errorf("SecurityOpts without a secret: %v", err)
 		}
 	})
 }
@@ -228,17 +228,17 @@ func TestMSKIAM(t *testing.T) {
 		t.Error("the secret key is sent")
 	}
 
-	// Through ClientOpts, from the process's environment.
+	// Through SecurityOpts, from the process's environment.
 	t.Setenv(envAWSAccessKeyID, "AKIAEXAMPLE")
 	t.Setenv(envAWSSecretAccessKey, "aws-s3cret-51f0")
 	sec := topology.Security{Protocol: topology.ProtocolSASLSSL, SASL: topology.SASL{Mechanism: topology.SASLAWSMSKIAM}}
-	if opts, err := ClientOpts(sec); err != nil || len(opts) != 2 {
-		t.Errorf("ClientOpts: %d options, %v", len(opts), err)
+	if opts, err := SecurityOpts(sec); err != nil || len(opts) != 2 {
+		t.Errorf("SecurityOpts: %d options, %v", len(opts), err)
 	}
 	t.Setenv(envAWSSecretAccessKey, "")
-	_, err = ClientOpts(sec)
+	_, err = SecurityOpts(sec)
 	if !errors.Is(err, ErrNoAWSCredentials) || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
-		t.Errorf("ClientOpts without a secret key: %v", err)
+		t.Errorf("SecurityOpts without a secret key: %v", err)
 	}
 	if h := ConnHint(err, sec); !strings.Contains(h, "AWS_ACCESS_KEY_ID") {
 		t.Errorf("hint %q", h)

@@ -1,4 +1,4 @@
-package processor
+package kclient
 
 import (
 	"crypto/tls"
@@ -17,13 +17,13 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
-// ClientOpts turns the security settings into franz-go options: a TLS
+// SecurityOpts turns the security settings into franz-go options: a TLS
 // dialer for ssl and sasl_ssl, a SASL mechanism for sasl_plaintext and
 // sasl_ssl, nothing for plaintext. Every client the router creates (the
-// group's, the admin, the state restores) gets them: New adds them to the
-// processor's options. Files are read here, once; an error names the
-// setting, never the password.
-func ClientOpts(sec topology.Security) ([]kgo.Opt, error) {
+// group's, the admin, the state restores, the tools') gets them: the
+// processor adds them to its options, the tools to their clients. Files
+// are read here, once; an error names the setting, never the password.
+func SecurityOpts(sec topology.Security) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	switch sec.Protocol {
 	case "", topology.ProtocolPlaintext, topology.ProtocolSSL, topology.ProtocolSASLPlaintext, topology.ProtocolSASLSSL:
@@ -150,8 +150,8 @@ func ConnHint(err error, sec topology.Security) string {
 	return ""
 }
 
-// withHint appends ConnHint's text to the error's.
-func withHint(err error, sec topology.Security) string {
+// WithHint appends ConnHint's text to the error's.
+func WithHint(err error, sec topology.Security) string {
 	if h := ConnHint(err, sec); h != "" {
 		return err.Error() + " (" + h + ")"
 	}
