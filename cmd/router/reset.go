@@ -21,50 +21,64 @@ import (
 // cmdReset resets an application for reprocessing: input offsets moved,
 // repartition and changelog topics deleted (reset.NewPlan), and the
 // local pebble state of those changelogs removed.
-func cmdReset(args []string, stdout, stderr io.Writer) error {
+// resetFlags are router reset's flags.
+type resetFlags struct {
+	config, brokers, stateDir, format string
+	dryRun                            bool
+	timeout                           time.Duration
+	target                            reset.To
+}
+
+func parseResetFlags(args []string, stderr io.Writer) (*resetFlags, error) {
 	fs := flag.NewFlagSet("router reset", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		config   = fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file (env SIDESTREAM_CONFIG)")
-		brokers  = fs.String("brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
-		to       = fs.String("to", "earliest", "where the input offsets go: earliest, latest, or an RFC 3339 time (the first record at or after it)")
-		stateDir = fs.String("state-dir", "", "local pebble state to remove (the changelogs' directories below it); default state.dir when state.store is pebble")
-		dryRun   = fs.Bool("dry-run", false, "print the plan; change nothing")
-		format   = fs.String("format", "table", "how to print the plan: table or json")
-		timeout  = fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	)
+	f := &resetFlags{}
+	fs.StringVar(&f.config, "config", os.Getenv("SIDESTREAM_CONFIG"), "topology file (env SIDESTREAM_CONFIG)")
+	fs.StringVar(&f.brokers, "brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
+	to := fs.String("to", "earliest", "where the input offsets go: earliest, latest, or an RFC 3339 time (the first record at or after it)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "local pebble state to remove (the changelogs' directories below it); default state.dir when state.store is pebble")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change nothing")
+	fs.StringVar(&f.format, "format", "table", "how to print the plan: table or json")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, err
 	}
 	bad := func(format string, a ...any) error {
 		return exitError{code: 2, msg: "router reset: " + fmt.Sprintf(format, a...)}
 	}
-	var target reset.To
 	switch *to {
 	case "earliest":
 	case "latest":
-		target.Latest = true
+		f.target.Latest = true
 	default:
 		at, err := time.Parse(time.RFC3339, *to)
 		if err != nil {
-			return bad("--to %q: use earliest, latest or an RFC 3339 time such as 2026-12-01T00:00:00Z", *to)
+			return nil, bad("--to %q: use earliest, latest or an RFC 3339 time such as 2026-12-01T00:00:00Z", *to)
 		}
-		target.At = at
+		f.target.At = at
 	}
 	switch {
 	case fs.NArg() > 0:
-		return bad("unexpected argument %q (flags only)", fs.Arg(0))
-	case *format != "table" && *format != "json":
-		return bad("--format %q: use table or json", *format)
-	case *timeout <= 0:
-		return bad("--timeout must be positive")
+		return nil, bad("unexpected argument %q (flags only)", fs.Arg(0))
+	case f.format != "table" && f.format != "json":
+		return nil, bad("--format %q: use table or json", f.format)
+	case f.timeout <= 0:
+		return nil, bad("--timeout must be positive")
 	}
-	top, err := loadTopology(*config, brokerOverrides(*brokers), false)
+	return f, nil
+}
+
+func cmdReset(args []string, stdout, stderr io.Writer) error {
+	f, err := parseResetFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	if *stateDir == "" && top.Config.State.Store == topology.StorePebble {
-		*stateDir = top.Config.State.Dir
+	top, err := loadTopology(f.config, brokerOverrides(f.brokers), false)
+	if err != nil {
+		return err
+	}
+	if f.stateDir == "" && top.Config.State.Store == topology.StorePebble {
+		f.stateDir = top.Config.State.Dir
 	}
 	copts, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
@@ -77,27 +91,18 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	defer cl.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 
-	plan, err := reset.NewPlan(ctx, adm, top, target)
+	plan, err := reset.NewPlan(ctx, adm, top, f.target)
 	if err != nil {
 		return err
 	}
-	var local []string // the changelogs' state directories that exist
-	if *stateDir != "" {
-		_, changelogs := top.InternalTopics()
-		for _, t := range changelogs {
-			d := filepath.Join(*stateDir, t)
-			if _, err := os.Stat(d); err == nil {
-				local = append(local, d)
-			}
-		}
-	}
-	if *format == "table" {
+	local := localState(top, f.stateDir)
+	if f.format == "table" {
 		printResetPlan(stdout, plan, local)
 	}
-	if !*dryRun {
+	if !f.dryRun {
 		if err := plan.Apply(ctx, adm); err != nil {
 			return err
 		}
@@ -108,20 +113,36 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	switch {
-	case *format == "json":
+	case f.format == "json":
 		b, _ := json.Marshal(struct {
 			*reset.Plan
 			RemoveState []string `json:"remove_state"`
 			Applied     bool     `json:"applied"`
-		}{plan, local, !*dryRun})
+		}{plan, local, !f.dryRun})
 		fmt.Fprintln(stdout, string(b))
-	case *dryRun:
+	case f.dryRun:
 		fmt.Fprintln(stdout, "dry run: nothing changed")
 	default:
 		fmt.Fprintf(stdout, "reset: %d input partitions moved to %s, %d topics deleted, %d local state directories removed\n",
 			len(plan.Inputs), plan.To, len(plan.Topics), len(local))
 	}
 	return nil
+}
+
+// localState lists the changelogs' state directories below dir that exist.
+func localState(top *topology.Topology, dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	var local []string
+	_, changelogs := top.InternalTopics()
+	for _, t := range changelogs {
+		d := filepath.Join(dir, t)
+		if _, err := os.Stat(d); err == nil {
+			local = append(local, d)
+		}
+	}
+	return local
 }
 
 func printResetPlan(w io.Writer, plan *reset.Plan, local []string) {
