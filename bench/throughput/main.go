@@ -42,6 +42,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -551,41 +552,7 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 	go func() { done <- p.Run(runCtx) }()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	// Done when every input record is committed and, with window or
-	// assembly routes, stage two has committed every record stage one
-	// repartitioned (a route with repartition: false counts them under
-	// the same name).
-	rep, _ := top.InternalTopics()
-	for _, r := range top.Windows() {
-		if r.Window.Direct {
-			rep = append(rep, r.Window.RepartitionTopic)
-		}
-	}
-	for _, r := range top.Assemblies() {
-		if r.Assembly.Direct {
-			rep = append(rep, r.Assembly.RepartitionTopic)
-		}
-	}
-	consumed := func(topics []string) int {
-		c := 0
-		for _, t := range topics {
-			c += int(testutil.ToFloat64(p.Metrics().Consumed.WithLabelValues(t)))
-		}
-		return c
-	}
-	finished := func() bool {
-		if consumed(top.InputTopics()) < n {
-			return false
-		}
-		routed := 0
-		for _, r := range top.Windows() {
-			routed += int(p.Metrics().Snapshot().Routes[r.Name])
-		}
-		for _, r := range top.Assemblies() {
-			routed += int(p.Metrics().Snapshot().Routes[r.Name])
-		}
-		return consumed(rep) >= routed
-	}
+	finished := benchFinished(top, p.Metrics(), n)
 	for !finished() {
 		select {
 		case <-ctx.Done():
@@ -608,6 +575,45 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 		return nil, 0, fmt.Errorf("metrics not conserved: %+v", s)
 	}
 	return top.OutputTopics(), int(s.Commits), nil
+}
+
+// benchFinished: done when every input record is committed and, with
+// window or assembly routes, stage two has committed every record stage
+// one repartitioned (a route with repartition: false counts them under
+// the same name).
+func benchFinished(top *topology.Topology, m *metrics.Metrics, n int) func() bool {
+	rep, _ := top.InternalTopics()
+	for _, r := range top.Windows() {
+		if r.Window.Direct {
+			rep = append(rep, r.Window.RepartitionTopic)
+		}
+	}
+	for _, r := range top.Assemblies() {
+		if r.Assembly.Direct {
+			rep = append(rep, r.Assembly.RepartitionTopic)
+		}
+	}
+	consumed := func(topics []string) int {
+		c := 0
+		for _, t := range topics {
+			c += int(testutil.ToFloat64(m.Consumed.WithLabelValues(t)))
+		}
+		return c
+	}
+	finished := func() bool {
+		if consumed(top.InputTopics()) < n {
+			return false
+		}
+		routed := 0
+		for _, r := range top.Windows() {
+			routed += int(m.Snapshot().Routes[r.Name])
+		}
+		for _, r := range top.Assemblies() {
+			routed += int(m.Snapshot().Routes[r.Name])
+		}
+		return consumed(rep) >= routed
+	}
+	return finished
 }
 
 // verifyOutputs reads topics read_committed and checks every generated
