@@ -44,14 +44,8 @@ func drawChart(path string, rep report) error {
 	h := top + lineH*len(rs) + bottom
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
-	text := func(x, y int, s string, c color.Color) {
-		d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-		d.DrawString(s)
-	}
-	textW := func(s string) int { return font.MeasureString(basicfont.Face7x13, s).Ceil() }
-	rect := func(x0, y0, x1, y1 int, c color.Color) {
-		draw.Draw(img, image.Rect(x0, y0, x1, y1), image.NewUniform(c), image.Point{}, draw.Src)
-	}
+	cv := canvas{img}
+	text, textW, rect := cv.text, cv.textW, cv.rect
 	black := color.Black
 	grey := color.RGBA{200, 200, 200, 255}
 
@@ -102,6 +96,24 @@ func drawChart(path string, rep report) error {
 			text(x-textW(s)/2, axisY+18, s, black)
 		}
 	}
+	return writePNG(path, img)
+}
+
+// canvas draws the chart's text and bars.
+type canvas struct{ img *image.RGBA }
+
+func (cv canvas) text(x, y int, s string, c color.Color) {
+	d := font.Drawer{Dst: cv.img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
+	d.DrawString(s)
+}
+
+func (canvas) textW(s string) int { return font.MeasureString(basicfont.Face7x13, s).Ceil() }
+
+func (cv canvas) rect(x0, y0, x1, y1 int, c color.Color) {
+	draw.Draw(cv.img, image.Rect(x0, y0, x1, y1), image.NewUniform(c), image.Point{}, draw.Src)
+}
+
+func writePNG(path string, img image.Image) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -110,7 +122,7 @@ func drawChart(path string, rep report) error {
 		return err
 	}
 	if err := png.Encode(f, img); err != nil {
-		f.Close()
+		_ = f.Close()
 		return err
 	}
 	return f.Close()
