@@ -122,7 +122,7 @@ resolve() {
   build_hash >"$tmp/.resolved"
   rm -rf "$REG_HOME"
   mv "$tmp" "$REG_HOME"
-  log "built in $((SECONDS - start)) s ($(ls "$APP_DIR/lib" | wc -l) jars, $(du -sh "$APP_DIR" | cut -f1))"
+  log "built in $((SECONDS - start)) s ($(find "$APP_DIR/lib" -name "*.jar" | wc -l) jars, $(du -sh "$APP_DIR" | cut -f1))"
   exec 8>&-
 }
 
@@ -188,7 +188,7 @@ do_start() {
   # Runtime configuration as system properties, which rank above the
   # application.properties inside the build.
   (
-    for fd in /proc/$BASHPID/fd/*; do
+    for fd in "/proc/$BASHPID/fd/"*; do
       fd="${fd##*/}"
       if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
     done
@@ -251,8 +251,8 @@ do_stop() {
     fi
     sleep 0.2
   done
-  local i
-  for i in $(seq 1 50); do is_our_registry "$pid" || break; sleep 0.1; done
+  local _
+  for _ in $(seq 1 50); do is_our_registry "$pid" || break; sleep 0.1; done
   rm -f "$PID_FILE"
   log "stopped in $((SECONDS - start)) s"
 }
@@ -378,8 +378,13 @@ cmd_selftest() {
     exec 9>&-
     started=1
   fi
+  # Not `(selftest_run) || rc=$?`: on the left of || errexit is off, and a
+  # failed check inside $(...) would not stop the test.
   local rc=0
-  (selftest_run) || rc=$?
+  set +e
+  (set -e; selftest_run)
+  rc=$?
+  set -e
   # Leave things as found: a registry it started is stopped, and its dir
   # removed unless it held schemas before.
   if ((started)); then
