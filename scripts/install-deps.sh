@@ -8,6 +8,9 @@
 #   java    17+ (openjdk-17-jre-headless) to run the broker of scripts/kafka.sh
 #   mvn     (maven) to resolve the broker's jars from Maven Central
 #   javac   (openjdk-17-jdk-headless) to build the Kafka Streams peer of bench/compare.sh
+#           and the registry of scripts/registry.sh
+#   curl    the ready check of scripts/registry.sh
+#   jq      `scripts/registry.sh selftest`
 set -euo pipefail
 
 log() { printf 'install-deps.sh: %s\n' "$*" >&2; }
@@ -29,6 +32,8 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 java_ok || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 
 ((${#missing[@]} == 0)) && exit 0
 
