@@ -261,7 +261,7 @@ func avroPrimitive(s *avro.PrimitiveSchema, v any) (any, error) {
 			}
 		case avro.LocalTimestampMillis, avro.LocalTimestampMicros:
 			if t, ok := v.(time.Time); ok {
-				return localMillis(t), nil
+				return intValue(localMillis(t)), nil
 			}
 		case avro.Decimal:
 			if r, ok := v.(*big.Rat); ok {
@@ -310,10 +310,7 @@ func scalarValue(v any) (any, error) {
 	case []byte:
 		return base64.StdEncoding.EncodeToString(x), nil
 	case time.Time:
-		if x.Location() != time.UTC {
-			return localMillis(x), nil
-		}
-		return x.UnixMilli(), nil
+		return intValue(x.UnixMilli()), nil
 	case time.Duration:
 		return int(x.Milliseconds()), nil
 	case *big.Rat:

@@ -35,7 +35,7 @@ type Hooks interface {
 
 type noHooks struct{}
 
-func (noHooks) OnLookup(bool)   {}
+func (noHooks) OnLookup(bool)  {}
 func (noHooks) OnError(string) {}
 
 // Opt configures a Registry.
@@ -139,6 +139,14 @@ func unknownErr(id int) *RecordError {
 // fetch asks the registry for id and its references and compiles it; it
 // runs once per id at a time (singleflight) and stores the outcome.
 func (r *Registry) fetch(ctx context.Context, id int) (*Schema, error) {
+	// A lookup that missed the cache just as an earlier fetch of id
+	// stored it gets that, without asking again.
+	r.mu.RLock()
+	s, ok := r.byID[id]
+	r.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
 	raw, err := r.client.SchemaByID(ctx, id)
 	if err != nil {
 		if notFound(err) {
@@ -154,7 +162,6 @@ func (r *Registry) fetch(ctx context.Context, id int) (*Schema, error) {
 		return nil, &UnavailableError{SchemaID: id, Err: err}
 	}
 	refs, err := r.references(ctx, raw.References, 0, map[string]bool{})
-	var s *Schema
 	switch {
 	case IsRetryable(err):
 		r.hooks.OnError(ErrorUnavailable)
