@@ -116,7 +116,13 @@ func (m *memClient) SchemaByVersion(_ context.Context, subject string, version i
 }
 
 // frame is a value in the Confluent wire format (franz-go's header).
-func frame(t testing.TB, id int, index []int, payload []byte) []byte {
+// tb is what the helpers need of a test (testing.TB or *rapid.T).
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func frame(t tb, id int, index []int, payload []byte) []byte {
 	t.Helper()
 	b, err := header.AppendEncode(nil, id, index)
 	if err != nil {
@@ -125,7 +131,7 @@ func frame(t testing.TB, id int, index []int, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-func avroEncode(t testing.TB, schema string, v any) []byte {
+func avroEncode(t tb, schema string, v any) []byte {
 	t.Helper()
 	s, err := avro.ParseWithCache(schema, "", &avro.SchemaCache{})
 	if err != nil {
