@@ -58,6 +58,12 @@ func (c *avroCodec) decode(id int, payload []byte) (fields map[string]any, rerr 
 			fields, rerr = nil, recErr(wire.ReasonAvroDecode, id, "avro payload does not decode with schema id %d: %v", id, p)
 		}
 	}()
+	if err := avroScan(c.schema, payload); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, recErr(wire.ReasonAvroDecode, id, "avro payload of %d bytes is truncated for schema id %d (%s)", len(payload), id, c.schema.FullName())
+		}
+		return nil, recErr(wire.ReasonAvroDecode, id, "avro payload does not decode with schema id %d (%s): %v", id, c.schema.FullName(), err)
+	}
 	rd := avro.NewReader(nil, 0, avro.WithReaderConfig(avroAPI)).Reset(payload)
 	var v any
 	rd.ReadVal(c.schema, &v)
