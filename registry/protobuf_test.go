@@ -158,7 +158,7 @@ func TestProtobufMessageIndexes(t *testing.T) {
 		t.Fatalf("Order.Line: %v %v", v, err)
 	}
 	for name, value := range map[string][]byte{
-		"index out of range": frame(t, 41, []int{5}, payload),
+		"index out of range":  frame(t, 41, []int{5}, payload),
 		"nested out of range": frame(t, 41, []int{0, 0}, payload),
 		"negative index":      frame(t, 41, []int{-1}, payload),
 		"no index byte":       frame(t, 41, nil, nil),
