@@ -153,7 +153,7 @@ func (r *Registry) fetch(ctx context.Context, id int) (*Schema, error) {
 			r.hooks.OnError(ErrorUnknownID)
 			if r.unknownTTL > 0 {
 				r.mu.Lock()
-				r.unknown[id] = r.now().Add(r.unknownTTL)
+				r.rememberUnknown(id)
 				r.mu.Unlock()
 			}
 			return nil, unknownErr(id)
@@ -169,7 +169,12 @@ func (r *Registry) fetch(ctx context.Context, id int) (*Schema, error) {
 	case err != nil:
 		s = &Schema{ID: id, Type: raw.Type, Err: err}
 	default:
-		s = compile(id, raw, refs)
+		s = compile(ctx, id, raw, refs)
+		if s.Err != nil && ctx.Err() != nil {
+			// Out of time while compiling: not the schema's fault.
+			r.hooks.OnError(ErrorUnavailable)
+			return nil, &UnavailableError{SchemaID: id, Err: fmt.Errorf("compile: %w", ctx.Err())}
+		}
 	}
 	if s.Err != nil {
 		r.hooks.OnError(ErrorBadSchema)
@@ -179,6 +184,26 @@ func (r *Registry) fetch(ctx context.Context, id int) (*Schema, error) {
 	delete(r.unknown, id)
 	r.mu.Unlock()
 	return s, nil
+}
+
+// maxUnknown bounds the remembered unknown ids: a stream of records with
+// random ids must not grow the map without end.
+const maxUnknown = 1 << 16
+
+// rememberUnknown records id as unknown until the TTL; r.mu is held.
+func (r *Registry) rememberUnknown(id int) {
+	now := r.now()
+	if len(r.unknown) >= maxUnknown {
+		for k, exp := range r.unknown {
+			if !now.Before(exp) {
+				delete(r.unknown, k)
+			}
+		}
+		if len(r.unknown) >= maxUnknown {
+			clear(r.unknown) // asked again: one request per id, as without the TTL
+		}
+	}
+	r.unknown[id] = now.Add(r.unknownTTL)
 }
 
 func withID(err error, id int) error {

@@ -234,3 +234,19 @@ func TestEventTimeRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownIDsBounded: a stream of distinct bogus ids keeps at most
+// maxUnknown of them remembered.
+func TestUnknownIDsBounded(t *testing.T) {
+	r := newRegistry(t, newMem())
+	for id := range maxUnknown + 10 {
+		_, err := r.Lookup(context.Background(), id)
+		recordErr(t, err, wire.ReasonUnknownSchemaID)
+	}
+	r.mu.RLock()
+	n := len(r.unknown)
+	r.mu.RUnlock()
+	if n > maxUnknown {
+		t.Fatalf("%d unknown ids remembered, bound %d", n, maxUnknown)
+	}
+}

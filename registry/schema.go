@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -34,10 +33,9 @@ const (
 	unitDays                       // the decoded value is epoch days
 )
 
-// compileTimeout bounds compiling one .proto (protocompile takes a ctx).
-const compileTimeout = 10 * time.Second
-
-func compile(id int, raw sr.Schema, refs []reference) *Schema {
+// compile builds the codec of a fetched schema; ctx bounds compiling a
+// .proto (the fetch's own deadline).
+func compile(ctx context.Context, id int, raw sr.Schema, refs []reference) *Schema {
 	s := &Schema{ID: id, Type: raw.Type, times: map[string]timeUnit{}}
 	var err error
 	switch raw.Type {
@@ -47,11 +45,7 @@ func compile(id int, raw sr.Schema, refs []reference) *Schema {
 			avroTimes(s.avro.schema, "", s.times, map[string]bool{})
 		}
 	case sr.TypeProtobuf:
-		// Compiling is CPU work on text already fetched, not a wait on
-		// the registry: its own bound, not the caller's.
-		ctx, cancel := context.WithTimeout(context.Background(), compileTimeout)
 		s.proto, err = compileProto(ctx, id, raw.Schema, refs)
-		cancel()
 	case sr.TypeJSON:
 		s.json, err = compileJSONSchema(id, raw.Schema, refs)
 	default:
