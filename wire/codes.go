@@ -39,6 +39,31 @@ const (
 	ReasonBadMark = "bad_watermark_mark"
 )
 
+// Reasons of registry-backed inputs (Avro, Protobuf, JSON Schema in the
+// Confluent wire format; package registry). Stage: StageDecode for all but
+// ReasonJSONSchemaInvalid, which is StageSchema (as ReasonSchema). A
+// registry that is unreachable or answers 5xx is never a record's fault:
+// it has no reason here, the task waits and retries.
+const (
+	// ReasonNotRegistryFramed: the value does not start with the magic
+	// byte 0 and a 4-byte schema id.
+	ReasonNotRegistryFramed = "not_registry_framed"
+	// ReasonUnknownSchemaID: the registry answers 404 for the schema id.
+	ReasonUnknownSchemaID = "unknown_schema_id"
+	// ReasonAvroDecode: the payload does not decode with its writer
+	// schema (or the schema is not Avro, or does not parse).
+	ReasonAvroDecode = "avro_decode"
+	// ReasonProtobufDecode: bad message indexes, a payload that does not
+	// unmarshal, or a schema that does not compile.
+	ReasonProtobufDecode = "protobuf_decode"
+	// ReasonJSONSchemaDecode: the payload after the frame is not a JSON
+	// object, or the schema does not compile.
+	ReasonJSONSchemaDecode = "json_schema_decode"
+	// ReasonJSONSchemaInvalid: the JSON value fails its registry schema
+	// (StageSchema).
+	ReasonJSONSchemaInvalid = "json_schema_invalid"
+)
+
 // Reasons of the window stage. The window operator's own reasons
 // (ReasonEventTimeRange to ReasonAggOverflow) are its RecordError codes;
 // the operator declares them too, as it imports nothing of the runtime,

@@ -47,7 +47,9 @@ func TestCodesDistinct(t *testing.T) {
 			ReasonProjectError, ReasonTooLarge, ReasonUnknownTopic, ReasonUnsupportedFmt, ReasonConnectType, ReasonBadMark,
 			ReasonAggregate, ReasonStateError, ReasonNotPartitioned, ReasonEventTimeRange, ReasonValueCount, ReasonValueType,
 			ReasonNonFinite, ReasonAggOverflow, ReasonBadAssemblyID, ReasonUnknownPart, ReasonBadPartValue,
-			ReasonPartPredicate, ReasonPartProjection, ReasonNotPartitionedByID},
+			ReasonPartPredicate, ReasonPartProjection, ReasonNotPartitionedByID,
+			ReasonNotRegistryFramed, ReasonUnknownSchemaID, ReasonAvroDecode, ReasonProtobufDecode,
+			ReasonJSONSchemaDecode, ReasonJSONSchemaInvalid},
 		"loss": {LossRecordsDeleted, LossChangelogEmpty, LossChangelogMissing, LossCheckpointPastEnd, LossCheckpointBelowStart},
 	} {
 		seen := map[string]bool{}
