@@ -27,7 +27,6 @@ var (
 	recordTime      = pipelinetest.RecordTime
 	topics          = pipelinetest.Topics
 	header          = pipelinetest.Header
-	knownReasons    = pipelinetest.KnownReasons
 	checkOutputs    = pipelinetest.CheckOutputs
 	checkEnvelope   = pipelinetest.CheckEnvelope
 	fuzzSeeds       = pipelinetest.FuzzSeeds
