@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/expr-lang/expr/vm"
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -162,68 +162,6 @@ func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, er
 	return assembly.Held{ID: id}, false, nil
 }
 
-// parts is stage one of the assembly routes for one record: every part
-// whose source is one of the record's route outputs (or its input topic)
-// and whose predicate holds, keyed by its ID for the repartition topic.
-// Any failure makes the whole record dirty.
-func (e *engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []Output) ([]*kgo.Record, *RecordError) {
-	var recs []*kgo.Record
-	var machine vm.VM
-	for _, rt := range e.assemblies {
-		for _, pn := range rt.Assembly.Parts {
-			value := r.Value
-			if pn.SourceRoute != nil {
-				i := -1
-				for j := range outs {
-					if outs[j].Route == pn.SourceRoute {
-						i = j
-						break
-					}
-				}
-				if i < 0 {
-					continue
-				}
-				value = outs[i].Value
-			} else if pn.SourceTopic != r.Topic {
-				continue
-			}
-			if pn.When != nil {
-				res, err := machine.Run(pn.When.Program, ev)
-				if err != nil {
-					return nil, recErr(wire.StageAssemble, wire.ReasonPartPredicate, "route %q part %q: when %q: %s", rt.Name, pn.Name, pn.When.Source, firstLine(err))
-				}
-				ok, isBool := res.(bool)
-				if !isBool {
-					return nil, recErr(wire.StageAssemble, wire.ReasonPartPredicate, "route %q part %q: when %q returned %T, not bool", rt.Name, pn.Name, pn.When.Source, res)
-				}
-				if !ok {
-					continue
-				}
-			}
-			res, err := machine.Run(pn.ID.Program, ev)
-			if err != nil {
-				return nil, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q part %q: id %q: %s", rt.Name, pn.Name, pn.ID.Source, firstLine(err))
-			}
-			id, err := assembly.ID(res)
-			if err != nil {
-				return nil, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q part %q: id %q: %v", rt.Name, pn.Name, pn.ID.Source, err)
-			}
-			if len(pn.Project) > 0 {
-				v, rerr := project(&machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
-				if rerr != nil {
-					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
-					return nil, rerr
-				}
-				value = v
-			}
-			hs := repartitionHeaders(r, d.EventTime, math.MinInt64, false)
-			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: []byte(pn.Name)})
-			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
-		}
-	}
-	return recs, nil
-}
-
 // processAssembly is stage two for one part: into its task's operator,
 // out come the assembled, incomplete and duplicate records.
 func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
@@ -231,19 +169,19 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	name := ar.rt.Name
 	part := wire.String(r.Headers, wire.HeaderPart)
 	if part == "" {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
+		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
 	}
 	if len(r.Key) == 0 {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}, nil
+		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}, nil
 	}
 	if !gjson.ValidBytes(r.Value) {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}, nil
+		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}, nil
 	}
 	at := now.UnixMilli()
 	if ar.event {
 		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 		if !ok {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}, nil
+			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}, nil
 		}
 		at = et
 	}
@@ -251,7 +189,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	if err != nil {
 		var re *assembly.RecordError
 		if errors.As(err, &re) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}, nil
+			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}, nil
 		}
 		// The store failed and may hold part of this part's writes:
 		// nothing of this transaction may commit. The batch aborts and
@@ -265,7 +203,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		// overflow count is its conservation term. Its time may still
 		// have expired assemblies.
 		tally.AddOverflow(name, metrics.PolicyRoute, 1)
-		recs = append(recs, e.fit(ar, overflowRecord(ar.rt, r, r.Key, ov.Limit, ov.Max, ov.Size), tally))
+		recs = append(recs, e.fit(ar, pipeline.OverflowRecord(ar.rt, r, r.Key, ov.Limit, ov.Max, ov.Size), tally))
 		for i := range out.Incomplete {
 			recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
 		}
@@ -325,11 +263,11 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 // is counted as an assembly result, not as a dirty input record (no input
 // record failed).
 func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
-	if recordSize(rec) <= e.maxRec {
+	if pipeline.RecordSize(rec) <= e.MaxRecordBytes() {
 		return rec
 	}
-	d := e.dirty(rec, recErr(wire.StageAssemble, wire.ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
-		ar.rt.Name, rec.Topic, rec.Key, recordSize(rec), e.maxRec), metrics.NewTally())
+	d := e.Dirty(rec, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
+		ar.rt.Name, rec.Topic, rec.Key, pipeline.RecordSize(rec), e.MaxRecordBytes()), metrics.NewTally())
 	tally.Assemblies[[2]string{ar.rt.Name, metrics.ResultTooLarge}]++
 	return d
 }

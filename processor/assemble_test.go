@@ -9,6 +9,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -42,7 +43,7 @@ func TestPartsStageOne(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tally := metrics.NewTally()
-			outs := e.process(&kgo.Record{Topic: c.topic, Value: []byte(c.value), Timestamp: time.UnixMilli(1)}, tally)
+			outs := e.Process(&kgo.Record{Topic: c.topic, Value: []byte(c.value), Timestamp: time.UnixMilli(1)}, tally)
 			switch {
 			case c.wantDirty != "":
 				if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || wire.String(outs[0].Headers, wire.HeaderReason) != c.wantDirty {
@@ -93,13 +94,13 @@ func TestAssemblyTooLarge(t *testing.T) {
 	for _, v := range []string{
 		`{"id":"o-1","customer":"` + big + `","amount":1}`,
 	} {
-		for _, part := range e.process(&kgo.Record{Topic: "orders", Value: []byte(v)}, tally) {
+		for _, part := range e.Process(&kgo.Record{Topic: "orders", Value: []byte(v)}, tally) {
 			if last, err = e.processAssembly(part, task, time.Now(), tally); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	for _, part := range e.process(&kgo.Record{Topic: "payments", Value: []byte(`{"order_ref":"o-1","status":"captured","method":"` + big + `","amount":1}`)}, tally) {
+	for _, part := range e.Process(&kgo.Record{Topic: "payments", Value: []byte(`{"order_ref":"o-1","status":"captured","method":"` + big + `","amount":1}`)}, tally) {
 		if last, err = e.processAssembly(part, task, time.Now(), tally); err != nil {
 			t.Fatal(err)
 		}
@@ -107,8 +108,8 @@ func TestAssemblyTooLarge(t *testing.T) {
 	if len(last) != 1 || last[0].Topic != top.Dirty.Topic || wire.String(last[0].Headers, wire.HeaderReason) != wire.ReasonTooLarge {
 		t.Fatalf("want one dirty too_large record, got %+v", last)
 	}
-	if recordSize(last[0]) > top.Dirty.MaxRecordBytes {
-		t.Fatalf("the dirty record is %d bytes, over %d", recordSize(last[0]), top.Dirty.MaxRecordBytes)
+	if pipeline.RecordSize(last[0]) > top.Dirty.MaxRecordBytes {
+		t.Fatalf("the dirty record is %d bytes, over %d", pipeline.RecordSize(last[0]), top.Dirty.MaxRecordBytes)
 	}
 	if tally.Assemblies[[2]string{"order-view", metrics.ResultTooLarge}] != 1 || len(tally.Dirty) != 0 {
 		t.Fatalf("counted as %+v / dirty %+v", tally.Assemblies, tally.Dirty)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/wire"
 )
 
@@ -55,7 +56,7 @@ func (d *directAssemblies) process(ctx context.Context, out, in *kgo.Record) {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.dirty(in, recErr(wire.StageAssemble, wire.ReasonNotPartitionedByID,
+			d.produce(d.p.eng.Dirty(in, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonNotPartitionedByID,
 				"route %q has repartition: false, but part %q's id %q belongs to partition %d, not %d: the input is not partitioned by the assembly id (Kafka's murmur2 key hash)",
 				t.route.rt.Name, wire.String(out.Headers, wire.HeaderPart), out.Key, kp, d.part), d.tally))
 			return

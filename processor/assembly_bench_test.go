@@ -42,7 +42,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 	b.Run("routing-only", func(b *testing.B) {
 		e := newEngine(routingOnly)
 		tally := metrics.NewTally()
-		loop(b, func(i int) { e.process(recs[i%len(recs)], tally) })
+		loop(b, func(i int) { e.Process(recs[i%len(recs)], tally) })
 	})
 	b.Run("assembly", func(b *testing.B) {
 		e := newEngine(withAssembly)
@@ -68,7 +68,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 				laps++
 			}
 			r := *recs[i%len(recs)]
-			for _, out := range e.process(&r, tally) {
+			for _, out := range e.Process(&r, tally) {
 				if out.Topic != ar.rt.Assembly.RepartitionTopic {
 					continue
 				}

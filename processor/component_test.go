@@ -18,24 +18,14 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline/pipelinetest"
 	"github.com/sidestream/sidestream/topology"
 )
 
 // exampleTopology loads examples/logs-by-level.yaml pointed at brokers.
 func exampleTopology(t testing.TB, brokers []string, guarantee topology.Guarantee) *topology.Topology {
 	t.Helper()
-	cfg, err := topology.LoadFile("../examples/logs-by-level.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers, Guarantee: string(guarantee)}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "../examples/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return pipelinetest.ExampleTopology(t, brokers, guarantee)
 }
 
 func testLogger() *slog.Logger {

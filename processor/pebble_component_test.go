@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -342,16 +345,21 @@ func checkSourceProgress(t *testing.T, brokers []string, top *topology.Topology)
 		t.Fatal(err)
 	}
 	want := map[int32]int64{}
-	dec := newDecoder(top)
+	// Stage one raises a source's maximum event time for each record it
+	// decodes.
+	eng := pipeline.New(top)
 	for _, r := range readCommitted(t, brokers, "logs") {
 		o, ok := offs.Lookup("logs", r.Partition)
 		if !ok || r.Offset >= o.At {
 			continue
 		}
-		if d, rerr := dec.decode(r.Topic, r.Value, r.Timestamp); rerr == nil {
-			if m, seen := want[r.Partition]; !seen || d.EventTime > m {
-				want[r.Partition] = d.EventTime
-			}
+		m, seen := want[r.Partition]
+		if !seen {
+			m = math.MinInt64
+		}
+		eng.ProcessFrom(r, &m, metrics.NewTally())
+		if m != math.MinInt64 {
+			want[r.Partition] = m
 		}
 	}
 	if len(want) == 0 {

@@ -463,8 +463,11 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 			p.observeAssemblyTask(t)
 		} else {
 			var sp *srcProgress
+			var srcMax *int64
 			if len(p.ws.routes) > 0 {
-				sp = p.src.get(ftp.Topic, ftp.Partition)
+				if sp = p.src.get(ftp.Topic, ftp.Partition); sp != nil {
+					srcMax = &sp.max
+				}
 			}
 			var direct *directTasks
 			if len(p.ws.direct) > 0 {
@@ -475,7 +478,7 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 				directAsm = &directAssemblies{p: p, part: ftp.Partition, tally: tally, produce: produce}
 			}
 			for _, r := range ftp.Records {
-				for _, out := range p.eng.processFrom(r, sp, tally) {
+				for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
 					if direct != nil && p.ws.direct[out.Topic] != nil {
 						direct.process(ctx, out, r)
 						continue

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -300,7 +301,7 @@ func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally)
 	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)
 	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
 		tally.Consumed[r.Topic]++
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
+		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
 	}
 	src := sourceID(topic, int32(part))
 	t.heard(src)
@@ -309,7 +310,7 @@ func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally)
 		tally.Consumed[r.Topic]++
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil
+			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil
 		}
 		return nil, fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
@@ -99,7 +100,7 @@ func newStatefulRun(t testing.TB, top *topology.Topology, e *engine) *statefulRu
 func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 	t.Helper()
 	tally := metrics.NewTally()
-	outs := s.e.process(r, tally)
+	outs := s.e.Process(r, tally)
 	checkConserved(t, s.top, r, outs, tally)
 	checkOutputs(t, s.top, r, outs, tally)
 	for _, o := range outs {
@@ -140,8 +141,8 @@ func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 			if x.Topic == s.wrep || x.Topic == s.arep {
 				t.Fatalf("stage two wrote back to a repartition topic %s", x.Topic)
 			}
-			if recordSize(x) > s.top.Dirty.MaxRecordBytes {
-				t.Fatalf("stage two output to %s is %d bytes", x.Topic, recordSize(x))
+			if pipeline.RecordSize(x) > s.top.Dirty.MaxRecordBytes {
+				t.Fatalf("stage two output to %s is %d bytes", x.Topic, pipeline.RecordSize(x))
 			}
 		}
 	}

@@ -12,12 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/expr-lang/expr/vm"
-	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -328,21 +327,21 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	rt := t.route.rt
 	et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
 	if !ok {
-		return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
+		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
-	d, rerr := e.dec.decodeFields(r.Value)
+	d, rerr := e.DecodeFields(r.Value)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
+		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	}
 	d.EventTime = et
-	m := &Meta{Key: sourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
+	m := &pipeline.Meta{Key: pipeline.SourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
 	if p, ok := wire.Int(r.Headers, wire.HeaderPartition); ok {
 		m.Partition = int32(p)
 	}
 	m.Offset, _ = wire.Int(r.Headers, wire.HeaderOffset)
-	vals, rerr := e.rt.aggregateValues(rt, m, d)
+	vals, rerr := e.AggregateValues(rt, m, d)
 	if rerr != nil {
-		return []*kgo.Record{e.dirty(r, rerr, tally)}, nil
+		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
@@ -351,7 +350,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		before := int64(math.MinInt64)
 		if len(h) > 0 {
 			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
+				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
 			}
 		}
 		src := sourceID(m.Topic, m.Partition)
@@ -364,7 +363,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.dirty(r, recErr(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
+			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
 		}
 		// The store failed and may hold part of this record's writes:
 		// nothing of this transaction may commit. The batch aborts and
@@ -375,7 +374,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
 	if ov := out.Overflow; ov != nil {
 		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
-		recs = append(recs, overflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
+		recs = append(recs, pipeline.OverflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
 		return recs, nil
 	}
 	if out.Late != nil {
@@ -404,7 +403,7 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		value := res.Value
 		if rt.Connect != nil && value != nil {
 			// A retraction stays a tombstone: the sink deletes the row.
-			v, err := connectWindowValue(rt.Connect, value)
+			v, err := pipeline.ConnectWindowValue(rt.Connect, value)
 			if err != nil {
 				// The operator's own output does not fit the schema the
 				// topology derived (a first/last value of another type):
@@ -412,7 +411,7 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 				// is counted as a window result of kind "dirty", not as a
 				// dirty input: the input it came from was aggregated.
 				src := &kgo.Record{Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts}
-				recs = append(recs, e.dirty(src, recErr(wire.StageWindow, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
+				recs = append(recs, e.Dirty(src, pipeline.NewRecordError(wire.StageWindow, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
 				tally.WindowResults[[2]string{rt.Name, "dirty"}]++
 				continue
 			}
@@ -450,25 +449,6 @@ func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l
 		kgo.RecordHeader{Key: wire.HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
 	)
 	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
-}
-
-// aggregateValues evaluates each aggregate's expression for one record.
-func (r *router) aggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
-	e := env(m, d)
-	vals := make([]any, len(rt.Window.Aggregates))
-	var machine vm.VM
-	for i, a := range rt.Window.Aggregates {
-		if a.Of == nil {
-			vals[i] = true // a bare count counts the record
-			continue
-		}
-		v, err := machine.Run(a.Of.Program, e)
-		if err != nil {
-			return nil, recErr(wire.StageWindow, wire.ReasonAggregate, "route %q: aggregate %q: %s", rt.Name, a.Name, firstLine(err))
-		}
-		vals[i] = v
-	}
-	return vals, nil
 }
 
 // changelogRecords turns every task's state changes since the last commit
@@ -530,38 +510,6 @@ func (m markAware) Partition(r *kgo.Record, n int) int {
 		return int(r.Partition)
 	}
 	return m.keyed.Partition(r, n)
-}
-
-func sourceKey(r *kgo.Record) []byte {
-	for _, h := range r.Headers {
-		if h.Key == wire.HeaderSourceKey {
-			return h.Value
-		}
-	}
-	return nil
-}
-
-// decodeFields extracts the referenced fields of a repartitioned record:
-// its bytes were validated (and schema-checked) by stage one, so only a
-// cheap validity scan guards against foreign writers.
-func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
-	if !gjson.ValidBytes(value) {
-		return nil, recErr(wire.StageWindow, wire.ReasonInvalidJSON, "repartitioned value is not valid JSON")
-	}
-	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
-	var ferr *RecordError
-	gjson.ParseBytes(value).ForEach(func(k, v gjson.Result) bool {
-		if d.fields[k.Str] {
-			fv, err := jsonValue(v)
-			if err != nil {
-				ferr = recErr(wire.StageWindow, wire.ReasonInvalidJSON, "field %q: %v", k.Str, err)
-				return false
-			}
-			out.Fields[k.Str] = fv
-		}
-		return true
-	})
-	return out, ferr
 }
 
 // idleAdvance moves forward, with the wall clock, the watermark of every
@@ -694,7 +642,7 @@ func (d *directTasks) process(ctx context.Context, out, in *kgo.Record) {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.dirty(in, recErr(wire.StageWindow, wire.ReasonNotPartitioned,
+			d.produce(d.p.eng.Dirty(in, pipeline.NewRecordError(wire.StageWindow, wire.ReasonNotPartitioned,
 				"route %q has repartition: false, but group key %q belongs to partition %d, not %d: the input is not partitioned by the group key (Kafka's murmur2 key hash)",
 				t.route.rt.Name, out.Key, kp, d.part), d.tally))
 			return

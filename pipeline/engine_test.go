@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"bytes"
@@ -126,8 +126,8 @@ func TestTruncateTooLargeDirty(t *testing.T) {
 				t.Fatalf("truncated count %d", o.tally.Truncated)
 			}
 			max := tc.top.Dirty.MaxRecordBytes
-			if recordSize(d) > max {
-				t.Fatalf("truncated record is %d bytes, over max_record_bytes %d", recordSize(d), max)
+			if RecordSize(d) > max {
+				t.Fatalf("truncated record is %d bytes, over max_record_bytes %d", RecordSize(d), max)
 			}
 			if !bytes.HasPrefix(in.Value, d.Value) || !bytes.HasPrefix(in.Key, d.Key) || len(d.Value) > tc.top.Dirty.TruncateTo || len(d.Key) > 1024 {
 				t.Fatalf("kept key %d and value %d bytes: want prefixes of the input within the limits", len(d.Key), len(d.Value))
@@ -159,8 +159,8 @@ func TestTruncateLongReason(t *testing.T) {
 	o.wantDirty(t, wire.StageRoute, wire.ReasonExprError, `route "r": when "len(n) > 0`)
 	d := o.outs[0]
 	msg, _ := header(d, wire.HeaderError)
-	if recordSize(d) > 1100 || len(msg) >= 1000 || !utf8.ValidString(msg) {
-		t.Fatalf("record %d bytes, error header %d bytes (valid UTF-8: %v)", recordSize(d), len(msg), utf8.ValidString(msg))
+	if RecordSize(d) > 1100 || len(msg) >= 1000 || !utf8.ValidString(msg) {
+		t.Fatalf("record %d bytes, error header %d bytes (valid UTF-8: %v)", RecordSize(d), len(msg), utf8.ValidString(msg))
 	}
 	if n, _ := header(d, wire.HeaderTruncated); n != strconv.Itoa(len(in.Key)+len(in.Value)) {
 		t.Fatalf("%s = %q", wire.HeaderTruncated, n)
@@ -180,7 +180,7 @@ func TestRecordErrorUnwraps(t *testing.T) {
 // topology's engine and compares each with the generator's own answer.
 func TestExampleTopologyOracle(t *testing.T) {
 	top := exampleTopology(t, []string{"127.0.0.1:9092"}, topology.ExactlyOnce)
-	eng := newEngine(top)
+	eng := New(top)
 	topicOf := map[string]string{"dirty": top.Dirty.Topic}
 	for _, r := range top.Routes {
 		topicOf[r.Name] = r.Topic
@@ -199,7 +199,7 @@ func TestExampleTopologyOracle(t *testing.T) {
 		kinds[ev.Kind]++
 		r := &kgo.Record{Topic: "logs", Partition: int32(i % 6), Offset: int64(i), Key: ev.Key, Value: ev.Value, Timestamp: recordTime}
 		tally := metrics.NewTally()
-		outs := eng.process(r, tally)
+		outs := eng.Process(r, tally)
 		checkConserved(t, top, r, outs, tally)
 		total.Add(tally)
 		if len(outs) != 1 || outs[0].Topic != topicOf[gen.RouteOf[ev.Kind]] {
@@ -241,7 +241,7 @@ func TestEngineProperty(t *testing.T) {
 		top := rapid.SampledFrom(tops).Draw(rt, "topology")
 		r := recordGen(top).Draw(rt, "record")
 		tally := metrics.NewTally()
-		outs := newEngine(top).process(r, tally)
+		outs := New(top).Process(r, tally)
 		checkConserved(rt, top, r, outs, tally)
 		checkOutputs(rt, top, r, outs, tally)
 		seen.Add(tally)
@@ -413,56 +413,11 @@ func recordGen(top *topology.Topology) *rapid.Generator[*kgo.Record] {
 	})
 }
 
-var knownReasons = map[string]bool{
-	wire.ReasonNullValue: true, wire.ReasonEmptyValue: true, wire.ReasonInvalidUTF8: true, wire.ReasonInvalidJSON: true, wire.ReasonNotObject: true,
-	wire.ReasonSchema: true, wire.ReasonMissingTime: true, wire.ReasonBadTime: true, wire.ReasonExprError: true, wire.ReasonPredicateType: true,
-	wire.ReasonKeyError: true, wire.ReasonProjectError: true, wire.ReasonTooLarge: true, wire.ReasonUnknownTopic: true,
-	// Event time bounds, and the stateful stages (FuzzStateful).
-	wire.ReasonTimeAhead: true, wire.ReasonBadAssemblyID: true, wire.ReasonUnknownPart: true, wire.ReasonBadPartValue: true,
-	wire.ReasonPartPredicate: true, wire.ReasonPartProjection: true, wire.ReasonAggregate: true,
-}
-
-// checkOutputs checks what process returned beyond the counts: a dirty
-// record carries the input (or a marked prefix of it) and a known reason;
-// routed records keep the input's timestamp.
-func checkOutputs(t fataler, top *topology.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
-	t.Helper()
-	for k := range tally.Dirty {
-		if !knownReasons[k[1]] {
-			t.Fatalf("dirty with unexpected stage/reason %v (a recovered panic is stage internal)", k)
-		}
-		d := outs[0]
-		reason, _ := header(d, wire.HeaderReason)
-		stage, _ := header(d, wire.HeaderStage)
-		msg, _ := header(d, wire.HeaderError)
-		if reason != k[1] || stage != k[0] || msg == "" {
-			t.Fatalf("dirty headers stage %q reason %q error %q, counted as %v", stage, reason, msg, k)
-		}
-		if _, cut := header(d, wire.HeaderTruncated); cut {
-			if !bytes.HasPrefix(r.Value, d.Value) || !bytes.HasPrefix(r.Key, d.Key) || tally.Truncated != 1 {
-				t.Fatalf("truncated dirty record is not a prefix of the input")
-			}
-		} else if !bytes.Equal(d.Value, r.Value) || !bytes.Equal(d.Key, r.Key) || (r.Value == nil) != (d.Value == nil) || len(d.Headers) != len(r.Headers)+8 {
-			t.Fatalf("dirty record does not carry the input untouched")
-		}
-	}
-	for _, o := range outs {
-		if !o.Timestamp.Equal(r.Timestamp) {
-			t.Fatalf("output timestamp %v, input %v", o.Timestamp, r.Timestamp)
-		}
-	}
-}
-
 // jsonQuote is s as a JSON string (strconv.Quote writes \x00, which
 // JSON does not have).
 func jsonQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-type fataler interface {
-	Helper()
-	Fatalf(format string, args ...any)
 }
 
 var serviceRe = regexp.MustCompile(`"service":"([^"]*)"`)

@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"encoding/json"
@@ -33,71 +33,9 @@ type outcome struct {
 func process(t *testing.T, top *topology.Topology, r *kgo.Record) outcome {
 	t.Helper()
 	tally := metrics.NewTally()
-	outs := newEngine(top).process(r, tally)
+	outs := New(top).Process(r, tally)
 	checkConserved(t, top, r, outs, tally)
 	return outcome{outs, tally}
-}
-
-func checkConserved(t fataler, top *topology.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
-	t.Helper()
-	dirty, dropped, routes := 0, 0, 0
-	for _, n := range tally.Dirty {
-		dirty += n
-	}
-	for _, n := range tally.Dropped {
-		dropped += n
-	}
-	for _, n := range tally.Routes {
-		routes += n
-	}
-	if tally.Consumed[r.Topic] != 1 || tally.Records() != 1 {
-		t.Fatalf("consumed %v, want 1 on %q", tally.Consumed, r.Topic)
-	}
-	if tally.Routed+dirty+dropped != 1 {
-		t.Fatalf("routed %d + dirty %d + dropped %d != consumed 1", tally.Routed, dirty, dropped)
-	}
-	switch {
-	case tally.Routed == 1:
-		if len(outs) == 0 || routes != len(outs) {
-			t.Fatalf("routed with %d outputs and %d route counts", len(outs), routes)
-		}
-		for _, o := range outs {
-			if o.Topic == top.Dirty.Topic {
-				t.Fatalf("routed record written to the dirty topic")
-			}
-		}
-	case dirty == 1:
-		if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || routes != 0 {
-			t.Fatalf("dirty with outputs %v and route counts %v", topics(outs), tally.Routes)
-		}
-	default:
-		if len(outs) != 0 || routes != 0 {
-			t.Fatalf("dropped with outputs %v", topics(outs))
-		}
-	}
-	for _, o := range outs {
-		if recordSize(o) > top.Dirty.MaxRecordBytes {
-			t.Fatalf("output to %s is %d bytes, over max_record_bytes %d", o.Topic, recordSize(o), top.Dirty.MaxRecordBytes)
-		}
-	}
-}
-
-func topics(rs []*kgo.Record) []string {
-	out := []string{}
-	for _, r := range rs {
-		out = append(out, r.Topic)
-	}
-	return out
-}
-
-func header(r *kgo.Record, key string) (string, bool) {
-	v, ok := "", false
-	for _, h := range r.Headers {
-		if h.Key == key {
-			v, ok = string(h.Value), true
-		}
-	}
-	return v, ok
 }
 
 // wantDirty asserts the record went to dirty with stage and reason, and a

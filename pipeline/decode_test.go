@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"reflect"
@@ -10,60 +10,6 @@ import (
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
-
-// examplesDir is where unit-test topologies pretend to live, so their
-// schema paths resolve like the example's: schemas/log-event.json.
-const examplesDir = "../examples/"
-
-// Default sections of a unit-test topology; a section given to topo
-// replaces the default of the same key.
-var topoDefaults = []string{
-	"inputs: [{topic: in}]\n",
-	"routing: {default: drop}\n",
-	"routes: [{name: all, topic: out}]\n",
-	"dirty: {topic: dirty}\n",
-}
-
-// topo compiles a small topology from YAML sections such as
-// "event_time: {field: ts, format: epoch_s}\n".
-func topo(t testing.TB, sections ...string) *topology.Topology {
-	t.Helper()
-	src := "application_id: unit\nbrokers: [127.0.0.1:9092]\n"
-	for _, d := range topoDefaults {
-		key := d[:strings.IndexByte(d, ':')+1]
-		given := false
-		for _, s := range sections {
-			given = given || strings.HasPrefix(s, key)
-		}
-		if !given {
-			src += d
-		}
-	}
-	src += strings.Join(sections, "")
-	cfg, err := topology.Load(examplesDir+"unit.yaml", []byte(src))
-	if err != nil {
-		t.Fatalf("load topology:\n%s\n%v", src, err)
-	}
-	top, err := topology.Compile(cfg, examplesDir)
-	if err != nil {
-		t.Fatalf("compile topology:\n%s\n%v", src, err)
-	}
-	return top
-}
-
-const (
-	withSchema = "inputs: [{topic: in, schema: schemas/log-event.json}]\n"
-	tsMillis   = "event_time: {field: ts, format: epoch_ms}\n"
-	tsSecs     = "event_time: {field: ts, format: epoch_s}\n"
-	tsRFC3339  = "event_time: {field: ts, format: rfc3339}\n"
-	tsKafka    = "event_time: {format: kafka}\n"
-	tsNested   = "event_time: {field: meta.ts, format: epoch_ms}\n"
-)
-
-// good is a log event the example schema accepts.
-const good = `{"id":"e-1","ts":1790000000123,"level":"INFO","service":"checkout","message":"ok","user_id":42,"latency_ms":1.5}`
-
-var recordTime = time.UnixMilli(1_700_000_000_456)
 
 func TestDecodeDirty(t *testing.T) {
 	tops := map[string]*topology.Topology{

@@ -1,10 +1,9 @@
-package processor
+package pipeline
 
 import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -56,30 +55,6 @@ func benchTopologies(b *testing.B) map[string]*topology.Topology {
 	}
 }
 
-// cpuNow is the CPU time this process has used (all threads, so GC
-// included). CPU ns/op is steadier than ns/op on a shared machine: other
-// processes stretch wall time, not this process's CPU time.
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loop runs fn(i) under b.Loop and reports records/s and CPU ns/op.
-func loop(b *testing.B, fn func(i int)) {
-	b.ReportAllocs()
-	n := 0
-	cpu0 := cpuNow()
-	for b.Loop() {
-		fn(n)
-		n++
-	}
-	b.ReportMetric(float64(cpuNow()-cpu0)/float64(n), "cpu-ns/op")
-	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "records/s")
-}
-
 // BenchmarkDecode: validation and extraction of the event time and the
 // fields the routes read (level, service).
 func BenchmarkDecode(b *testing.B) {
@@ -98,14 +73,14 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkProcess(b *testing.B) {
 	for _, name := range []string{"schema", "no-schema"} {
 		b.Run(name, func(b *testing.B) {
-			eng := newEngine(benchTopologies(b)[name])
+			eng := New(benchTopologies(b)[name])
 			evs := benchEvents(b, false)
 			recs := make([]*kgo.Record, len(evs))
 			for i, v := range evs {
 				recs[i] = &kgo.Record{Topic: "logs", Partition: int32(i % 6), Offset: int64(i), Key: []byte("e-" + strconv.Itoa(i)), Value: v, Timestamp: time.UnixMilli(1_790_000_000_000)}
 			}
 			tally := metrics.NewTally()
-			loop(b, func(i int) { eng.process(recs[i%len(recs)], tally) })
+			loop(b, func(i int) { eng.Process(recs[i%len(recs)], tally) })
 			if tally.Records() != b.N {
 				b.Fatalf("tally covers %d of %d records", tally.Records(), b.N)
 			}
@@ -246,14 +221,14 @@ func BenchmarkFormat(b *testing.B) {
       latency: float(latency_ms ?? 0)
       slow: (latency_ms ?? 0) > 100
 `, "routing: {default: out}\n", "inputs: [{topic: logs}]\n")
-			eng := newEngine(top)
+			eng := New(top)
 			evs := benchEvents(b, true)
 			recs := make([]*kgo.Record, len(evs))
 			for i, v := range evs {
 				recs[i] = &kgo.Record{Topic: "logs", Offset: int64(i), Value: v, Timestamp: time.UnixMilli(1_790_000_000_000)}
 			}
 			tally := metrics.NewTally()
-			loop(b, func(i int) { eng.process(recs[i%len(recs)], tally) })
+			loop(b, func(i int) { eng.Process(recs[i%len(recs)], tally) })
 			if tally.Routed != b.N {
 				b.Fatalf("routed %d of %d records (dirty %v)", tally.Routed, b.N, tally.Dirty)
 			}

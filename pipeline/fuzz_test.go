@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"bytes"
@@ -16,26 +16,6 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/wire"
 )
-
-// Seeds shared by both targets; the larger ones (10k-deep nesting, long
-// numbers) are in testdata/fuzz.
-var fuzzSeeds = []string{
-	good,
-	`{"ts":1790000000123,"level":"ERROR","service":"s","o":{"k":1},"flag":true,"user_id":7,"latency_ms":200.5,"message":"retry"}`,
-	`{"meta":{"ts":1790000000123},"flag":"yes","id":"e-1","o":[1,{"a":null}]}`,
-	`{"ts":"2026-11-30T17:25:57.123+02:00","message":"ready"}`,
-	`{"ts":1790000000.123}`,
-	`{"ts":1,"ts":"x"}`,
-	`{"meta":{"ts":1},"meta":{"ts":2}}`,
-	`{"level":"\ud800","ts":-0.0}`,
-	`{"ts":1e999999999}`,
-	`{"ts":-1e-999999999}`,
-	"\xef\xbb\xbf{}",
-	"\u00a0{}",
-	"{\"a\":\"\x00\"}",
-	`{"a":"` + "\xed\xa0\x80" + `"}`,
-	`[{"ts":1}]`, `"s"`, `1`, `true`, `null`, ``, ` `, `{`, `{"ts":01}`,
-}
 
 // fuzzDecoders decode with every event-time format, the example schema
 // and fields of every JSON type referenced.
@@ -149,9 +129,9 @@ func FuzzProcess(f *testing.F) {
 	f.Add([]byte(good), []byte(nil), "", []byte(nil), int32(-1), int64(-1), int64(math.MinInt64))
 	f.Add([]byte(`{"ts":1,"level":"INFO"}`), bytes.Repeat([]byte("k"), 3000), "big", bytes.Repeat([]byte("h"), 3000), int32(0), int64(0), int64(0))
 	tops := propertyTopologies(f)
-	engines := make([]*engine, len(tops))
+	engines := make([]*Engine, len(tops))
 	for i, top := range tops {
-		engines[i] = newEngine(top)
+		engines[i] = New(top)
 	}
 	f.Fuzz(func(t *testing.T, value, key []byte, hkey string, hval []byte, partition int32, offset, ts int64) {
 		for i, e := range engines {
@@ -161,7 +141,7 @@ func FuzzProcess(f *testing.F) {
 					r.Headers = []kgo.RecordHeader{{Key: hkey, Value: hval}}
 				}
 				tally := metrics.NewTally()
-				outs := e.process(r, tally)
+				outs := e.Process(r, tally)
 				checkConserved(t, tops[i], r, outs, tally)
 				checkOutputs(t, tops[i], r, outs, tally)
 			}

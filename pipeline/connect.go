@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"fmt"
@@ -157,11 +157,11 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, q...)
 }
 
-// connectWindowValue turns one window result (the operator's JSON, see
+// ConnectWindowValue turns one window result (the operator's JSON, see
 // window.Result) into its connect-json envelope: group_key (the JSON's
 // "key", renamed: KEY is a reserved word in SQL), window_start,
 // window_end, each aggregate as a field of its own, revision, final.
-func connectWindowValue(cs *topology.ConnectSchema, value []byte) ([]byte, error) {
+func ConnectWindowValue(cs *topology.ConnectSchema, value []byte) ([]byte, error) {
 	if !gjson.ValidBytes(value) {
 		return nil, fmt.Errorf("window result is not valid JSON")
 	}

@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"bytes"
@@ -16,8 +16,8 @@ import (
 	"github.com/sidestream/sidestream/wire"
 )
 
-// Output is one record a route writes.
-type Output struct {
+// output is one record a route writes.
+type output struct {
 	Route *topology.RouteNode
 	Key   []byte
 	Value []byte
@@ -68,18 +68,18 @@ func env(m *Meta, d *Decoded) map[string]any {
 // route returns the outputs of one decoded record; no outputs and no error
 // means the record is dropped (routing.default: drop). An expression that
 // fails makes the whole record dirty: partial fan-out is never written.
-func (r *router) route(m *Meta, value []byte, d *Decoded) ([]Output, *RecordError) {
+func (r *router) route(m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
 	return r.routeEnv(env(m, d), m, value, d)
 }
 
 // routeEnv is route with the record's expression variables already built
 // (the assembly parts reuse them).
-func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) ([]Output, *RecordError) {
-	var outs []Output
+func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
+	var outs []output
 	var machine vm.VM
 	for _, rt := range r.routes {
 		if rt.Assembly != nil {
-			continue // its parts are taken after routing (engine.parts)
+			continue // its parts are taken after routing (Engine.parts)
 		}
 		if rt.When != nil {
 			res, err := machine.Run(rt.When.Program, e)
@@ -97,7 +97,7 @@ func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) (
 				continue
 			}
 		}
-		o, rerr := r.output(&machine, rt, m, value, e, d)
+		o, rerr := r.outputFor(&machine, rt, m, value, e, d)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -109,15 +109,15 @@ func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) (
 	if len(outs) > 0 || r.def == nil {
 		return outs, nil
 	}
-	o, rerr := r.output(&machine, r.def, m, value, e, d)
+	o, rerr := r.outputFor(&machine, r.def, m, value, e, d)
 	if rerr != nil {
 		return nil, rerr
 	}
-	return []Output{o}, nil
+	return []output{o}, nil
 }
 
-func (r *router) output(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any, d *Decoded) (Output, *RecordError) {
-	o := Output{Route: rt, Key: m.Key, Value: value}
+func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any, d *Decoded) (output, *RecordError) {
+	o := output{Route: rt, Key: m.Key, Value: value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
 		// its group key for the repartition topic.

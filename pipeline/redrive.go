@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"

@@ -1,4 +1,4 @@
-package processor
+package pipeline
 
 import (
 	"bytes"
@@ -32,8 +32,15 @@ func (e *RecordError) Error() string {
 
 func (e *RecordError) Unwrap() error { return e.Err }
 
-func recErr(stage, reason string, format string, args ...any) *RecordError {
+// NewRecordError is a RecordError with a message formatted as by
+// fmt.Errorf.
+func NewRecordError(stage, reason string, format string, args ...any) *RecordError {
 	return &RecordError{Stage: stage, Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// recErr is NewRecordError, short for the many call sites of this package.
+func recErr(stage, reason string, format string, args ...any) *RecordError {
+	return NewRecordError(stage, reason, format, args...)
 }
 
 // Decoded is one input record after decode: its event time and the JSON

@@ -1,0 +1,21 @@
+// Package pipeline is stage one of the router: one input record in, the
+// records to write out, and the record counted in a metrics.Tally.
+//
+// It decodes the JSON value (validity, schema, event time, the fields the
+// expressions read), evaluates the routes (predicates, keys, projections,
+// the connect-json format), takes the assembly parts and stamps the
+// records bound for a repartition topic with the headers stage two reads
+// (wire.HeaderEventTime, wire.HeaderSourceKey, the source's maximum event
+// time). Stage two (the window and assembly tasks) reads those records
+// back with SourceKey, DecodeFields and AggregateValues, and sends its own
+// bad records through Engine.Dirty.
+//
+// It is pure by construction: it takes a *kgo.Record as a value and never
+// talks to Kafka (no client, no admin), holds no state store and imports
+// nothing of the runtime (.golangci.yml's depguard rule pipeline-pure).
+// The same input always gives the same output, which the exactly-once
+// replay relies on. Conservation per record lives in one place,
+// Engine.ProcessFrom: every input is counted consumed once and then
+// exactly once as routed (its outputs), dirty (exactly one dirty record,
+// with its stage and reason) or dropped (no route took it).
+package pipeline

@@ -1,0 +1,272 @@
+package pipeline
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
+)
+
+// Engine is stage one: it turns one input record into the records to
+// write. It is pure: no I/O, safe for concurrent use, the same input
+// always gives the same output (the determinism the exactly-once replay
+// relies on).
+type Engine struct {
+	dirtyTopic string
+	dec        *decoder
+	rt         *router
+	appID      string
+	maxRec     int
+	trunc      int
+	// assemblies are the assembly routes, whose parts stage one writes.
+	assemblies []*topology.RouteNode
+	partRoute  map[string]string // repartition topic -> assembly route
+	// tombstones are the routes an input tombstone is forwarded to.
+	tombstones []*topology.RouteNode
+}
+
+// New returns the stage one of t.
+func New(t *topology.Topology) *Engine {
+	var tomb []*topology.RouteNode
+	for _, r := range t.Routes {
+		if r.ForwardTombstones {
+			tomb = append(tomb, r)
+		}
+	}
+	return &Engine{
+		tombstones: tomb,
+		dirtyTopic: t.Dirty.Topic,
+		dec:        newDecoder(t),
+		rt:         newRouter(t),
+		appID:      t.Config.ApplicationID,
+		maxRec:     t.Dirty.MaxRecordBytes,
+		trunc:      t.Dirty.TruncateTo,
+
+		assemblies: t.Assemblies(),
+		partRoute:  partRoutes(t),
+	}
+}
+
+func partRoutes(t *topology.Topology) map[string]string {
+	m := map[string]string{}
+	for _, r := range t.Assemblies() {
+		m[r.Assembly.RepartitionTopic] = r.Name
+	}
+	return m
+}
+
+// MaxRecordBytes is dirty.max_record_bytes: no record written may be
+// larger (RecordSize).
+func (e *Engine) MaxRecordBytes() int { return e.maxRec }
+
+// Process returns the records to write for r and counts it in tally.
+// Every failure of a record is a value (a dirty record with its reason);
+// expressions cannot panic out of expr-lang's VM.Run, which recovers and
+// returns the panic as an error (an expression_error).
+func (e *Engine) Process(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
+	return e.ProcessFrom(r, nil, tally)
+}
+
+// ProcessFrom is Process for a record of a source whose progress stage
+// one tracks: srcMax, when not nil, is the maximum event time decoded on
+// r's partition (math.MinInt64 before any). A decoded record raises it,
+// and the records it writes to aligned window repartition topics carry
+// it as it was before (wire.HeaderSourceMax).
+//
+// Conservation per record lives here: r is counted consumed once, and
+// then exactly once as routed (with its outputs), dirty (one dirty
+// record) or dropped (no output).
+func (e *Engine) ProcessFrom(r *kgo.Record, srcMax *int64, tally *metrics.Tally) []*kgo.Record {
+	tally.Consumed[r.Topic]++
+	if isRedriven(r) {
+		tally.Redriven[r.Topic]++
+	}
+	recs, to, rerr := e.stageOne(r, srcMax, tally)
+	switch {
+	case rerr != nil:
+		return []*kgo.Record{e.Dirty(r, rerr, tally)}
+	case len(recs) == 0:
+		tally.Dropped[wire.DropNoRoute]++
+		return nil
+	}
+	tally.Routed++
+	to.count(e, tally)
+	return recs
+}
+
+// routed names the routes a routed record's outputs belong to, for the
+// per-route counts.
+type routed struct {
+	outs  []output              // the routes' outputs
+	parts []*kgo.Record         // the assembly parts
+	tombs []*topology.RouteNode // the routes a tombstone went to
+}
+
+func (to routed) count(e *Engine, tally *metrics.Tally) {
+	for _, o := range to.outs {
+		tally.Routes[o.Route.Name]++
+	}
+	for _, rec := range to.parts {
+		tally.Routes[e.partRoute[rec.Topic]]++
+	}
+	for _, rt := range to.tombs {
+		tally.Routes[rt.Name]++
+	}
+}
+
+// stageOne returns r's outputs, none (dropped) or the reason r is dirty.
+// It counts nothing but a clamped event time.
+func (e *Engine) stageOne(r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError) {
+	if !e.dec.topics[r.Topic] {
+		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic)
+	}
+	if r.Value == nil && len(e.tombstones) > 0 {
+		return e.tombstone(r)
+	}
+	d, rerr := e.dec.decode(r.Topic, r.Value, r.Timestamp)
+	if rerr != nil {
+		return nil, routed{}, rerr
+	}
+	if d.Clamped {
+		tally.Clamped++
+	}
+	before := int64(math.MinInt64)
+	if srcMax != nil {
+		before = *srcMax
+		*srcMax = max(*srcMax, d.EventTime)
+	}
+	to, rerr := e.route(r, d)
+	if rerr != nil {
+		return nil, routed{}, rerr
+	}
+	recs, rerr := e.records(r, d, to, before, srcMax != nil)
+	return recs, to, rerr
+}
+
+// route evaluates the routes and the assembly parts of a decoded record.
+func (e *Engine) route(r *kgo.Record, d *Decoded) (routed, *RecordError) {
+	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+	if len(r.Headers) > 0 {
+		m.Headers = make(map[string]string, len(r.Headers))
+		for _, h := range r.Headers {
+			m.Headers[h.Key] = string(h.Value)
+		}
+	}
+	var to routed
+	var rerr *RecordError
+	if len(e.assemblies) == 0 {
+		to.outs, rerr = e.rt.route(m, r.Value, d)
+		return to, rerr
+	}
+	ev := env(m, d) // shared by the routes and the parts
+	if to.outs, rerr = e.rt.routeEnv(ev, m, r.Value, d); rerr != nil {
+		return to, rerr
+	}
+	to.parts, rerr = e.parts(r, ev, d, to.outs)
+	return to, rerr
+}
+
+// records builds the records of a routed record: each route's output (to
+// its window's repartition topic for a window route, with the stage-one
+// headers), then the parts. One of them over max_record_bytes makes the
+// whole record dirty: writing the others would be a partial fan-out.
+func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
+	recs := make([]*kgo.Record, 0, len(to.outs)+len(to.parts))
+	for _, o := range to.outs {
+		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+		if o.Route.Window != nil {
+			rec.Topic = o.Route.Window.RepartitionTopic
+			aligned := tracked && o.Route.Window.Config.Watermark == topology.WatermarkAligned
+			rec.Headers = repartitionHeaders(r, d.EventTime, before, aligned)
+		}
+		if RecordSize(rec) > e.maxRec {
+			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"output for route %q is %d bytes, over max_record_bytes %d", o.Route.Name, RecordSize(rec), e.maxRec)
+		}
+		recs = append(recs, rec)
+	}
+	for _, rec := range to.parts {
+		if RecordSize(rec) > e.maxRec {
+			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"part for assembly %q is %d bytes, over max_record_bytes %d", wire.String(rec.Headers, wire.HeaderPart), RecordSize(rec), e.maxRec)
+		}
+	}
+	return append(recs, to.parts...), nil
+}
+
+// tombstone forwards an input tombstone to every route with tombstones:
+// forward, as it came: key, headers, timestamp, null value. It has no
+// fields, so no predicate is asked; without a key there is nothing to
+// delete and it goes to dirty.
+func (e *Engine) tombstone(r *kgo.Record) ([]*kgo.Record, routed, *RecordError) {
+	if r.Key == nil {
+		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonNullValue,
+			"value is null (a tombstone) and so is the key: there is nothing to delete, and a JSON object is expected")
+	}
+	recs := make([]*kgo.Record, 0, len(e.tombstones))
+	for _, rt := range e.tombstones {
+		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
+		if RecordSize(rec) > e.maxRec {
+			return nil, routed{}, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"tombstone for route %q is %d bytes (key and headers), over max_record_bytes %d", rt.Name, RecordSize(rec), e.maxRec)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, routed{tombs: e.tombstones}, nil
+}
+
+// Dirty builds the dirty record for r and counts it in tally: the
+// original key and value untouched (truncated only when too large to
+// write), original headers, then the reason headers. Stage two sends its
+// bad records here too.
+func (e *Engine) Dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+9)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: wire.HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
+		kgo.RecordHeader{Key: wire.HeaderReason, Value: []byte(rerr.Reason)},
+		kgo.RecordHeader{Key: wire.HeaderStage, Value: []byte(rerr.Stage)},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
+		kgo.RecordHeader{Key: wire.HeaderAppID, Value: []byte(e.appID)},
+	)
+	d := &kgo.Record{Topic: e.dirtyTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+	if RecordSize(d) > e.maxRec {
+		// Too large as-is (the input itself, its key or its headers): keep
+		// the reason headers, drop the input's own headers, cut key and
+		// value so the record fits and never poisons the transaction.
+		tally.Truncated++
+		orig := len(r.Key) + len(r.Value)
+		d.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
+		// The reason headers come first; key and value get the room left,
+		// so the record written is never over max_record_bytes (a record
+		// the broker refuses would abort every transaction that retries it).
+		d.Key, d.Value = nil, nil
+		if over := RecordSize(d) - e.maxRec; over > 0 {
+			eh := &d.Headers[1] // sidestream.error
+			eh.Value = cutUTF8(eh.Value, len(eh.Value)-over)
+		}
+		room := max(e.maxRec-RecordSize(d), 0)
+		d.Key = r.Key[:min(len(r.Key), 1024, room)]
+		room -= len(d.Key)
+		d.Value = r.Value[:min(len(r.Value), e.trunc, room)]
+	}
+	tally.Dirty[[2]string{rerr.Stage, rerr.Reason}]++
+	return d
+}
+
+// RecordSize approximates a record's size in a batch: key, value, headers
+// and per-field overhead. It errs on the large side.
+func RecordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value) + 32
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	return n
+}

@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/tidwall/gjson"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
+)
+
+// The records stage one writes to a repartition topic, and what stage two
+// reads back of them.
+
+// repartitionHeaders carry what stage two needs from stage one: the event
+// time (extracted once), where the record came from and, when aligned,
+// its source's maximum event time before it.
+func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
+	hs = append(hs, r.Headers...)
+	if aligned {
+		var b []byte
+		if before != math.MinInt64 {
+			b = []byte(strconv.FormatInt(before, 10))
+		}
+		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
+	}
+	return append(hs,
+		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
+		kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	)
+}
+
+// SourceKey is the key of the input record a repartitioned record came
+// from (wire.HeaderSourceKey), nil when it has none.
+func SourceKey(r *kgo.Record) []byte {
+	for _, h := range r.Headers {
+		if h.Key == wire.HeaderSourceKey {
+			return h.Value
+		}
+	}
+	return nil
+}
+
+// DecodeFields extracts the referenced fields of a repartitioned record:
+// its bytes were validated (and schema-checked) by stage one, so only a
+// cheap validity scan guards against foreign writers.
+func (e *Engine) DecodeFields(value []byte) (*Decoded, *RecordError) {
+	d := e.dec
+	if !gjson.ValidBytes(value) {
+		return nil, recErr(wire.StageWindow, wire.ReasonInvalidJSON, "repartitioned value is not valid JSON")
+	}
+	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
+	var ferr *RecordError
+	gjson.ParseBytes(value).ForEach(func(k, v gjson.Result) bool {
+		if d.fields[k.Str] {
+			fv, err := jsonValue(v)
+			if err != nil {
+				ferr = recErr(wire.StageWindow, wire.ReasonInvalidJSON, "field %q: %v", k.Str, err)
+				return false
+			}
+			out.Fields[k.Str] = fv
+		}
+		return true
+	})
+	return out, ferr
+}
+
+// AggregateValues evaluates each aggregate's expression of window route
+// rt for one repartitioned record.
+func (e *Engine) AggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
+	ev := env(m, d)
+	vals := make([]any, len(rt.Window.Aggregates))
+	var machine vm.VM
+	for i, a := range rt.Window.Aggregates {
+		if a.Of == nil {
+			vals[i] = true // a bare count counts the record
+			continue
+		}
+		v, err := machine.Run(a.Of.Program, ev)
+		if err != nil {
+			return nil, recErr(wire.StageWindow, wire.ReasonAggregate, "route %q: aggregate %q: %s", rt.Name, a.Name, firstLine(err))
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// OverflowRecord is the repartitioned record, value unchanged, on the
+// route's overflow route, keyed by its source key, with the limit it met.
+// The stage-one headers (source topic, partition, offset, event time)
+// stay, so tail shows where it came from and redrive can replay it.
+func OverflowRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: wire.HeaderOverflowRoute, Value: []byte(rt.Name)},
+		kgo.RecordHeader{Key: wire.HeaderOverflowLimit, Value: []byte(limit)},
+		kgo.RecordHeader{Key: wire.HeaderOverflowMax, Value: []byte(strconv.FormatInt(maxv, 10))},
+		kgo.RecordHeader{Key: wire.HeaderOverflowSize, Value: []byte(strconv.FormatInt(size, 10))},
+	)
+	return &kgo.Record{Topic: rt.OverflowTopic(), Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+}
