@@ -57,7 +57,8 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		t := &assemblyTask{route: ar, st: st, op: op}
-		as.put(ar.rt.Assembly.RepartitionTopic, 0, t)
+		_, g := as.buildLock(ar.rt.Assembly.RepartitionTopic, 0)
+		as.putIf(g, ar.rt.Assembly.RepartitionTopic, 0, t)
 		tally := metrics.NewTally()
 		now := time.Now()
 		// The input repeats every len(recs) records: shift the ids and

@@ -46,7 +46,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
-			p.ws.produced(r)
+			p.produced(r)
 		})
 	}
 	interval := cfg.CommitInterval.D()
@@ -287,7 +287,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 				perr.set(&TopicError{Topic: r.Topic, Err: err})
 				return
 			}
-			p.ws.produced(r)
+			p.produced(r)
 		})
 	}
 	interval := cfg.CommitInterval.D()

@@ -2,12 +2,12 @@ package processor
 
 import (
 	"slices"
-
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"pgregory.net/rapid"
 
+	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -65,7 +65,8 @@ func TestWithDirectDropsAssemblyTasks(t *testing.T) {
 		t.Fatal("withDirect(nil) is not nil (all)")
 	}
 	for _, part := range []int32{1, 2} {
-		p.as.put(rep, part, &assemblyTask{part: part})
+		_, g := p.as.buildLock(rep, part)
+		p.as.putIf(g, rep, part, &assemblyTask{part: part, st: changelog.NewMemory()})
 	}
 	p.dropState(map[string][]int32{"payments": {1}})
 	if _, ok := p.as.get(rep, 1); ok {
