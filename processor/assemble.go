@@ -127,6 +127,9 @@ func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, er
 		t.mu.Lock()
 		h, ok, err = t.op.Held(id)
 		t.mu.Unlock()
+		if errors.Is(err, changelog.ErrClosed) {
+			continue // dropped since all(): it holds nothing now
+		}
 		if err != nil || ok {
 			return h, ok, err
 		}
