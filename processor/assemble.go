@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -39,18 +40,18 @@ type assemblyTask struct {
 	op    *assembly.Operator
 }
 
-func (t *assemblyTask) store() changelog.Store   { return t.st }
-func (t *assemblyTask) locker() *sync.Mutex      { return &t.mu }
-func (t *assemblyTask) changelogTopic() string   { return t.route.rt.Assembly.ChangelogTopic }
-func (t *assemblyTask) repartitionTopic() string { return t.route.rt.Assembly.RepartitionTopic }
-func (t *assemblyTask) partition() int32         { return t.part }
-func (t *assemblyTask) routeName() string        { return t.route.rt.Name }
+func (t *assemblyTask) Store() changelog.Store   { return t.st }
+func (t *assemblyTask) Locker() *sync.Mutex      { return &t.mu }
+func (t *assemblyTask) ChangelogTopic() string   { return t.route.rt.Assembly.ChangelogTopic }
+func (t *assemblyTask) RepartitionTopic() string { return t.route.rt.Assembly.RepartitionTopic }
+func (t *assemblyTask) Partition() int32         { return t.part }
+func (t *assemblyTask) RouteName() string        { return t.route.rt.Name }
 
 // assemblyStage owns the assembly tasks of this process.
 type assemblyStage struct {
 	routes map[string]*assemblyRoute // by repartition topic
 	direct map[string]*assemblyRoute // the routes without one (repartition: false), by its name
-	taskSet[*assemblyTask]
+	*tasks.Set[*assemblyTask]
 }
 
 func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
@@ -59,7 +60,7 @@ func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
 		changelogs[r.Assembly.ChangelogTopic] = true
 	}
 	as := &assemblyStage{routes: map[string]*assemblyRoute{}, direct: map[string]*assemblyRoute{},
-		taskSet: newTaskSet[*assemblyTask](changelogs)}
+		Set: tasks.New[*assemblyTask](changelogs)}
 	for _, r := range t.Assemblies() {
 		c := r.Assembly.Config
 		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
@@ -90,7 +91,7 @@ func (as *assemblyStage) isRepartition(topic string) bool {
 
 // assemblyTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet
-// (taskSet.task).
+// (buildTask).
 func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
 	ar := p.as.routes[topic]
 	newOp := func(st changelog.Store) (*assemblyTask, error) {
@@ -104,7 +105,7 @@ func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) 
 		p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", res.n,
 			"open_assemblies", t.op.Open(), "duration", d)
 	}
-	return buildTask(ctx, p, &p.as.taskSet, topic, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part, newOp, restored)
+	return buildTask(ctx, p, p.as.Set, topic, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part, newOp, restored)
 }
 
 // AssemblyHeld returns what this process holds for one ID of an assembly
@@ -120,7 +121,7 @@ func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, er
 	if !found {
 		return h, false, fmt.Errorf("route %q is not an assembly route", route)
 	}
-	for _, t := range p.as.all() {
+	for _, t := range p.as.All() {
 		if t.route.rt.Name != route {
 			continue
 		}
@@ -314,7 +315,7 @@ func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *
 // when no part arrives. It runs on the commit loop, between polls, in the
 // transaction that is open.
 func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.as.all() {
+	for _, t := range p.as.All() {
 		if t.route.event {
 			continue
 		}

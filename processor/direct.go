@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -17,7 +18,7 @@ import (
 // (repartition: false): what stage one would have written to the
 // repartition topic goes straight to the task of the same partition.
 type directTask interface {
-	task
+	tasks.Task
 	// keyed reports whether out has a partition to check: an assembly
 	// part without an ID has none (stage two sends it to dirty).
 	keyed(out *kgo.Record) bool
@@ -96,7 +97,7 @@ func (s *directSet[T]) process(ctx context.Context, d *direct, out, in *kgo.Reco
 		if t, err = s.task(ctx, out.Topic, d.part); err != nil {
 			return err
 		}
-		t.locker().Lock()
+		t.Locker().Lock()
 		if s.tasks == nil {
 			s.tasks = map[string]T{}
 		}
@@ -130,7 +131,7 @@ func (s *directSet[T]) finish(d *direct, topic string, sp *srcProgress, err erro
 		if ferr := t.finish(d.p, topic, d.part, sp, err == nil, d.produce, d.tally); err == nil {
 			err = ferr
 		}
-		t.locker().Unlock()
+		t.Locker().Unlock()
 	}
 	return err
 }

@@ -43,7 +43,7 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 				}
 				return tk.st, nil
 			},
-			held: func(p *Processor, rep string) bool { _, ok := p.ws.get(rep, 2); return ok },
+			held: func(p *Processor, rep string) bool { _, ok := p.ws.Get(rep, 2); return ok },
 		},
 		{
 			name: "assembly", top: atop, rep: a.RepartitionTopic, clTopic: a.ChangelogTopic, opt: withAssemblyStores,
@@ -54,7 +54,7 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 				}
 				return tk.st, nil
 			},
-			held: func(p *Processor, rep string) bool { _, ok := p.as.get(rep, 2); return ok },
+			held: func(p *Processor, rep string) bool { _, ok := p.as.Get(rep, 2); return ok },
 		},
 	}
 	for _, tc := range cases {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -44,18 +45,18 @@ type windowTask struct {
 	lastHeard map[string]time.Time
 }
 
-func (t *windowTask) store() changelog.Store   { return t.st }
-func (t *windowTask) locker() *sync.Mutex      { return &t.mu }
-func (t *windowTask) changelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
-func (t *windowTask) repartitionTopic() string { return t.route.rt.Window.RepartitionTopic }
-func (t *windowTask) partition() int32         { return t.part }
-func (t *windowTask) routeName() string        { return t.route.rt.Name }
+func (t *windowTask) Store() changelog.Store   { return t.st }
+func (t *windowTask) Locker() *sync.Mutex      { return &t.mu }
+func (t *windowTask) ChangelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
+func (t *windowTask) RepartitionTopic() string { return t.route.rt.Window.RepartitionTopic }
+func (t *windowTask) Partition() int32         { return t.part }
+func (t *windowTask) RouteName() string        { return t.route.rt.Name }
 
 // windowStage owns the window tasks of this process.
 type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
 	direct map[string]*windowRoute // the routes without one (repartition: false), by its name
-	taskSet[*windowTask]
+	*tasks.Set[*windowTask]
 	// partitions of every repartition (and changelog) topic, once the
 	// internal topics are ensured; 0 before.
 	partitions atomic.Int32
@@ -85,7 +86,7 @@ func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, er
 		changelogs[r.Window.ChangelogTopic] = true
 	}
 	ws := &windowStage{routes: map[string]*windowRoute{}, direct: map[string]*windowRoute{},
-		taskSet: newTaskSet[*windowTask](changelogs), builder: b}
+		Set: tasks.New[*windowTask](changelogs), builder: b}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -131,7 +132,7 @@ func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[top
 
 // windowTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet
-// (taskSet.task).
+// (buildTask).
 func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
 	wr := p.ws.routes[topic]
 	newOp := func(st changelog.Store) (*windowTask, error) {
@@ -156,7 +157,7 @@ func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*
 		p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", res.from, "records", res.n,
 			"open_windows", t.op.OpenWindows(), "store_entries", t.st.Len(), "duration", d)
 	}
-	return buildTask(ctx, p, &p.ws.taskSet, topic, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, newOp, restored)
+	return buildTask(ctx, p, p.ws.Set, topic, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, newOp, restored)
 }
 
 // processWindow is stage two: one repartitioned record into its task's
@@ -390,7 +391,7 @@ func (d *decoder) decodeFields(value []byte) (*Decoded, *RecordError) {
 // place where wall-clock time enters results: it trades determinism for
 // liveness and is off unless configured.
 func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.ws.all() {
+	for _, t := range p.ws.All() {
 		if err := p.idleAdvanceTask(t, now, produce, tally); err != nil {
 			return err
 		}
