@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -39,39 +40,27 @@ type assemblyTask struct {
 	op    *assembly.Operator
 }
 
-func (t *assemblyTask) store() changelog.Store { return t.st }
-func (t *assemblyTask) changelogTopic() string { return t.route.rt.Assembly.ChangelogTopic }
-func (t *assemblyTask) partition() int32       { return t.part }
-func (t *assemblyTask) routeName() string      { return t.route.rt.Name }
+func (t *assemblyTask) Store() changelog.Store   { return t.st }
+func (t *assemblyTask) Locker() *sync.Mutex      { return &t.mu }
+func (t *assemblyTask) ChangelogTopic() string   { return t.route.rt.Assembly.ChangelogTopic }
+func (t *assemblyTask) RepartitionTopic() string { return t.route.rt.Assembly.RepartitionTopic }
+func (t *assemblyTask) Partition() int32         { return t.part }
+func (t *assemblyTask) RouteName() string        { return t.route.rt.Name }
 
 // assemblyStage owns the assembly tasks of this process.
 type assemblyStage struct {
 	routes map[string]*assemblyRoute // by repartition topic
 	direct map[string]*assemblyRoute // the routes without one (repartition: false), by its name
-	taskSet[*assemblyTask]
-	// building serialises the restore of one partition's task: a direct
-	// route's task i is reached from partition i of every input, which
-	// may be processed in parallel.
-	buildMu  sync.Mutex
-	building map[tp]*sync.Mutex
-}
-
-// buildLock returns the lock that serialises building one task.
-func (as *assemblyStage) buildLock(topic string, part int32) *sync.Mutex {
-	as.buildMu.Lock()
-	defer as.buildMu.Unlock()
-	k := tp{topic, part}
-	l := as.building[k]
-	if l == nil {
-		l = &sync.Mutex{}
-		as.building[k] = l
-	}
-	return l
+	*tasks.Set[*assemblyTask]
 }
 
 func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
+	changelogs := map[string]bool{}
+	for _, r := range t.Assemblies() {
+		changelogs[r.Assembly.ChangelogTopic] = true
+	}
 	as := &assemblyStage{routes: map[string]*assemblyRoute{}, direct: map[string]*assemblyRoute{},
-		taskSet: newTaskSet[*assemblyTask](), building: map[tp]*sync.Mutex{}}
+		Set: tasks.New[*assemblyTask](changelogs)}
 	for _, r := range t.Assemblies() {
 		c := r.Assembly.Config
 		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
@@ -101,38 +90,22 @@ func (as *assemblyStage) isRepartition(topic string) bool {
 }
 
 // assemblyTask returns the task of a repartition partition, restoring its
-// state from the changelog first when this process does not hold it yet.
+// state from the changelog first when this process does not hold it yet
+// (buildTask).
 func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
-	if t, ok := p.as.get(topic, part); ok {
-		return t, nil
-	}
-	l := p.as.buildLock(topic, part)
-	l.Lock()
-	defer l.Unlock()
-	if t, ok := p.as.get(topic, part); ok {
-		return t, nil
-	}
 	ar := p.as.routes[topic]
-	st, start, n, accept, err := p.restoreTask(ctx, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part)
-	if err != nil {
-		return nil, err
-	}
-	op, err := assembly.New(ar.spec, st)
-	if err != nil {
-		return nil, fmt.Errorf("route %q partition %d: rebuild assembly state: %w", ar.rt.Name, part, err)
-	}
-	st.ResetChanges()
-	if accept != noMark {
-		if err := writeLossMark(st, accept); err != nil {
-			return nil, fmt.Errorf("route %q partition %d: %w", ar.rt.Name, part, err)
+	newOp := func(st changelog.Store) (*assemblyTask, error) {
+		op, err := assembly.New(ar.spec, st)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild assembly state: %w", err)
 		}
+		return &assemblyTask{route: ar, part: part, st: st, op: op}, nil
 	}
-	p.st.clearLost(topic, part)
-	t := &assemblyTask{route: ar, part: part, st: st, op: op}
-	p.as.put(topic, part, t)
-	p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", n,
-		"open_assemblies", op.Open(), "duration", time.Since(start))
-	return t, nil
+	restored := func(t *assemblyTask, res restoreResult, d time.Duration) {
+		p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", res.n,
+			"open_assemblies", t.op.Open(), "duration", d)
+	}
+	return buildTask(ctx, p, p.as.Set, topic, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part, newOp, restored)
 }
 
 // AssemblyHeld returns what this process holds for one ID of an assembly
@@ -148,13 +121,16 @@ func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, er
 	if !found {
 		return h, false, fmt.Errorf("route %q is not an assembly route", route)
 	}
-	for _, t := range p.as.all() {
+	for _, t := range p.as.All() {
 		if t.route.rt.Name != route {
 			continue
 		}
 		t.mu.Lock()
 		h, ok, err = t.op.Held(id)
 		t.mu.Unlock()
+		if errors.Is(err, changelog.ErrClosed) {
+			continue // dropped since all(): it holds nothing now
+		}
 		if err != nil || ok {
 			return h, ok, err
 		}
@@ -277,7 +253,7 @@ func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *
 // when no part arrives. It runs on the commit loop, between polls, in the
 // transaction that is open.
 func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.as.all() {
+	for _, t := range p.as.All() {
 		if t.route.event {
 			continue
 		}

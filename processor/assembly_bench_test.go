@@ -57,7 +57,9 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 			b.Fatal(err)
 		}
 		t := &assemblyTask{route: ar, st: st, op: op}
-		as.put(ar.rt.Assembly.RepartitionTopic, 0, t)
+		if _, err := as.GetOrBuild(ar.rt.Assembly.RepartitionTopic, 0, func() (*assemblyTask, error) { return t, nil }, func(*assemblyTask) {}); err != nil {
+			b.Fatal(err)
+		}
 		tally := metrics.NewTally()
 		now := time.Now()
 		// The input repeats every len(recs) records: shift the ids and
@@ -83,7 +85,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 				}
 			}
 			if i%1000 == 999 {
-				as.changelogRecords(tally)
+				as.ChangelogRecords(tally)
 			}
 		})
 		b.ReportMetric(float64(t.op.Open()), "open")

@@ -469,30 +469,14 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 					srcMax = &sp.max
 				}
 			}
-			var direct *directTasks
-			if len(p.ws.direct) > 0 {
-				direct = &directTasks{p: p, part: ftp.Partition, tally: tally, produce: produce}
-			}
-			var directAsm *directAssemblies
-			if len(p.as.direct) > 0 {
-				directAsm = &directAssemblies{p: p, part: ftp.Partition, tally: tally, produce: produce}
-			}
+			direct := p.newDirect(ftp.Partition, tally, produce)
 			for _, r := range ftp.Records {
 				for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
-					if direct != nil && p.ws.direct[out.Topic] != nil {
+					if direct != nil && direct.owns(out.Topic) {
 						direct.process(ctx, out, r)
 						continue
 					}
-					if directAsm != nil && p.as.direct[out.Topic] != nil {
-						directAsm.process(ctx, out, r)
-						continue
-					}
 					produce(out)
-				}
-			}
-			if directAsm != nil {
-				if err := directAsm.finish(); err != nil {
-					taskErrOnce.Do(func() { taskErr = err })
 				}
 			}
 			if direct != nil {
@@ -500,9 +484,6 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 					taskErrOnce.Do(func() { taskErr = err })
 					return
 				}
-			}
-			if directAsm != nil && directAsm.err != nil {
-				return
 			}
 		}
 		p.gaps.advance(ftp)

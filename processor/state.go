@@ -163,7 +163,7 @@ func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, ok := p.as.get(topic, part)
+	t, ok := p.as.Get(topic, part)
 	if !ok {
 		return nil, &UnavailableError{Reason: fmt.Sprintf("partition %d's state is loaded at its first part since the assignment; none arrived yet", part)}
 	}

@@ -2,124 +2,117 @@ package processor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/tasks"
 )
 
-// stateful is a task of a stateful stage (windows, assemblies): the
-// operator of one partition of a repartition topic, whose store is a
-// cache of the same partition of a changelog topic.
-type stateful interface {
-	store() changelog.Store
-	changelogTopic() string
-	partition() int32
-	routeName() string
-}
-
-// taskSet holds the tasks of one stateful stage in this process. Tasks
-// are built (their state restored from the changelog) on the first
-// records of their partition and dropped on revoke and on any abort:
-// memory is only ever a cache of what the committed changelog holds.
-type taskSet[T stateful] struct {
-	mu    sync.Mutex
-	tasks map[tp]T
-}
-
-func newTaskSet[T stateful]() taskSet[T] { return taskSet[T]{tasks: map[tp]T{}} }
-
-// drop forgets tasks: all of them (nil) or those of the given partitions.
-func (s *taskSet[T]) drop(parts map[string][]int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if parts == nil {
-		s.tasks = map[tp]T{}
-		return
-	}
-	for t, ps := range parts {
-		for _, p := range ps {
-			delete(s.tasks, tp{t, p})
+// buildTask builds the task of one partition of set (Set.GetOrBuild):
+// restoreTask restores a fresh store, newOp rebuilds the operator on it;
+// the restore's writes are not changes, an accepted changelog loss is
+// marked in the store (written with the next commit), and the
+// partition's lost state is cleared. restored logs a kept build.
+func buildTask[T tasks.Task](ctx context.Context, p *Processor, set *tasks.Set[T], topic, route, changelogTopic string, part int32,
+	newOp func(changelog.Store) (T, error), restored func(T, restoreResult, time.Duration)) (T, error) {
+	var res restoreResult
+	var start time.Time
+	build := func() (T, error) {
+		var none T
+		start = time.Now()
+		st, r, err := p.restoreTask(ctx, route, changelogTopic, part)
+		if err != nil {
+			return none, err
 		}
-	}
-}
-
-func (s *taskSet[T]) get(topic string, part int32) (T, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tasks[tp{topic, part}]
-	return t, ok
-}
-
-func (s *taskSet[T]) put(topic string, part int32, t T) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tasks[tp{topic, part}] = t
-}
-
-func (s *taskSet[T]) all() []T {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]T, 0, len(s.tasks))
-	for _, t := range s.tasks {
-		out = append(out, t)
-	}
-	return out
-}
-
-// changelogRecords turns every task's state changes since the last commit
-// into changelog records (tombstones for deleted keys), one partition per
-// task, and clears the change sets.
-func (s *taskSet[T]) changelogRecords(tally *metrics.Tally) []*kgo.Record {
-	var out []*kgo.Record
-	for _, t := range s.all() {
-		st := t.store()
-		for _, c := range st.Changes() {
-			out = append(out, &kgo.Record{Topic: t.changelogTopic(), Partition: t.partition(), Key: c.Key, Value: c.Value})
-			tally.Changelog[t.routeName()]++
+		res = r
+		t, err := newOp(st)
+		if err != nil {
+			_ = st.Close()
+			return none, fmt.Errorf("route %q partition %d: %w", route, part, err)
 		}
 		st.ResetChanges()
+		if res.accept != noMark {
+			if err := writeLossMark(st, res.accept); err != nil {
+				_ = st.Close()
+				return none, fmt.Errorf("route %q partition %d: %w", route, part, err)
+			}
+		}
+		p.st.clearLost(topic, part)
+		return t, nil
 	}
-	return out
+	t, err := set.GetOrBuild(topic, part, build, func(t T) { restored(t, res, time.Since(start)) })
+	if errors.Is(err, tasks.ErrMoved) {
+		return t, errStateMoved
+	}
+	return t, err
 }
 
 // restoreTask restores a fresh store from one changelog partition and
 // accounts for it (metrics, log).
-func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, time.Time, int, int64, error) {
+func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, restoreResult, error) {
 	start := time.Now()
-	st, err := p.opts.asmStores(changelogTopic, part)
+	st, err := p.openStore(changelogTopic, part)
 	if err != nil {
-		return nil, start, 0, noMark, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
+		return nil, restoreResult{accept: noMark}, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
 	}
 	res, err := p.restoreState(ctx, route, changelogTopic, part, st)
 	n := res.n
 	if err != nil {
 		_ = st.Close()
-		return nil, start, n, noMark, err
+		return nil, res, err
 	}
 	p.m.RestoreDuration.Observe(time.Since(start).Seconds())
 	p.m.RestoredRecords.WithLabelValues(route).Add(float64(n))
-	return st, start, n, res.accept, nil
+	return st, res, nil
+}
+
+// openStore opens the store of one changelog partition with its stage's
+// builder.
+func (p *Processor) openStore(changelogTopic string, part int32) (changelog.Store, error) {
+	if p.ws.routes[p.repartitionOf(changelogTopic)] != nil {
+		return p.ws.builder(changelogTopic, part)
+	}
+	return p.opts.asmStores(changelogTopic, part)
 }
 
 // dropState forgets the state of every stateful stage: all of it (nil)
 // or that of the given partitions.
 func (p *Processor) dropState(parts map[string][]int32) {
 	parts = p.withDirect(parts)
-	p.ws.drop(parts)
-	p.as.drop(parts)
+	p.ws.Drop(parts)
+	p.as.Drop(parts)
 	p.src.drop(parts)
+}
+
+// produced notes a changelog record written in the current transaction.
+func (p *Processor) produced(r *kgo.Record) {
+	p.ws.Produced(r)
+	p.as.Produced(r)
+}
+
+// checkpoint runs after a commit: every stage's on-disk stores make their
+// state durable (tasks.Set.Checkpoint).
+func (p *Processor) checkpoint() {
+	now := time.Now() // after the commit: every later changelog record is newer
+	done := func(t tasks.Task, off int64) { p.st.localCheckpoint(t.RepartitionTopic(), t.Partition(), &off) }
+	failed := func(t tasks.Task, err error) {
+		p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
+			"route", t.RouteName(), "partition", t.Partition(), "err", err)
+	}
+	p.ws.Checkpoint(now, func(t *windowTask, off int64) { done(t, off) }, func(t *windowTask, err error) { failed(t, err) })
+	p.as.Checkpoint(now, func(t *assemblyTask, off int64) { done(t, off) }, func(t *assemblyTask, err error) { failed(t, err) })
 }
 
 // changelogRecords are the changelog records of every stateful stage. A
 // direct task that writes any holds state from then on (sourceTracker).
 func (p *Processor) changelogRecords(tally *metrics.Tally) []*kgo.Record {
-	out := append(p.ws.changelogRecords(tally), p.as.changelogRecords(tally)...)
+	out := append(p.ws.ChangelogRecords(tally), p.as.ChangelogRecords(tally)...)
 	if len(p.ws.direct)+len(p.as.direct) > 0 {
 		seen := map[tp]bool{}
 		for _, r := range out {

@@ -47,7 +47,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 				return
 			}
-			p.ws.produced(r)
+			p.produced(r)
 		})
 	}
 	interval := cfg.CommitInterval.D()
@@ -288,7 +288,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 				return
 			}
-			p.ws.produced(r)
+			p.produced(r)
 		})
 	}
 	interval := cfg.CommitInterval.D()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/pipeline"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/processor/window"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -31,8 +31,6 @@ type windowRoute struct {
 // windowTask is the operator of one partition of a repartition topic and
 // the store holding all of its state.
 type windowTask struct {
-	// mu is held while the task processes, advances, hands out its
-	// changes or answers a state query (the HTTP API reads concurrently).
 	mu    sync.Mutex
 	route *windowRoute
 	part  int32
@@ -46,29 +44,23 @@ type windowTask struct {
 	lastHeard map[string]time.Time
 }
 
+func (t *windowTask) Store() changelog.Store   { return t.st }
+func (t *windowTask) Locker() *sync.Mutex      { return &t.mu }
+func (t *windowTask) ChangelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
+func (t *windowTask) RepartitionTopic() string { return t.route.rt.Window.RepartitionTopic }
+func (t *windowTask) Partition() int32         { return t.part }
+func (t *windowTask) RouteName() string        { return t.route.rt.Name }
+
 // windowStage owns the window tasks of this process.
 type windowStage struct {
 	routes map[string]*windowRoute // by repartition topic
 	direct map[string]*windowRoute // the routes without one (repartition: false), by its name
-	mu     sync.Mutex
-	tasks  map[tp]*windowTask
-	// building serialises the restore of one partition, so a state query
-	// and the processing of that partition never build two tasks.
-	building map[tp]*sync.Mutex
-	// A task restored while its partition was dropped is stale: epoch
-	// counts drops of everything, gens the drops of each partition.
-	epoch uint64
-	gens  map[tp]uint64
+	*tasks.Set[*windowTask]
 	// partitions of every repartition (and changelog) topic, once the
 	// internal topics are ensured; 0 before.
 	partitions atomic.Int32
 	// builder opens the store of one changelog partition.
 	builder changelog.Builder
-	// clNext is, per changelog partition, the offset after the last
-	// changelog record produced in the current transaction: the local
-	// checkpoint once the transaction commits.
-	offMu  sync.Mutex
-	clNext map[tp]int64
 	// sources are the input partitions every task's watermark waits for
 	// (aligned watermarks), set once the inputs are described.
 	srcMu   sync.Mutex
@@ -88,8 +80,12 @@ func (ws *windowStage) sourceIDs() []string {
 }
 
 func newWindowStage(t *topology.Topology, b changelog.Builder) (*windowStage, error) {
-	ws := &windowStage{routes: map[string]*windowRoute{}, direct: map[string]*windowRoute{}, tasks: map[tp]*windowTask{},
-		building: map[tp]*sync.Mutex{}, gens: map[tp]uint64{}, builder: b, clNext: map[tp]int64{}}
+	changelogs := map[string]bool{}
+	for _, r := range t.Windows() {
+		changelogs[r.Window.ChangelogTopic] = true
+	}
+	ws := &windowStage{routes: map[string]*windowRoute{}, direct: map[string]*windowRoute{},
+		Set: tasks.New[*windowTask](changelogs), builder: b}
 	for _, r := range t.Windows() {
 		spec, err := windowSpec(r.Window)
 		if err != nil {
@@ -133,192 +129,34 @@ func windowSpec(w *topology.WindowNode) (window.Spec, error) {
 
 func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[topic]; return ok }
 
-// drop forgets tasks, all of them (nil) or those of the given
-// partitions, and closes their stores: an on-disk store discards what no
-// commit made durable.
-func (ws *windowStage) drop(parts map[string][]int32) {
-	ws.mu.Lock()
-	if parts == nil {
-		ws.epoch++
-	}
-	for t, ps := range parts {
-		for _, p := range ps {
-			ws.gens[tp{t, p}]++
-		}
-	}
-	var gone []*windowTask
-	for k, t := range ws.tasks {
-		if parts == nil || slices.Contains(parts[k.topic], k.partition) {
-			gone = append(gone, t)
-			delete(ws.tasks, k)
-		}
-	}
-	ws.mu.Unlock()
-	if parts == nil {
-		ws.offMu.Lock()
-		clear(ws.clNext)
-		ws.offMu.Unlock()
-	}
-	for _, t := range gone {
-		t.mu.Lock()
-		_ = t.st.Close()
-		t.mu.Unlock()
-	}
-}
-
-// produced notes a changelog record written in the current transaction.
-func (ws *windowStage) produced(r *kgo.Record) {
-	ws.offMu.Lock()
-	k := tp{r.Topic, r.Partition}
-	ws.clNext[k] = max(ws.clNext[k], r.Offset+1)
-	ws.offMu.Unlock()
-}
-
-// checkpoint runs after a commit: every on-disk store makes its state
-// durable with the offset after its last changelog record, so a restart
-// restores only what follows. A store that fails is dropped (its next use
-// restores it); the commit itself stands.
-func (p *Processor) checkpoint() {
-	ws := p.ws
-	ws.offMu.Lock()
-	next := ws.clNext
-	ws.clNext = map[tp]int64{}
-	ws.offMu.Unlock()
-	if len(next) == 0 {
-		return
-	}
-	now := time.Now() // after the commit: every later changelog record is newer
-	for _, t := range ws.all() {
-		ck, ok := t.st.(changelog.Checkpointer)
-		if !ok {
-			continue
-		}
-		off, ok := next[tp{t.route.rt.Window.ChangelogTopic, t.part}]
-		if !ok {
-			continue
-		}
-		t.mu.Lock()
-		err := ck.Commit(off, now)
-		t.mu.Unlock()
-		if err == nil {
-			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
-		}
-		if err != nil {
-			p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
-				"route", t.route.rt.Name, "partition", t.part, "err", err)
-			ws.drop(map[string][]int32{t.route.rt.Window.RepartitionTopic: {t.part}})
-		}
-	}
-}
-
-func (ws *windowStage) get(topic string, part int32) *windowTask {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.tasks[tp{topic, part}]
-}
-
-// generation identifies the drops a partition has seen.
-type generation struct{ epoch, gen uint64 }
-
-// putIf stores t unless the partition was dropped since generation g.
-func (ws *windowStage) putIf(g generation, topic string, part int32, t *windowTask) bool {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	k := tp{topic, part}
-	if (generation{ws.epoch, ws.gens[k]}) != g {
-		return false
-	}
-	ws.tasks[k] = t
-	return true
-}
-
-// buildLock returns the lock that serialises building the task of one
-// partition, and the partition's current generation.
-func (ws *windowStage) buildLock(topic string, part int32) (*sync.Mutex, generation) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	k := tp{topic, part}
-	l := ws.building[k]
-	if l == nil {
-		l = &sync.Mutex{}
-		ws.building[k] = l
-	}
-	return l, generation{ws.epoch, ws.gens[k]}
-}
-
-func (ws *windowStage) all() []*windowTask {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	out := make([]*windowTask, 0, len(ws.tasks))
-	for _, t := range ws.tasks {
-		out = append(out, t)
-	}
-	return out
-}
-
-// task returns the task of a repartition partition, restoring its state
-// from the changelog first when this process does not hold it yet.
-//
-// The processing goroutines call it between polls, when no drop can
-// happen; a state query may call it at any time, and then gets
-// errStateMoved when a drop (revoke, abort, new session) raced with it.
+// windowTask returns the task of a repartition partition, restoring its
+// state from the changelog first when this process does not hold it yet
+// (buildTask).
 func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
-	if t := p.ws.get(topic, part); t != nil {
-		return t, nil
-	}
-	l, gen := p.ws.buildLock(topic, part)
-	l.Lock()
-	defer l.Unlock()
-	if t := p.ws.get(topic, part); t != nil {
-		return t, nil
-	}
 	wr := p.ws.routes[topic]
-	start := time.Now()
-	st, err := p.ws.builder(wr.rt.Window.ChangelogTopic, part)
-	if err != nil {
-		return nil, fmt.Errorf("route %q partition %d: open state store: %w", wr.rt.Name, part, err)
-	}
-	res, err := p.restoreState(ctx, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, st)
-	n, from := res.n, res.from
-	if err != nil {
-		_ = st.Close()
-		return nil, err
-	}
-	op, err := window.New(wr.spec, st)
-	if err != nil {
-		_ = st.Close()
-		return nil, fmt.Errorf("route %q partition %d: rebuild window state: %w", wr.rt.Name, part, err)
-	}
-	if wr.rt.Window.Direct {
-		// The task is the input partition's own: its only sources are
-		// that partition of each input.
-		var srcs []string
-		for _, in := range p.top.InputTopics() {
-			srcs = append(srcs, sourceID(in, part))
+	newOp := func(st changelog.Store) (*windowTask, error) {
+		op, err := window.New(wr.spec, st)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild window state: %w", err)
 		}
-		op.SetSources(srcs)
-	} else {
-		op.SetSources(p.ws.sourceIDs())
-	}
-	st.ResetChanges()
-	if res.accept != noMark {
-		if err := writeLossMark(st, res.accept); err != nil {
-			_ = st.Close()
-			return nil, fmt.Errorf("route %q partition %d: %w", wr.rt.Name, part, err)
+		if wr.rt.Window.Direct {
+			// The task is the input partition's own: its only sources are
+			// that partition of each input.
+			var srcs []string
+			for _, in := range p.top.InputTopics() {
+				srcs = append(srcs, sourceID(in, part))
+			}
+			op.SetSources(srcs)
+		} else {
+			op.SetSources(p.ws.sourceIDs())
 		}
+		return &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}, nil
 	}
-	p.st.clearLost(topic, part)
-	t := &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}
-	if !p.ws.putIf(gen, topic, part, t) {
-		_ = st.Close()
-		return nil, errStateMoved
+	restored := func(t *windowTask, res restoreResult, d time.Duration) {
+		p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", res.from, "records", res.n,
+			"open_windows", t.op.OpenWindows(), "store_entries", t.st.Len(), "duration", d)
 	}
-	d := time.Since(start)
-	p.m.RestoreDuration.Observe(d.Seconds())
-	p.m.RestoredRecords.WithLabelValues(wr.rt.Name).Add(float64(n))
-	p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", from, "records", n,
-		"open_windows", op.OpenWindows(), "store_entries", st.Len(), "duration", d)
-	return t, nil
+	return buildTask(ctx, p, p.ws.Set, topic, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, newOp, restored)
 }
 
 // processWindow is stage two: one repartitioned record into its task's
@@ -451,23 +289,6 @@ func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l
 	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
 
-// changelogRecords turns every task's state changes since the last commit
-// into changelog records (tombstones for purged windows), one partition
-// per task, and clears the change sets.
-func (ws *windowStage) changelogRecords(tally *metrics.Tally) []*kgo.Record {
-	var out []*kgo.Record
-	for _, t := range ws.all() {
-		t.mu.Lock()
-		for _, c := range t.st.Changes() {
-			out = append(out, &kgo.Record{Topic: t.route.rt.Window.ChangelogTopic, Partition: t.part, Key: c.Key, Value: c.Value})
-			tally.Changelog[t.route.rt.Name]++
-		}
-		t.st.ResetChanges()
-		t.mu.Unlock()
-	}
-	return out
-}
-
 // partitioner writes changelog records to the partition of their task and
 // everything else with franz-go's default (Kafka-compatible key hashing).
 type partitioner struct {
@@ -518,7 +339,7 @@ func (m markAware) Partition(r *kgo.Record, n int) int {
 // place where wall-clock time enters results: it trades determinism for
 // liveness and is off unless configured.
 func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.ws.all() {
+	for _, t := range p.ws.All() {
 		if err := p.idleAdvanceTask(t, now, produce, tally); err != nil {
 			return err
 		}
@@ -598,86 +419,4 @@ func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*
 	}
 	p.observeTask(t)
 	return nil
-}
-
-// directTasks runs the window routes without a repartition topic inside
-// one input partition's processing: what stage one would have written to
-// the repartition topic goes straight to the task of the same partition.
-// It holds each task's lock from its first record to finish.
-type directTasks struct {
-	p       *Processor
-	part    int32
-	tally   *metrics.Tally
-	produce func(*kgo.Record)
-	tasks   map[string]*windowTask
-	hash    kgo.TopicPartitioner // built once: a partitioner's construction seeds a random source
-	err     error
-}
-
-// process runs one record stage one addressed to a direct route's
-// (virtual) repartition topic. in is the input record it came from.
-func (d *directTasks) process(ctx context.Context, out, in *kgo.Record) {
-	if d.err != nil {
-		return // the batch aborts: nothing of it commits
-	}
-	t := d.tasks[out.Topic]
-	if t == nil {
-		var err error
-		if t, err = d.p.windowTask(ctx, out.Topic, d.part); err != nil {
-			d.err = err
-			return
-		}
-		t.mu.Lock()
-		if d.tasks == nil {
-			d.tasks = map[string]*windowTask{}
-		}
-		d.tasks[out.Topic] = t
-	}
-	out.Partition, out.Offset = d.part, in.Offset
-	if n := d.p.ws.partitions.Load(); n > 0 {
-		if d.hash == nil {
-			d.hash = d.p.part.ForTopic(out.Topic)
-		}
-		if kp := int32(d.hash.Partition(out, int(n))); kp != d.part {
-			// The input record itself goes to dirty (a redrive after the
-			// input is fixed brings it back through every route).
-			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.Dirty(in, pipeline.NewRecordError(wire.StageWindow, wire.ReasonNotPartitioned,
-				"route %q has repartition: false, but group key %q belongs to partition %d, not %d: the input is not partitioned by the group key (Kafka's murmur2 key hash)",
-				t.route.rt.Name, out.Key, kp, d.part), d.tally))
-			return
-		}
-	}
-	recs, err := d.p.eng.processRepartitioned(out, t, d.tally)
-	if err != nil {
-		d.err = err // the batch aborts: nothing of it commits
-		return
-	}
-	for _, r := range recs {
-		d.produce(r)
-	}
-}
-
-// finish tells each task its input partition's progress (aligned: its
-// only sources are this partition of each input), publishes the tasks'
-// gauges and releases them.
-func (d *directTasks) finish(topic string, sp *srcProgress) error {
-	now := time.Now()
-	for _, t := range d.tasks {
-		if d.err == nil && sp != nil && sp.max != math.MinInt64 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
-			src := sourceID(topic, d.part)
-			t.heard(src)
-			out, err := t.op.Mark(src, sp.max)
-			if err != nil {
-				d.err = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
-			}
-			for _, r := range d.p.eng.windowResults(t.route.rt, out.Results, now, d.tally) {
-				d.produce(r)
-			}
-		}
-		t.lastRecord = now
-		d.p.observeTask(t)
-		t.mu.Unlock()
-	}
-	return d.err
 }

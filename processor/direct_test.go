@@ -2,12 +2,12 @@ package processor
 
 import (
 	"slices"
-
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"pgregory.net/rapid"
 
+	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -65,13 +65,16 @@ func TestWithDirectDropsAssemblyTasks(t *testing.T) {
 		t.Fatal("withDirect(nil) is not nil (all)")
 	}
 	for _, part := range []int32{1, 2} {
-		p.as.put(rep, part, &assemblyTask{part: part})
+		tk := &assemblyTask{part: part, st: changelog.NewMemory()}
+		if _, err := p.as.GetOrBuild(rep, part, func() (*assemblyTask, error) { return tk, nil }, func(*assemblyTask) {}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p.dropState(map[string][]int32{"payments": {1}})
-	if _, ok := p.as.get(rep, 1); ok {
+	if _, ok := p.as.Get(rep, 1); ok {
 		t.Fatal("the task of revoked input partition 1 was kept")
 	}
-	if _, ok := p.as.get(rep, 2); !ok {
+	if _, ok := p.as.Get(rep, 2); !ok {
 		t.Fatal("the task of input partition 2, still assigned, was dropped")
 	}
 }

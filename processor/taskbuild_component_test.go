@@ -1,0 +1,114 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/topology"
+)
+
+// TestTaskBuildRacingRebalance: a task build (window or assembly) during
+// which its partition is dropped (a rebalance revoked it while its store
+// was restored) is discarded: the caller gets errStateMoved, the set does
+// not hold the task and its store is closed. The next build, with no drop
+// racing it, is kept.
+func TestTaskBuildRacingRebalance(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(6, "orders", "payments"))
+	brokers := c.ListenAddrs()
+	// Direct routes (repartition: false): an empty changelog needs no
+	// group to look up what witnesses its state.
+	wtop := compileVariant(t, brokers, [2]string{"      emit: update\n", "      emit: update\n      repartition: false\n"})
+	atop := twoInputs(t, brokers)
+	w, a := wtop.Windows()[0].Window, atop.Assemblies()[0].Assembly
+	cases := []struct {
+		name         string
+		top          *topology.Topology
+		rep, clTopic string
+		opt          func(changelog.Builder) Opt
+		build        func(p *Processor, rep string) (changelog.Store, error)
+		held         func(p *Processor, rep string) bool
+	}{
+		{
+			name: "window", top: wtop, rep: w.RepartitionTopic, clTopic: w.ChangelogTopic, opt: WithStoreBuilder,
+			build: func(p *Processor, rep string) (changelog.Store, error) {
+				tk, err := p.windowTask(context.Background(), rep, 2)
+				if err != nil {
+					return nil, err
+				}
+				return tk.st, nil
+			},
+			held: func(p *Processor, rep string) bool { _, ok := p.ws.Get(rep, 2); return ok },
+		},
+		{
+			name: "assembly", top: atop, rep: a.RepartitionTopic, clTopic: a.ChangelogTopic, opt: withAssemblyStores,
+			build: func(p *Processor, rep string) (changelog.Store, error) {
+				tk, err := p.assemblyTask(context.Background(), rep, 2)
+				if err != nil {
+					return nil, err
+				}
+				return tk.st, nil
+			},
+			held: func(p *Processor, rep string) bool { _, ok := p.as.Get(rep, 2); return ok },
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			admCl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(admCl.Close)
+			adm := kadm.NewClient(admCl)
+			if _, err := adm.CreateTopic(ctx, 6, 1, nil, tc.clTopic); err != nil {
+				t.Fatal(err)
+			}
+			// The store builder runs inside the build, after its
+			// generation was taken: the first build sees its partition
+			// revoked right there.
+			var p *Processor
+			var stores []changelog.Store
+			race := true
+			builder := func(topic string, part int32) (changelog.Store, error) {
+				if race {
+					race = false
+					p.dropState(map[string][]int32{tc.rep: {part}})
+				}
+				st := changelog.NewMemory()
+				stores = append(stores, st)
+				return st, nil
+			}
+			if p, err = New(tc.top, WithLogger(testLogger()), tc.opt(builder)); err != nil {
+				t.Fatal(err)
+			}
+			p.adm = adm
+
+			if _, err := tc.build(p, tc.rep); !errors.Is(err, errStateMoved) {
+				t.Fatalf("a build its partition's drop raced with returned %v, want errStateMoved", err)
+			}
+			if tc.held(p, tc.rep) {
+				t.Fatal("the stale task is held")
+			}
+			if len(stores) != 1 {
+				t.Fatalf("%d stores built, want 1", len(stores))
+			}
+			if err := stores[0].Set([]byte("k"), nil); !errors.Is(err, changelog.ErrClosed) {
+				t.Fatalf("the discarded task's store is still open: %v", err)
+			}
+
+			st, err := tc.build(p, tc.rep)
+			if err != nil {
+				t.Fatalf("a build with no drop racing it: %v", err)
+			}
+			if !tc.held(p, tc.rep) || len(stores) != 2 || st != stores[1] {
+				t.Fatalf("the quiet build was not kept (held %v, %d stores)", tc.held(p, tc.rep), len(stores))
+			}
+		})
+	}
+}
