@@ -213,15 +213,8 @@ const maxProduceBackoff = 8 * time.Second
 
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
-	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
-		p.st.ready.set(false, "joining consumer group "+p.top.Config.ApplicationID)
-		return
-	}
-	if why := p.st.lostReason(); why != "" {
-		p.st.ready.set(false, why)
-		return
-	}
-	p.st.ready.set(true, "ok")
+	_, gen := cl.GroupMetadata()
+	p.st.readyAfterCommit(gen >= 0, p.top.Config.ApplicationID)
 }
 
 // runExactlyOnce is one group session under exactly-once: every output of
