@@ -378,9 +378,9 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 // are acknowledged, from the loop and from the revoke callback (under
 // the loop's mu, never both at once).
 type aloCommitter struct {
-	p     *Processor
-	l     *commitLoop
-	cl    *kgo.Client
+	p  *Processor
+	l  *commitLoop
+	cl *kgo.Client
 	// failed is set when a batch failed: the session ends and leaving
 	// the group runs the revoke callback, which must then commit nothing.
 	failed    bool
