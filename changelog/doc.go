@@ -9,7 +9,8 @@
 // records with Restore without tracking them again.
 //
 // This package must never decide what state means (that belongs to the
-// operators, e.g. processor/window), never read a wall clock, and never
+// operators, e.g. processor/window), never read a wall clock, never
+// decide what a changelog loss means (the runtime's policy), and never
 // import processor, api or topology. Stores are not safe for concurrent
 // use: a task owns its store and drives it from one goroutine.
 //
@@ -21,4 +22,13 @@
 // Len and SizeBytes are exact counters, persisted with the checkpoint
 // (recounted by one scan after a restore, which writes without reading). The
 // conformance suite in changelog/storetest is what any backend must pass.
+//
+// Restore rebuilds a store from its compacted changelog partition, to the
+// stable end (it waits while a transaction is open there), from the
+// store's checkpoint when it has a usable one. It returns facts (records
+// applied, the offsets read, the log start) and tells each finding that
+// may be a loss (a checkpoint outside the partition, an empty partition,
+// records deleted) to the caller's OnFinding, which decides: this package
+// applies no policy, and the state it leaves under a loss the caller
+// stops on is the state it found. Its only clock is the caller's (Began).
 package changelog

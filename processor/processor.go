@@ -392,7 +392,7 @@ func (e *produceErr) reset() { e.err.Store(nil) }
 
 // processFetches runs every polled partition through the engine, in
 // parallel across partitions and in order within one, handing each output
-// to produce. It returns the tally of the batch.
+// to produce. It returns the tally of the batch and the first task error.
 func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, produce func(*kgo.Record)) (*metrics.Tally, error) {
 	start := time.Now()
 	produce = p.samples.wrap(produce)
@@ -406,114 +406,147 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 	if len(parts) == 0 {
 		return total, nil
 	}
-	var taskErr error
-	var taskErrOnce sync.Once
 	if err := p.loadSources(ctx, parts); err != nil {
 		return total, err
 	}
-	one := func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
-		if g, ok := p.gaps.check(ftp); ok {
-			if err := p.inputGap(g, tally); err != nil {
-				taskErrOnce.Do(func() { taskErr = err })
-				return
-			}
-		} else if p.st.clearGapStop(ftp.Topic, ftp.Partition) {
-			p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
+	var taskErr error
+	var taskErrOnce sync.Once
+	p.eachPartition(parts, total, func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
+		if err := p.processPartition(ctx, ftp, tally, produce); err != nil {
+			taskErrOnce.Do(func() { taskErr = err })
 		}
-		if p.ws.isRepartition(ftp.Topic) {
-			t, err := p.windowTask(ctx, ftp.Topic, ftp.Partition)
-			if err != nil {
-				taskErrOnce.Do(func() { taskErr = err })
-				return
-			}
-			t.mu.Lock()
-			for _, r := range ftp.Records {
-				outs, err := p.eng.processRepartitioned(r, t, tally)
-				if err != nil {
-					t.mu.Unlock()
-					taskErrOnce.Do(func() { taskErr = err })
-					return
-				}
-				for _, out := range outs {
-					produce(out)
-				}
-			}
-			t.lastRecord = time.Now()
-			p.observeTask(t)
-			t.mu.Unlock()
-		} else if p.as.isRepartition(ftp.Topic) {
-			t, err := p.assemblyTask(ctx, ftp.Topic, ftp.Partition)
-			if err != nil {
-				taskErrOnce.Do(func() { taskErr = err })
-				return
-			}
-			t.mu.Lock()
-			for _, r := range ftp.Records {
-				outs, err := p.eng.processAssemblyRecord(r, t, time.Now(), tally)
-				if err != nil {
-					t.mu.Unlock()
-					taskErrOnce.Do(func() { taskErr = err })
-					return
-				}
-				for _, out := range outs {
-					produce(out)
-				}
-			}
-			t.mu.Unlock()
-			p.observeAssemblyTask(t)
-		} else {
-			var sp *srcProgress
-			var srcMax *int64
-			if len(p.ws.routes) > 0 {
-				if sp = p.src.get(ftp.Topic, ftp.Partition); sp != nil {
-					srcMax = &sp.max
-				}
-			}
-			direct := p.newDirect(ftp.Partition, tally, produce)
-			for _, r := range ftp.Records {
-				for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
-					if direct != nil && direct.owns(out.Topic) {
-						direct.process(ctx, out, r)
-						continue
-					}
-					produce(out)
-				}
-			}
-			if direct != nil {
-				if err := direct.finish(ftp.Topic, sp); err != nil {
-					taskErrOnce.Do(func() { taskErr = err })
-					return
-				}
-			}
-		}
-		p.gaps.advance(ftp)
-		last := ftp.Records[len(ftp.Records)-1]
-		lag := p.st.progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
-		p.m.ConsumerLag.WithLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition))).Set(float64(lag))
-	}
+	})
+	p.m.BatchDuration.Observe(time.Since(start).Seconds())
+	return total, taskErr
+}
+
+// eachPartition calls one for every partition, on up to opts.workers
+// goroutines, each with its own tally added to total at the end.
+func (p *Processor) eachPartition(parts []kgo.FetchTopicPartition, total *metrics.Tally, one func(kgo.FetchTopicPartition, *metrics.Tally)) {
 	if p.opts.workers == 1 || len(parts) == 1 {
 		for _, ftp := range parts {
 			one(ftp, total)
 		}
-	} else {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		next := atomic.Int64{}
-		for range min(p.opts.workers, len(parts)) {
-			wg.Go(func() {
-				tally := metrics.NewTally()
-				for i := next.Add(1) - 1; int(i) < len(parts); i = next.Add(1) - 1 {
-					one(parts[i], tally)
-				}
-				mu.Lock()
-				total.Add(tally)
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+		return
 	}
-	p.m.BatchDuration.Observe(time.Since(start).Seconds())
-	return total, taskErr
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := atomic.Int64{}
+	for range min(p.opts.workers, len(parts)) {
+		wg.Go(func() {
+			tally := metrics.NewTally()
+			for i := next.Add(1) - 1; int(i) < len(parts); i = next.Add(1) - 1 {
+				one(parts[i], tally)
+			}
+			mu.Lock()
+			total.Add(tally)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
+// processPartition is one polled partition: its input gap, then stage two
+// of a window or an assembly route (a repartition topic) or stage one (an
+// input), then its progress. A failed partition does not advance.
+func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+	if g, ok := p.gaps.check(ftp); ok {
+		if err := p.inputGap(g, tally); err != nil {
+			return err
+		}
+	} else if p.st.clearGapStop(ftp.Topic, ftp.Partition) {
+		p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
+	}
+	var err error
+	switch {
+	case p.ws.isRepartition(ftp.Topic):
+		err = p.processWindowPartition(ctx, ftp, tally, produce)
+	case p.as.isRepartition(ftp.Topic):
+		err = p.processAssemblyPartition(ctx, ftp, tally, produce)
+	default:
+		err = p.processInputPartition(ctx, ftp, tally, produce)
+	}
+	if err != nil {
+		return err
+	}
+	p.gaps.advance(ftp)
+	last := ftp.Records[len(ftp.Records)-1]
+	lag := p.st.progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
+	p.m.ConsumerLag.WithLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition))).Set(float64(lag))
+	return nil
+}
+
+// processWindowPartition is stage two of a window route for one
+// partition of its repartition topic.
+func (p *Processor) processWindowPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+	t, err := p.windowTask(ctx, ftp.Topic, ftp.Partition)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range ftp.Records {
+		outs, err := p.eng.processRepartitioned(r, t, tally)
+		if err != nil {
+			return err
+		}
+		for _, out := range outs {
+			produce(out)
+		}
+	}
+	t.lastRecord = time.Now()
+	p.observeTask(t)
+	return nil
+}
+
+// processAssemblyPartition is stage two of an assembly route for one
+// partition of its repartition topic.
+func (p *Processor) processAssemblyPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+	t, err := p.assemblyTask(ctx, ftp.Topic, ftp.Partition)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	for _, r := range ftp.Records {
+		outs, err := p.eng.processAssemblyRecord(r, t, time.Now(), tally)
+		if err != nil {
+			t.mu.Unlock()
+			return err
+		}
+		for _, out := range outs {
+			produce(out)
+		}
+	}
+	t.mu.Unlock()
+	p.observeAssemblyTask(t) // outside the task's lock, as it always was
+	return nil
+}
+
+// processInputPartition is stage one for one input partition; the
+// outputs of routes without a repartition topic go straight to their
+// task of this partition (the direct runner).
+func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+	var sp *srcProgress
+	var srcMax *int64
+	if len(p.ws.routes) > 0 {
+		if sp = p.src.get(ftp.Topic, ftp.Partition); sp != nil {
+			srcMax = &sp.max
+		}
+	}
+	direct := p.newDirect(ftp.Partition, tally, produce)
+	for _, r := range ftp.Records {
+		for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
+			if direct != nil && direct.owns(out.Topic) {
+				direct.process(ctx, out, r)
+				continue
+			}
+			produce(out)
+		}
+	}
+	if direct != nil {
+		return direct.finish(ftp.Topic, sp)
+	}
+	return nil
 }
 
 // consumedTopics are the inputs and the repartition topics of window

@@ -224,27 +224,28 @@ func (s *sourceTracker) meta(topic string, part int32) *string {
 	return &m
 }
 
-// txnCommitMeta puts each source's progress into the metadata of its
-// offset in a transactional offset commit.
-func (s *sourceTracker) txnCommitMeta(req *kmsg.TxnOffsetCommitRequest) error {
+// commitMeta puts each source's progress into the metadata of its offset
+// in an offset commit: transactional (exactly-once) or plain
+// (at-least-once), so both guarantees write the same metadata.
+func (s *sourceTracker) commitMeta(req kmsg.Request) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, t := range req.Topics {
-		for j, p := range t.Partitions {
-			t.Partitions[j].Metadata = cmp.Or(s.meta(t.Topic, p.Partition), p.Metadata)
+	set := func(topic string, part int32, md **string) { *md = cmp.Or(s.meta(topic, part), *md) }
+	switch req := req.(type) {
+	case *kmsg.TxnOffsetCommitRequest:
+		for _, t := range req.Topics {
+			for j := range t.Partitions {
+				set(t.Topic, t.Partitions[j].Partition, &t.Partitions[j].Metadata)
+			}
 		}
-	}
-	return nil
-}
-
-// commitMeta is txnCommitMeta for a plain offset commit (at-least-once).
-func (s *sourceTracker) commitMeta(req *kmsg.OffsetCommitRequest) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range req.Topics {
-		for j, p := range t.Partitions {
-			t.Partitions[j].Metadata = cmp.Or(s.meta(t.Topic, p.Partition), p.Metadata)
+	case *kmsg.OffsetCommitRequest:
+		for _, t := range req.Topics {
+			for j := range t.Partitions {
+				set(t.Topic, t.Partitions[j].Partition, &t.Partitions[j].Metadata)
+			}
 		}
+	default:
+		return fmt.Errorf("offset metadata: unexpected request %T", req)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func TestSourceTrackerWitness(t *testing.T) {
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	if err := s.txnCommitMeta(req); err != nil {
+	if err := s.commitMeta(req); err != nil {
 		t.Fatal(err)
 	}
 	got := map[tp]string{}

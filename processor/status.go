@@ -107,8 +107,9 @@ type tp struct {
 }
 
 func newStatus(t *topology.Topology, ready gauge) *status {
-	s := &status{ready: newReadiness(ready), tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
+	s := &status{tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
 		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics()}
+	s.ready = newReadiness(ready, &s.mu)
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
 			s.directRoutes[r.Window.RepartitionTopic] = r.Name
@@ -254,9 +255,9 @@ func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
 // producer, and why not when it has not. Warnings (conditions that do not
 // stop processing) follow the reason.
 func (p *Processor) Ready() (bool, string) {
-	ok, reason := p.st.ready.get()
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
+	ok, reason := p.st.ready.ok, p.st.ready.reason
 	if len(p.st.warnings) > 0 {
 		return ok, reason + "; warning: " + strings.Join(p.st.warnings, "; warning: ")
 	}
@@ -302,7 +303,7 @@ func (s *status) setGapStop(g metrics.Gap, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gapStop[tp{g.Topic, g.Partition}] = why
-	s.ready.set(false, why)
+	s.ready.setLocked(false, why)
 }
 
 // clearGapStop reports whether the partition was stopped by a gap, and
@@ -415,7 +416,7 @@ func (s *status) setLost(topic string, p int32, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost[tp{topic, p}] = why
-	s.ready.set(false, why)
+	s.ready.setLocked(false, why)
 }
 
 func (s *status) clearLost(topic string, p int32) {
@@ -429,6 +430,10 @@ func (s *status) clearLost(topic string, p int32) {
 func (s *status) lostReason() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.lostReasonLocked()
+}
+
+func (s *status) lostReasonLocked() string {
 	for k, why := range s.lost {
 		if s.task(k.topic, k.partition) != nil {
 			return why
@@ -440,4 +445,23 @@ func (s *status) lostReason() string {
 		}
 	}
 	return ""
+}
+
+// readyAfterCommit publishes readiness after a successful commit: ready
+// once the group is joined (member: the client has a generation) and no
+// assigned partition is stopped. The check and the publication are one
+// step under the status lock, so a stop recorded meanwhile is never
+// overwritten by "ok".
+func (s *status) readyAfterCommit(member bool, group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !member || !s.joined {
+		s.ready.setLocked(false, "joining consumer group "+group)
+		return
+	}
+	if why := s.lostReasonLocked(); why != "" {
+		s.ready.setLocked(false, why)
+		return
+	}
+	s.ready.setLocked(true, "ok")
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/sidestream/sidestream/metrics"
 )
 
@@ -58,5 +60,41 @@ func TestOwnerURL(t *testing.T) {
 	}
 	if _, err := New(compileVariant(t, []string{"127.0.0.1:9"}), WithOwnerURL("http://router:8080")); err == nil || !strings.Contains(err.Error(), "neither {instance} nor {host}") {
 		t.Errorf("New with a template naming no owner: %v", err)
+	}
+}
+
+// TestReadyAfterCommitKeepsStop: readiness after a commit and a stop
+// recorded at the same moment (a changelog loss on an assigned partition)
+// end not ready, on /readyz and the gauge alike, whatever their order:
+// the check of the stops and the publication of "ok" are one step.
+func TestReadyAfterCommitKeepsStop(t *testing.T) {
+	top := compileVariant(t, []string{"127.0.0.1:9"}, [2]string{"      emit: update\n", "      emit: update\n"})
+	rep := top.Routes[0].Window.RepartitionTopic
+	for i := range 500 {
+		m := metrics.New()
+		s := newStatus(top, m.Ready)
+		s.setJoined(true)
+		s.assign(rep, []int32{0})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.setLost(rep, 0, "changelog lost")
+		}()
+		s.readyAfterCommit(true, "app")
+		<-done
+		ok, why := s.ready.ok, s.ready.reason
+		if ok || why != "changelog lost" || testutil.ToFloat64(m.Ready) != 0 {
+			t.Fatalf("round %d: ready %v (%q), gauge %v after a commit and a changelog loss", i, ok, why, testutil.ToFloat64(m.Ready))
+		}
+	}
+	s := newStatus(top, metrics.New().Ready)
+	s.readyAfterCommit(true, "app")
+	if ok, why := s.ready.ok, s.ready.reason; ok || !strings.Contains(why, "joining consumer group app") {
+		t.Fatalf("ready %v (%q) before the group is joined", ok, why)
+	}
+	s.setJoined(true)
+	s.readyAfterCommit(true, "app")
+	if ok, _ := s.ready.ok, s.ready.reason; !ok {
+		t.Fatal("not ready after a commit in a joined group with nothing stopped")
 	}
 }

@@ -7,10 +7,216 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
 )
+
+// committer is how one delivery guarantee opens and ends a commit
+// interval; the loop (commitLoop) does everything else: poll, process,
+// idle advance, assembly tick, marks, changelog records, the flush and
+// the decision to end. Only the loop calls end, so only it ends
+// transactions. The two implementations are eosCommitter (exactly-once)
+// and aloCommitter (at-least-once); each method states where they differ.
+type committer interface {
+	// client is the session's client: the loop polls, produces and
+	// flushes through it.
+	client() *kgo.Client
+	// begin opens an interval (exactly-once: a transaction begins;
+	// at-least-once: nothing). Its clock starts when begin returns.
+	begin() error
+	// abandon ends an interval whose batch failed (a store error, a
+	// restore that could not finish): nothing of it may commit
+	// (exactly-once: the transaction is aborted; at-least-once: the
+	// revoke callback of the closing client commits nothing).
+	abandon()
+	// end commits the flushed interval, or aborts it after prodErr (the
+	// first produce failure), with the accounting of each outcome.
+	// committed says the offsets were committed; an error ends the session.
+	// at says when the loop started to end the interval (before the
+	// marks) and when it started the flush: each guarantee times its
+	// commit from one of them.
+	end(ctx context.Context, at endTimes, pending *metrics.Tally, prodErr error) (committed bool, err error)
+	// check reports, after each poll, a failure that happened outside the
+	// loop (at-least-once: a commit from the revoke callback).
+	check() error
+	// fail is the session's last word on an error of end or check
+	// (at-least-once: not ready, with the error).
+	fail(err error) error
+	// next runs after each poll that did not stop the session; ended says
+	// an interval ended (exactly-once: the stranded-offset watch;
+	// at-least-once: the rebalance blocked during processing may run).
+	next(ctx context.Context, ended bool) error
+	// stopping is the log line of a stop on ctx after an interval ended.
+	stopping() string
+	close()
+}
+
+// commitLoop is one group session's poll-process-commit loop, the same
+// for both guarantees.
+type commitLoop struct {
+	p      *Processor
+	c      committer
+	endCtx context.Context // never cancelled (see eosCommitter.end)
+	perr   produceErr
+	// mu is held while a poll's records are processed and the interval
+	// ends; the at-least-once revoke callback takes it to end the
+	// interval itself.
+	mu      sync.Mutex
+	pending *metrics.Tally
+}
+
+func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
+	return &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally()}
+}
+
+// produce sends an output or a mark; a failure fails the interval.
+func (l *commitLoop) produce(r *kgo.Record) {
+	l.c.client().Produce(l.endCtx, r, func(r *kgo.Record, err error) {
+		if err != nil {
+			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
+		}
+	})
+}
+
+// produceChangelog sends a changelog record; once acknowledged, the
+// window stage knows its offset.
+func (l *commitLoop) produceChangelog(r *kgo.Record) {
+	l.c.client().Produce(l.endCtx, r, func(r *kgo.Record, err error) {
+		if err != nil {
+			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
+			return
+		}
+		l.p.produced(r)
+	})
+}
+
+// run polls and processes until ctx ends (then it ends the interval and
+// returns nil) or the session fails.
+func (l *commitLoop) run(ctx context.Context) error {
+	p, c := l.p, l.c
+	defer c.close()
+	interval := p.top.Config.CommitInterval.D()
+	for {
+		if err := c.begin(); err != nil {
+			return err
+		}
+		start := time.Now()
+		l.mu.Lock()
+		*l.pending = *metrics.NewTally()
+		l.perr.reset()
+		l.mu.Unlock()
+		for ended := false; !ended; {
+			pollCtx, cancel := context.WithDeadline(ctx, start.Add(interval))
+			fetches := c.client().PollRecords(pollCtx, p.opts.maxPoll)
+			cancel()
+			p.st.loop()
+			if err := p.pollErrors(fetches); err != nil {
+				return err
+			}
+			var err error
+			if ended, err = l.step(ctx, fetches, start, interval); err != nil {
+				return err
+			}
+			if ended && ctx.Err() != nil {
+				p.log.Info(c.stopping())
+				return nil
+			}
+			if err := c.next(ctx, ended); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// step processes one poll and ends the interval when it is due: the
+// interval has passed, it holds commit_records records, a produce
+// failed, or ctx ended.
+func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.Time, interval time.Duration) (ended bool, err error) {
+	p, c := l.p, l.c
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.process(ctx, fetches); err != nil {
+		c.abandon()
+		p.samples.discard()
+		return false, err
+	}
+	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil {
+		ended = true
+		committed, err := l.end()
+		if err != nil {
+			return true, c.fail(err)
+		}
+		if committed {
+			p.markReady(c.client())
+		}
+	}
+	if err := c.check(); err != nil {
+		return ended, c.fail(err)
+	}
+	return ended, nil
+}
+
+// process runs one poll through the stages, then the idle advance of
+// window tasks and the assembly tick, into pending.
+func (l *commitLoop) process(ctx context.Context, fetches kgo.Fetches) error {
+	p := l.p
+	tally, err := p.processFetches(ctx, fetches, l.produce)
+	if err != nil {
+		return err
+	}
+	l.pending.Add(tally)
+	if err := p.idleAdvance(time.Now(), l.produce, l.pending); err != nil {
+		return err
+	}
+	return p.assemblyTick(time.Now(), p.samples.wrap(l.produce), l.pending)
+}
+
+// end ends the interval: its marks and changelog records go out, every
+// promise runs (Flush), then the committer decides. l.mu is held.
+func (l *commitLoop) end() (committed bool, err error) {
+	at := endTimes{marks: time.Now()}
+	for _, r := range l.p.marks(l.pending) {
+		l.produce(r)
+	}
+	for _, r := range l.p.changelogRecords(l.pending) {
+		l.produceChangelog(r)
+	}
+	// Every promise has run once Flush returns: a record that failed
+	// before reaching a broker (an output topic deleted, its metadata
+	// never loaded) fails only its own promise, not the transaction,
+	// so deciding before the flush would commit the offsets without
+	// the record.
+	at.flush = time.Now()
+	if err := l.c.client().Flush(l.endCtx); err != nil {
+		return false, fmt.Errorf("flush: %w", err)
+	}
+	return l.c.end(l.endCtx, at, l.pending, l.perr.get())
+}
+
+// endTimes are when the loop began to end an interval: its marks, its
+// flush.
+type endTimes struct{ marks, flush time.Time }
+
+// countCommitted accounts for a committed interval that held records
+// (an empty one sends nothing: not a commit).
+func (p *Processor) countCommitted(cl *kgo.Client, pending *metrics.Tally) {
+	p.m.Observe(pending)
+	p.committedGaps(pending)
+	p.m.Commits.Inc()
+	p.st.committed(committedOffsets(cl), time.Now())
+}
+
+// maxProduceBackoff bounds the wait before a batch whose produce failed
+// is tried again (1 s, doubling while the failures go on).
+const maxProduceBackoff = 8 * time.Second
+
+// markReady sets ready after a successful commit once the group is joined.
+func (p *Processor) markReady(cl *kgo.Client) {
+	_, gen := cl.GroupMetadata()
+	p.st.readyAfterCommit(gen >= 0, p.top.Config.ApplicationID)
+}
 
 // runExactlyOnce is one group session under exactly-once: every output of
 // one commit interval and the input offsets are one Kafka transaction.
@@ -18,7 +224,6 @@ import (
 // committed offsets and the records are processed again), so a
 // read_committed reader sees each input's effect once.
 func (p *Processor) runExactlyOnce(ctx context.Context) error {
-	cfg := p.top.Config
 	o := append(p.clientOpts(),
 		kgo.TransactionalID(p.TransactionalID()),
 		kgo.TransactionTimeout(p.opts.txnTimeout),
@@ -29,143 +234,80 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transactional client: %w", err)
 	}
-	defer sess.Close() // leaves the group
-	// End must never see a cancelled context: cancelling it mid-commit
-	// can report failure for a commit that happened (franz-go #1052).
-	endCtx := context.WithoutCancel(ctx)
-	var perr produceErr
-	produce := func(r *kgo.Record) {
-		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
-			if err != nil {
-				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
-			}
-		})
-	}
-	produceChangelog := func(r *kgo.Record) {
-		sess.Produce(endCtx, r, func(r *kgo.Record, err error) {
-			if err != nil {
-				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
-				return
-			}
-			p.produced(r)
-		})
-	}
-	interval := cfg.CommitInterval.D()
-	// abort ends the session's open transaction after a batch failed (a
-	// store error, a restore that could not finish): nothing of it may
-	// commit, not even the side records sampled for the web view.
-	abort := func(err error) error {
-		_, _ = sess.End(endCtx, kgo.TryAbort)
-		p.samples.discard()
-		return err
-	}
-	watch := newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
-		func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
-			return unstablePartitions(ctx, p.admCl, cfg.ApplicationID, parts)
-		})
-	for {
-		if err := sess.Begin(); err != nil {
-			return fmt.Errorf("begin transaction: %w", err)
-		}
-		txnStart := time.Now()
-		pending := metrics.NewTally()
-		perr.reset()
-		for {
-			pollCtx, cancel := context.WithDeadline(ctx, txnStart.Add(interval))
-			fetches := sess.PollRecords(pollCtx, p.opts.maxPoll)
-			cancel()
-			p.st.loop()
-			if err := p.pollErrors(fetches); err != nil {
-				return err
-			}
-			tally, err := p.processFetches(ctx, fetches, produce)
-			if err != nil {
-				return abort(err)
-			}
-			pending.Add(tally)
-			if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-				return abort(err)
-			}
-			if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-				return abort(err)
-			}
-			if ctx.Err() != nil || time.Since(txnStart) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
-				break
-			}
-		}
-		for _, r := range p.marks(pending) {
-			produce(r)
-		}
-		for _, r := range p.changelogRecords(pending) {
-			produceChangelog(r)
-		}
-		if err := p.endTxn(endCtx, sess, pending, &perr); err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			p.log.Info("stopping: transaction ended, leaving the group")
-			return nil
-		}
-		if now := time.Now(); p.st.isJoined() {
-			if err := watch.check(ctx, now, p.st.quiet(now, watch.every)); err != nil {
-				return err
-			}
-		}
-	}
+	l := newCommitLoop(ctx, p)
+	l.c = &eosCommitter{p: p, sess: sess, endCtx: l.endCtx,
+		watch: newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
+			func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
+				return unstablePartitions(ctx, p.admCl, p.top.Config.ApplicationID, parts)
+			})}
+	return l.run(ctx)
 }
 
-// endTxn commits (or aborts after a produce failure) and accounts for it.
-func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, pending *metrics.Tally, perr *produceErr) error {
-	start := time.Now()
-	want := kgo.TryCommit
-	// Every promise has run once Flush returns: a record that failed
-	// before reaching a broker (an output topic deleted, its metadata
-	// never loaded) fails only its own promise, not the transaction,
-	// so deciding before the flush would commit the offsets without
-	// the record.
-	if err := sess.Client().Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
+// eosCommitter ends each interval as one transaction of a
+// kgo.GroupTransactSession.
+type eosCommitter struct {
+	p    *Processor
+	sess *kgo.GroupTransactSession
+	// endCtx is never cancelled: cancelling the context of End mid-commit
+	// can report failure for a commit that happened (franz-go #1052).
+	endCtx context.Context
+	watch  *strandedWatch
+}
+
+func (c *eosCommitter) client() *kgo.Client { return c.sess.Client() }
+func (c *eosCommitter) close()              { c.sess.Close() } // leaves the group
+func (c *eosCommitter) check() error        { return nil }
+func (c *eosCommitter) fail(err error) error {
+	return err // Run says the session restarts
+}
+func (c *eosCommitter) stopping() string { return "stopping: transaction ended, leaving the group" }
+
+func (c *eosCommitter) begin() error {
+	if err := c.sess.Begin(); err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
 	}
-	prodErr := perr.get()
+	return nil
+}
+
+// abandon aborts the open transaction: nothing of the batch commits, not
+// even the side records sampled for the web view (the loop discards them).
+func (c *eosCommitter) abandon() { _, _ = c.sess.End(c.endCtx, kgo.TryAbort) }
+
+// next runs the stranded-offset watch after each transaction, once the
+// group is joined.
+func (c *eosCommitter) next(ctx context.Context, ended bool) error {
+	if !ended {
+		return nil
+	}
+	if now := time.Now(); c.p.st.isJoined() {
+		return c.watch.check(ctx, now, c.p.st.quiet(now, c.watch.every))
+	}
+	return nil
+}
+
+// end commits the transaction (or aborts it after a produce failure) and
+// accounts for it. The commit duration is timed from the flush to the
+// end of End, for every outcome.
+func (c *eosCommitter) end(ctx context.Context, at endTimes, pending *metrics.Tally, prodErr error) (bool, error) {
+	p := c.p
+	want := kgo.TryCommit
 	if prodErr != nil {
 		want = kgo.TryAbort
 	}
 	// Each input partition's offset carries its source progress, in the
 	// same transaction (sources.go).
-	committed, err := sess.End(kgo.PreTxnCommitFnContext(ctx, p.src.txnCommitMeta), want)
-	p.m.CommitDuration.Observe(time.Since(start).Seconds())
+	committed, err := c.sess.End(kgo.PreTxnCommitFnContext(ctx, func(r *kmsg.TxnOffsetCommitRequest) error { return p.src.commitMeta(r) }), want)
+	p.m.CommitDuration.Observe(time.Since(at.flush).Seconds())
 	switch {
 	case err != nil:
 		p.samples.discard()
 		p.m.Aborts.WithLabelValues(AbortCommitError).Inc()
-		return fmt.Errorf("end transaction: %w", err)
+		return false, fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
-		p.samples.discard()
-		p.dropState(nil)
-		p.gaps.rewind(sess.Client().CommittedOffsets())
-		if topic, ok := kclient.AuthzRefused(prodErr); ok {
-			p.m.Aborts.WithLabelValues(AbortAuthorization).Inc()
-			p.m.AuthzRefused.WithLabelValues(topic).Inc()
-			why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
-				"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
-			p.st.ready.set(false, why)
-			p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
-		} else {
-			p.m.Aborts.WithLabelValues(AbortProduceError).Inc()
-			p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
-			p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
-		}
-		if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
-			return fmt.Errorf("produce: %w", prodErr)
-		}
-		// Give a persistent failure (deleted topic, refused ACL) room
-		// instead of spinning: each retry processes the batch again.
-		p.produceFails++
-		time.Sleep(min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff))
-		return nil
+		return false, c.produceAborted(prodErr)
 	case !committed:
 		p.samples.discard()
-		p.gaps.rewind(sess.Client().CommittedOffsets())
+		p.gaps.rewind(c.sess.Client().CommittedOffsets())
 		// The state in memory holds this transaction's changes: drop it,
 		// the next records restore what the changelog committed.
 		p.dropState(nil)
@@ -173,188 +315,153 @@ func (p *Processor) endTxn(ctx context.Context, sess *kgo.GroupTransactSession, 
 			p.m.Aborts.WithLabelValues(AbortRebalance).Inc()
 			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
 		}
-		return nil
+		return false, nil
 	}
 	p.samples.committed()
 	p.produceFails = 0
-	if !pending.Empty() { // an empty transaction sends nothing: not a commit
-		p.m.Observe(pending)
-		p.committedGaps(pending)
-		p.m.Commits.Inc()
-		p.st.committed(committedOffsets(sess.Client()), time.Now())
+	if !pending.Empty() {
+		p.countCommitted(c.sess.Client(), pending)
 	}
 	p.checkpoint()
-	p.markReady(sess.Client())
-	return nil
+	return true, nil
 }
 
-// maxProduceBackoff bounds the wait before a batch whose produce failed
-// is tried again (1 s, doubling while the failures go on).
-const maxProduceBackoff = 8 * time.Second
+// produceAborted accounts for a transaction aborted by a produce failure:
+// the session goes on after a backoff, unless the producer cannot.
+func (c *eosCommitter) produceAborted(prodErr error) error {
+	p := c.p
+	p.samples.discard()
+	p.dropState(nil)
+	p.gaps.rewind(c.sess.Client().CommittedOffsets())
+	if topic, ok := kclient.AuthzRefused(prodErr); ok {
+		p.m.Aborts.WithLabelValues(AbortAuthorization).Inc()
+		p.m.AuthzRefused.WithLabelValues(topic).Inc()
+		why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
+			"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
+		p.st.ready.set(false, why)
+		p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
+	} else {
+		p.m.Aborts.WithLabelValues(AbortProduceError).Inc()
+		p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
+		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
+	}
+	if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
+		return fmt.Errorf("produce: %w", prodErr)
+	}
+	// Give a persistent failure (deleted topic, refused ACL) room
+	// instead of spinning: each retry processes the batch again.
+	p.produceFails++
+	time.Sleep(min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff))
+	return nil
+}
 
 // runAtLeastOnce is one group session under at-least-once: outputs go
 // through an idempotent producer and input offsets are committed only
 // after every output of the interval is acknowledged.
 func (p *Processor) runAtLeastOnce(ctx context.Context) error {
-	cfg := p.top.Config
-	var (
-		cl      *kgo.Client
-		perr    produceErr
-		pending = metrics.NewTally()
-		mu      sync.Mutex
-	)
-	flushCtx := context.WithoutCancel(ctx)
-	var produce, produceChangelog func(*kgo.Record)
-	// commit flushes and commits what was polled; it runs from the loop
-	// and from the revoke callback, never both at once.
-	commit := func() error {
-		start := time.Now()
-		for _, r := range p.marks(pending) {
-			produce(r)
-		}
-		for _, r := range p.changelogRecords(pending) {
-			produceChangelog(r)
-		}
-		if err := cl.Flush(flushCtx); err != nil {
-			return fmt.Errorf("flush: %w", err)
-		}
-		if err := perr.get(); err != nil {
-			if topic, ok := kclient.AuthzRefused(err); ok {
-				// Nothing is committed; the session is rebuilt with backoff.
-				p.m.AuthzRefused.WithLabelValues(topic).Inc()
-			}
-			return fmt.Errorf("produce: %w", err)
-		}
-		if err := cl.CommitUncommittedOffsets(kgo.PreCommitFnContext(flushCtx, p.src.commitMeta)); err != nil {
-			p.samples.discard()
-			return fmt.Errorf("commit offsets: %w", err)
-		}
-		p.samples.committed()
-		p.checkpoint()
-		if pending.Empty() {
-			return nil
-		}
-		p.m.CommitDuration.Observe(time.Since(start).Seconds())
-		p.m.Observe(pending)
-		p.committedGaps(pending)
-		p.m.Commits.Inc()
-		*pending = *metrics.NewTally()
-		p.st.committed(committedOffsets(cl), time.Now())
-		return nil
-	}
-	var revokeErr error
-	// failed is set when a batch failed (a store error, a restore that
-	// could not finish): the session ends and leaving the group runs the
-	// revoke callback, which must then commit nothing of it.
-	failed := false
-	revoked := func(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
-		inner := p.onRevoked(kind)
-		return func(c context.Context, k *kgo.Client, r map[string][]int32) {
-			mu.Lock()
-			if kind == "revoked" && !failed {
-				if err := commit(); err != nil && revokeErr == nil {
-					revokeErr = err
-				}
-			} else {
-				*pending = *metrics.NewTally() // lost: nothing can be committed
-			}
-			mu.Unlock()
-			inner(c, k, r)
-		}
-	}
+	l := newCommitLoop(ctx, p)
+	c := &aloCommitter{p: p, l: l}
 	o := append(p.clientOpts(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsRevoked(revoked("revoked")),
-		kgo.OnPartitionsLost(revoked("lost")),
+		kgo.OnPartitionsRevoked(c.revoked("revoked")),
+		kgo.OnPartitionsLost(c.revoked("lost")),
 	)
-	var err error
-	if cl, err = kgo.NewClient(o...); err != nil {
+	cl, err := kgo.NewClient(o...)
+	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	// Rebalances are blocked while a poll's records are processed, so
-	// closing must allow the final one (leaving the group) to proceed.
-	defer cl.CloseAllowingRebalance()
-	produce = func(r *kgo.Record) {
-		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
-			if err != nil {
-				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
-			}
-		})
-	}
-	produceChangelog = func(r *kgo.Record) {
-		cl.Produce(flushCtx, r, func(r *kgo.Record, err error) {
-			if err != nil {
-				perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
-				return
-			}
-			p.produced(r)
-		})
-	}
-	interval := cfg.CommitInterval.D()
-	last := time.Now()
-	for {
-		pollCtx, cancel := context.WithDeadline(ctx, last.Add(interval))
-		fetches := cl.PollRecords(pollCtx, p.opts.maxPoll)
-		cancel()
-		p.st.loop()
-		if err := p.pollErrors(fetches); err != nil {
-			return err
-		}
-		mu.Lock()
-		abandon := func(err error) error {
-			failed = true
-			*pending = *metrics.NewTally()
-			p.samples.discard()
-			mu.Unlock()
-			return err
-		}
-		tally, perr2 := p.processFetches(ctx, fetches, produce)
-		if perr2 != nil {
-			return abandon(perr2)
-		}
-		pending.Add(tally)
-		if err := p.idleAdvance(time.Now(), produce, pending); err != nil {
-			return abandon(err)
-		}
-		if err := p.assemblyTick(time.Now(), p.samples.wrap(produce), pending); err != nil {
-			return abandon(err)
-		}
-		var cerr error
-		if ctx.Err() != nil || time.Since(last) >= interval || pending.Records() >= cfg.CommitRecords || perr.get() != nil {
-			cerr = commit()
-			last = time.Now()
-			if cerr == nil {
-				p.markReady(cl)
-			}
-		}
-		if cerr == nil {
-			cerr = revokeErr
-		}
-		mu.Unlock()
-		if cerr != nil {
-			// Uncommitted records are processed again by the next
-			// session: duplicates are possible, loss is not.
-			p.st.ready.set(false, cerr.Error())
-			return cerr
-		}
-		if ctx.Err() != nil {
-			p.log.Info("stopping: offsets committed, leaving the group")
-			return nil
-		}
-		cl.AllowRebalance()
-	}
+	c.cl, l.c = cl, c
+	return l.run(ctx)
 }
 
-// markReady sets ready after a successful commit once the group is joined.
-func (p *Processor) markReady(cl *kgo.Client) {
-	if _, gen := cl.GroupMetadata(); gen < 0 || !p.st.isJoined() {
-		p.st.ready.set(false, "joining consumer group "+p.top.Config.ApplicationID)
-		return
+// aloCommitter commits the offsets of each interval after its outputs
+// are acknowledged, from the loop and from the revoke callback (under
+// the loop's mu, never both at once).
+type aloCommitter struct {
+	p  *Processor
+	l  *commitLoop
+	cl *kgo.Client
+	// failed is set when a batch failed: the session ends and leaving
+	// the group runs the revoke callback, which must then commit nothing.
+	failed    bool
+	revokeErr error // a commit of the revoke callback that failed
+}
+
+func (c *aloCommitter) client() *kgo.Client { return c.cl }
+
+// close allows the final rebalance (leaving the group): rebalances are
+// blocked while a poll's records are processed.
+func (c *aloCommitter) close() { c.cl.CloseAllowingRebalance() }
+
+// begin opens nothing: offsets are committed by end alone.
+func (c *aloCommitter) begin() error { return nil }
+
+// abandon makes the revoke callback commit nothing.
+func (c *aloCommitter) abandon() {
+	c.failed = true
+	*c.l.pending = *metrics.NewTally()
+}
+
+func (c *aloCommitter) check() error { return c.revokeErr }
+
+// fail marks the router not ready: uncommitted records are processed
+// again by the next session; duplicates are possible, loss is not.
+func (c *aloCommitter) fail(err error) error {
+	c.p.st.ready.set(false, err.Error())
+	return err
+}
+
+// next lets the rebalance blocked since the poll run.
+func (c *aloCommitter) next(context.Context, bool) error {
+	c.cl.AllowRebalance()
+	return nil
+}
+
+func (c *aloCommitter) stopping() string { return "stopping: offsets committed, leaving the group" }
+
+// end commits the offsets polled, unless a produce failed. The commit
+// duration is timed from the marks to the checkpoint's end, for
+// intervals that held records.
+func (c *aloCommitter) end(ctx context.Context, at endTimes, pending *metrics.Tally, prodErr error) (bool, error) {
+	p := c.p
+	if prodErr != nil {
+		if topic, ok := kclient.AuthzRefused(prodErr); ok {
+			// Nothing is committed; the session is rebuilt with backoff.
+			p.m.AuthzRefused.WithLabelValues(topic).Inc()
+		}
+		return false, fmt.Errorf("produce: %w", prodErr)
 	}
-	if why := p.st.lostReason(); why != "" {
-		p.st.ready.set(false, why)
-		return
+	if err := c.cl.CommitUncommittedOffsets(kgo.PreCommitFnContext(ctx, func(r *kmsg.OffsetCommitRequest) error { return p.src.commitMeta(r) })); err != nil {
+		p.samples.discard()
+		return false, fmt.Errorf("commit offsets: %w", err)
 	}
-	p.st.ready.set(true, "ok")
+	p.samples.committed()
+	p.checkpoint()
+	if pending.Empty() {
+		return true, nil
+	}
+	p.m.CommitDuration.Observe(time.Since(at.marks).Seconds())
+	p.countCommitted(c.cl, pending)
+	*pending = *metrics.NewTally()
+	return true, nil
+}
+
+// revoked wraps onRevoked: before partitions are revoked, what was
+// processed of them is committed (unless the batch failed); lost
+// partitions can commit nothing.
+func (c *aloCommitter) revoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
+	inner := c.p.onRevoked(kind)
+	return func(ctx context.Context, k *kgo.Client, r map[string][]int32) {
+		c.l.mu.Lock()
+		if kind == "revoked" && !c.failed {
+			if _, err := c.l.end(); err != nil && c.revokeErr == nil {
+				c.revokeErr = err
+			}
+		} else {
+			*c.l.pending = *metrics.NewTally() // lost: nothing can be committed
+		}
+		c.l.mu.Unlock()
+		inner(ctx, k, r)
+	}
 }
