@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -33,7 +34,7 @@ func (p *Processor) restore(ctx context.Context, route, topic string, part int32
 
 // restoreResult is what restoreState did: records read, the offset it read
 // from, and accept, the log start offset of a loss that
-// state.on_changelog_loss: start_empty accepted (noMark: none), which the
+// state.on_changelog_loss: start_empty accepted (stateful.NoMark: none), which the
 // task records in its changelog with its next commit.
 type restoreResult struct {
 	n      int
@@ -60,7 +61,7 @@ type restoreResult struct {
 // latest a minute past the transaction timeout (an open transaction no
 // one ends).
 func (p *Processor) restoreState(ctx context.Context, route, topic string, part int32, st changelog.Store) (res restoreResult, err error) {
-	res.accept = noMark
+	res.accept = stateful.NoMark
 	ctx, cancel := context.WithTimeout(ctx, p.opts.txnTimeout+time.Minute)
 	defer cancel()
 	began := time.Now() // the state read reflects the changelog as of now
@@ -161,7 +162,7 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 	// only once the partition is read (the mark is one of its keys), so
 	// the read is not checkpointed until then.
 	suspect := full && logStart > 0
-	mark := noMark
+	mark := stateful.NoMark
 	deleted := func() error {
 		if !suspect || mark >= logStart {
 			return nil
@@ -203,7 +204,7 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 			if r.Attrs.IsControl() || rerr != nil {
 				return
 			}
-			if v, ok := lossMark(r.Key, r.Value); ok {
+			if v, ok := stateful.LossMark(r.Key, r.Value); ok {
 				mark = v
 			}
 			if err := st.Restore(r.Key, r.Value); err != nil {

@@ -28,6 +28,8 @@ var (
 	checkEnvelope = pipelinetest.CheckEnvelope
 	fuzzSeeds     = pipelinetest.FuzzSeeds
 	loop          = pipelinetest.Loop
+	exampleAt     = pipelinetest.ExampleAt
+	compileAt     = pipelinetest.CompileAt
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
