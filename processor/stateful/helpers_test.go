@@ -28,7 +28,6 @@ var (
 	fuzzSeeds     = pipelinetest.FuzzSeeds
 	loop          = pipelinetest.Loop
 	exampleAt     = pipelinetest.ExampleAt
-	compileAt     = pipelinetest.CompileAt
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
