@@ -254,6 +254,7 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 	if !p.stage.HasWindows() || parts == 0 {
 		return nil
 	}
+	topics := p.stage.MarkTopics()
 	p.src.mu.Lock()
 	defer p.src.mu.Unlock()
 	var out []*kgo.Record
@@ -268,7 +269,7 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 			{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(k.partition)))},
 			{Key: wire.HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
 		}
-		for _, topic := range p.stage.MarkTopics() {
+		for _, topic := range topics {
 			for q := range parts {
 				out = append(out, &kgo.Record{Topic: topic, Partition: q, Headers: hs, Value: []byte{}})
 				tally.MarksWritten++
