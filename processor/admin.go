@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -135,11 +136,11 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 	for _, t := range p.top.InputTopics() {
 		parts = max(parts, int32(len(inputs[t].Partitions)))
 		for _, pd := range inputs[t].Partitions.Sorted() {
-			sources = append(sources, sourceID(t, pd.Partition))
+			sources = append(sources, stateful.SourceID(t, pd.Partition))
 		}
 	}
-	p.ws.setSources(sources)
-	if len(p.ws.direct)+len(p.as.direct) > 0 {
+	p.stage.SetSources(sources)
+	if p.stage.HasDirect() {
 		// repartition: false pairs partition i of every input with the
 		// window or assembly task i: the inputs must agree on their
 		// partition count.
@@ -182,7 +183,7 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 	if err := p.checkRepartitionRetention(ctx, adm, existingRep); err != nil {
 		return err
 	}
-	p.ws.partitions.Store(parts) // state queries may now compute a key's partition
+	p.stage.SetPartitions(parts) // state queries may now compute a key's partition
 	return nil
 }
 

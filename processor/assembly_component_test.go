@@ -3,7 +3,6 @@ package processor
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,33 +17,6 @@ import (
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
-
-func exampleAt(t testing.TB, path string, brokers []string) *topology.Topology {
-	t.Helper()
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return compileAt(t, path, string(src), brokers, "../examples/")
-}
-
-// compileAt loads a topology from src (name is for its errors), points it
-// at brokers and compiles it with relative paths resolved in dir.
-func compileAt(t testing.TB, name, src string, brokers []string, dir string) *topology.Topology {
-	t.Helper()
-	cfg, err := topology.Load(name, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
 
 func produceParts(t testing.TB, brokers []string, parts []gen.Part) {
 	t.Helper()

@@ -17,6 +17,8 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/stateful"
+	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -126,7 +128,7 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 	// customer part on another. Ten minutes before the flush: the direct
 	// run expires it (customer missing), the repartitioned run completes it.
 	const misID = "misrouted"
-	idPart := keyPartition(newPartitioner(direct), "x", []byte(misID), 6)
+	idPart := stateful.KeyPartition(stateful.NewPartitioner(direct), "x", []byte(misID), 6)
 	misTS := flush[0].TS - 600_000
 	mis := []*kgo.Record{
 		{Topic: "order-parts", Key: []byte(misID), Partition: idPart, Timestamp: time.UnixMilli(misTS),
@@ -260,8 +262,8 @@ func checkDirectAssemblyState(t *testing.T, p *Processor, rt *topology.RouteNode
 	if err != nil {
 		t.Fatalf("state of %s: %v", id, err)
 	}
-	av, ok := v.(*AssemblyStateView)
-	if !ok || !av.Held || !av.Completed || av.Partition != keyPartition(newPartitioner(p.top), "x", []byte(id), 6) {
+	av, ok := v.(*stateful.AssemblyStateView)
+	if !ok || !av.Held || !av.Completed || av.Partition != stateful.KeyPartition(stateful.NewPartitioner(p.top), "x", []byte(id), 6) {
 		t.Fatalf("state of %s: %+v", id, v)
 	}
 }
@@ -414,11 +416,11 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 	ar := top.Assemblies()[0]
 	q := restorer(t, top, brokers)
 	const callers = 8
-	tasks := make([]*assemblyTask, callers)
+	tasks := make([]tasks.Task, callers)
 	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		wg.Go(func() { tasks[i], errs[i] = q.assemblyTask(context.Background(), ar.Assembly.RepartitionTopic, 2) })
+		wg.Go(func() { tasks[i], errs[i] = q.stage.Task(context.Background(), ar.Assembly.RepartitionTopic, 2) })
 	}
 	wg.Wait()
 	for i := range callers {
@@ -428,7 +430,7 @@ func TestAssemblyDirectTwoInputs(t *testing.T) {
 	}
 	// The records one restore reads, from a build with no one racing it.
 	once := restorer(t, top, brokers)
-	if _, err := once.assemblyTask(context.Background(), ar.Assembly.RepartitionTopic, 2); err != nil {
+	if _, err := once.stage.Task(context.Background(), ar.Assembly.RepartitionTopic, 2); err != nil {
 		t.Fatal(err)
 	}
 	restored := func(p *Processor) float64 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -235,7 +236,9 @@ func TestChangelogLossDirect(t *testing.T) {
 	}
 	rep := rt.Window.RepartitionTopic
 	services := []string{"checkout", "payments", "search", "auth", "inventory", "shipping", "profile", "gateway"}
-	partOf := func(svc string) int32 { return keyPartition(newPartitioner(top), "logs", []byte(svc), 6) }
+	partOf := func(svc string) int32 {
+		return stateful.KeyPartition(stateful.NewPartitioner(top), "logs", []byte(svc), 6)
+	}
 	// The first run writes the services of two partitions (held); the
 	// others reach partitions that never held state.
 	held := map[int32]bool{partOf(services[0]): true, partOf(services[1]): true}

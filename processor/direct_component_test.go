@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -107,7 +108,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	extra := 0
 	// One ERROR keyed by auth but written to a partition that is not
 	// auth's, in a window of its own.
-	authPart := keyPartition(newPartitioner(compileVariant(t, brokers)), "x", []byte("auth"), 6)
+	authPart := stateful.KeyPartition(stateful.NewPartitioner(compileVariant(t, brokers)), "x", []byte("auth"), 6)
 	wrong := (authPart + 1) % 6
 	misTS := flushTS - 600_000
 	mis := fmt.Sprintf(`{"id":"misrouted","ts":%d,"level":"ERROR","service":"auth","latency_ms":5}`, misTS)

@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/pipeline"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -220,7 +221,7 @@ func testPebbleTail(t *testing.T, g topology.Guarantee) {
 				t.Fatal(err)
 			}
 			q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
-			var le *ChangelogLossError
+			var le *stateful.ChangelogLossError
 			if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
 				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
 			}
@@ -419,7 +420,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 			t.Fatalf("delete records: %v %v", err, resp.Error())
 		}
 		q.top.Config.State.OnChangelogLoss = topology.ChangelogLossFail
-		var le *ChangelogLossError
+		var le *stateful.ChangelogLossError
 		if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
 			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
 		}

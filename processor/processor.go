@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -98,8 +98,7 @@ type Processor struct {
 	m       *metrics.Metrics
 	eng     *engine
 	st      *status
-	ws      *windowStage
-	as      *assemblyStage
+	stage   *stateful.Stage // stage two: the window and assembly tasks
 	src     *sourceTracker  // stage one's source progress (aligned watermarks)
 	part    kgo.Partitioner // the producer's: state queries locate keys with it
 	adm     *kadm.Client    // set by Run; used by restores
@@ -142,7 +141,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
 	}
 	if op.ownerURL != "" {
-		if err := CheckOwnerURL(op.ownerURL); err != nil {
+		if err := stateful.CheckOwnerURL(op.ownerURL); err != nil {
 			return nil, err
 		}
 	}
@@ -168,19 +167,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	if op.asmStores == nil {
 		op.asmStores = changelog.MemoryBuilder()
 	}
-	ws, err := newWindowStage(top, op.stores)
-	if err != nil {
-		return nil, err
-	}
-	as, err := newAssemblyStage(top)
-	if err != nil {
-		return nil, err
-	}
 	p := &Processor{
-		as:   as,
-		ws:   ws,
 		src:  newSourceTracker(),
-		part: newPartitioner(top),
+		part: stateful.NewPartitioner(top),
 		top:  top,
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
@@ -188,6 +177,11 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		eng:  newEngine(top),
 		st:   newStatus(top, op.metrics.Ready),
 		gaps: newGapTracker(),
+	}
+	p.stage, err = stateful.New(stateful.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
+		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL})
+	if err != nil {
+		return nil, err
 	}
 	p.samples = newSideSamples(p)
 	// Every series a dashboard or an alert reads exists from the start.
@@ -260,7 +254,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if le := (*ChangelogLossError)(nil); errors.As(err, &le) {
+		if le := (*stateful.ChangelogLossError)(nil); errors.As(err, &le) {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
 			// changelog may be restored from elsewhere meanwhile).
@@ -458,12 +452,9 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 		p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
 	}
 	var err error
-	switch {
-	case p.ws.isRepartition(ftp.Topic):
-		err = p.processWindowPartition(ctx, ftp, tally, produce)
-	case p.as.isRepartition(ftp.Topic):
-		err = p.processAssemblyPartition(ctx, ftp, tally, produce)
-	default:
+	if p.stage.IsRepartition(ftp.Topic) {
+		err = p.stage.ProcessRepartition(ctx, ftp.Topic, ftp.Partition, ftp.Records, tally, produce)
+	} else {
 		err = p.processInputPartition(ctx, ftp, tally, produce)
 	}
 	if err != nil {
@@ -476,75 +467,28 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 	return nil
 }
 
-// processWindowPartition is stage two of a window route for one
-// partition of its repartition topic.
-func (p *Processor) processWindowPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
-	t, err := p.windowTask(ctx, ftp.Topic, ftp.Partition)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, r := range ftp.Records {
-		outs, err := p.eng.processRepartitioned(r, t, tally)
-		if err != nil {
-			return err
-		}
-		for _, out := range outs {
-			produce(out)
-		}
-	}
-	t.lastRecord = time.Now()
-	p.observeTask(t)
-	return nil
-}
-
-// processAssemblyPartition is stage two of an assembly route for one
-// partition of its repartition topic.
-func (p *Processor) processAssemblyPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
-	t, err := p.assemblyTask(ctx, ftp.Topic, ftp.Partition)
-	if err != nil {
-		return err
-	}
-	t.mu.Lock()
-	for _, r := range ftp.Records {
-		outs, err := p.eng.processAssemblyRecord(r, t, time.Now(), tally)
-		if err != nil {
-			t.mu.Unlock()
-			return err
-		}
-		for _, out := range outs {
-			produce(out)
-		}
-	}
-	t.mu.Unlock()
-	p.observeAssemblyTask(t) // outside the task's lock, as it always was
-	return nil
-}
-
 // processInputPartition is stage one for one input partition; the
 // outputs of routes without a repartition topic go straight to their
 // task of this partition (the direct runner).
 func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
-	var sp *srcProgress
 	var srcMax *int64
-	if len(p.ws.routes) > 0 {
-		if sp = p.src.get(ftp.Topic, ftp.Partition); sp != nil {
+	if p.stage.HasWindows() {
+		if sp := p.src.get(ftp.Topic, ftp.Partition); sp != nil {
 			srcMax = &sp.max
 		}
 	}
-	direct := p.newDirect(ftp.Partition, tally, produce)
+	direct := p.stage.NewDirect(ftp.Partition, tally, produce)
 	for _, r := range ftp.Records {
 		for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
-			if direct != nil && direct.owns(out.Topic) {
-				direct.process(ctx, out, r)
+			if direct != nil && direct.Owns(out.Topic) {
+				direct.Process(ctx, out, r)
 				continue
 			}
 			produce(out)
 		}
 	}
 	if direct != nil {
-		return direct.finish(ftp.Topic, sp)
+		return direct.Finish(ftp.Topic, srcMax)
 	}
 	return nil
 }
@@ -554,35 +498,6 @@ func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopi
 func (p *Processor) consumedTopics() []string {
 	rep, _ := p.top.InternalTopics()
 	return append(p.top.InputTopics(), rep...)
-}
-
-// observeTask publishes a window task's gauges.
-func (p *Processor) observeTask(t *windowTask) {
-	l := []string{t.route.rt.Name, strconv.Itoa(int(t.part))}
-	var wmp *int64
-	if wm := t.op.Watermark(); wm > math.MinInt64 {
-		wmp = &wm
-		p.m.Watermark.WithLabelValues(l...).Set(float64(wm))
-		p.m.WatermarkTimestamp.WithLabelValues(l...).Set(float64(wm) / 1000)
-		p.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
-	}
-	p.st.window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
-	if t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
-		src, at := t.op.HeldBy()
-		var atp *int64
-		if at != math.MinInt64 {
-			atp = &at
-		}
-		p.st.heldBy(t.route.rt.Window.RepartitionTopic, t.part, src, atp)
-	}
-	if ck, ok := t.st.(changelog.Checkpointer); ok {
-		if off, ok := ck.Checkpoint(); ok {
-			p.st.localCheckpoint(t.route.rt.Window.RepartitionTopic, t.part, &off)
-		}
-	}
-	p.m.OpenWindows.WithLabelValues(l...).Set(float64(t.op.OpenWindows()))
-	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
-	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
 }
 
 // pollErrors logs fetch errors other than the poll deadline. It returns a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -22,7 +23,7 @@ func (p *Processor) restore(ctx context.Context, route, topic string, part int32
 
 // restoreResult is what restoreState did: records read, the offset it read
 // from, and accept, the log start offset of a loss that
-// state.on_changelog_loss: start_empty accepted (noMark: none), which the
+// state.on_changelog_loss: start_empty accepted (stateful.NoMark: none), which the
 // task records in its changelog with its next commit.
 type restoreResult struct {
 	n      int
@@ -52,7 +53,7 @@ type restoreResult struct {
 func (p *Processor) restoreState(ctx context.Context, route, topic string, part int32, st changelog.Store) (restoreResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.txnTimeout+time.Minute)
 	defer cancel()
-	res := restoreResult{accept: noMark}
+	res := restoreResult{accept: stateful.NoMark}
 	f, err := changelog.Restore(ctx, changelog.Source{
 		Admin: p.adm,
 		ClientOpts: append(append([]kgo.Opt{kgo.SeedBrokers(p.top.Config.Brokers...)},
@@ -61,7 +62,7 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 		Topic:     topic,
 		Partition: part,
 		Began:     time.Now(), // the state read reflects the changelog as of now
-		MarkKey:   lossMarkKey,
+		MarkKey:   stateful.LossMarkKey,
 		Log:       p.log,
 		OnFinding: func(ctx context.Context, fd changelog.Finding) error {
 			return p.restoreFinding(ctx, route, topic, part, fd, &res)
@@ -112,9 +113,9 @@ func (p *Processor) restoreFinding(ctx context.Context, route, topic string, par
 			res.accept = 0
 		}
 	case changelog.RecordsDeleted:
-		mark := noMark
+		mark := stateful.NoMark
 		if fd.MarkSeen {
-			mark, _ = lossMark(lossMarkKey, fd.Mark)
+			mark, _ = stateful.LossMark(stateful.LossMarkKey, fd.Mark)
 		}
 		if mark >= fd.LogStart {
 			return nil // accepted by an earlier start_empty run

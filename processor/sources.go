@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,9 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/processor/window"
-	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
 
@@ -147,12 +144,12 @@ func decodeOffsetMeta(s string) (max int64, state []string) {
 // from their committed offsets' metadata (stable offsets only: an open
 // transaction's commit is waited for).
 func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartition) error {
-	if len(p.ws.routes) == 0 && len(p.as.direct) == 0 {
+	if !p.stage.HasWindows() && !p.stage.HasDirectAssemblies() {
 		return nil
 	}
 	var missing []tp
 	for _, f := range ftps {
-		if p.ws.isRepartition(f.Topic) || p.as.isRepartition(f.Topic) {
+		if p.stage.IsRepartition(f.Topic) {
 			continue
 		}
 		if p.src.get(f.Topic, f.Partition) == nil {
@@ -254,10 +251,11 @@ func (s *sourceTracker) commitMeta(req kmsg.Request) error {
 // moved since its last mark, to every partition of every window
 // repartition topic.
 func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
-	parts := p.ws.partitions.Load()
-	if len(p.ws.routes) == 0 || parts == 0 {
+	parts := p.stage.Partitions()
+	if !p.stage.HasWindows() || parts == 0 {
 		return nil
 	}
+	topics := p.stage.MarkTopics()
 	p.src.mu.Lock()
 	defer p.src.mu.Unlock()
 	var out []*kgo.Record
@@ -272,10 +270,7 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 			{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(k.partition)))},
 			{Key: wire.HeaderSourceMax, Value: []byte(strconv.FormatInt(sp.max, 10))},
 		}
-		for topic, wr := range p.ws.routes {
-			if wr.rt.Window.Config.Watermark != topology.WatermarkAligned || wr.rt.Window.Direct {
-				continue
-			}
+		for _, topic := range topics {
 			for q := range parts {
 				out = append(out, &kgo.Record{Topic: topic, Partition: q, Headers: hs, Value: []byte{}})
 				tally.MarksWritten++
@@ -283,38 +278,4 @@ func (p *Processor) marks(tally *metrics.Tally) []*kgo.Record {
 		}
 	}
 	return out
-}
-
-// isMark reports whether r is a mark (its first header says so).
-func isMark(r *kgo.Record) bool {
-	return len(r.Headers) > 0 && r.Headers[0].Key == wire.HeaderMark
-}
-
-// sourceID names a source in a window task's store.
-func sourceID(topic string, part int32) string { return topic + "/" + strconv.Itoa(int(part)) }
-
-// processMark is stage two for one mark: the source's progress moves the
-// task's watermark. A malformed mark goes to dirty (it is counted as
-// consumed then, like any record that goes there).
-func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
-	topic := wire.String(r.Headers, wire.HeaderTopic)
-	part, okp := wire.Int(r.Headers, wire.HeaderPartition)
-	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)
-	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
-		tally.Consumed[r.Topic]++
-		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
-	}
-	src := sourceID(topic, int32(part))
-	t.heard(src)
-	out, err := t.op.Mark(src, m)
-	if err != nil {
-		tally.Consumed[r.Topic]++
-		var we *window.RecordError
-		if errors.As(err, &we) {
-			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil
-		}
-		return nil, fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
-	}
-	tally.MarksRead++
-	return e.windowResults(t.route.rt, out.Results, r.Timestamp, tally), nil
 }

@@ -197,7 +197,7 @@ func TestStateQuery(t *testing.T) {
 	a.stop(t)
 	b.stop(t)
 	c2 := start(t, top, "c")
-	for deadline := time.Now().Add(time.Minute); owned(c2.p) != 6 || c2.p.ws.partitions.Load() == 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); owned(c2.p) != 6 || c2.p.stage.Partitions() == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new instance does not own every partition: %v", c2.p.Tasks())
 		}

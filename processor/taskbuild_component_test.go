@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -37,24 +38,24 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 		{
 			name: "window", top: wtop, rep: w.RepartitionTopic, clTopic: w.ChangelogTopic, opt: WithStoreBuilder,
 			build: func(p *Processor, rep string) (changelog.Store, error) {
-				tk, err := p.windowTask(context.Background(), rep, 2)
+				tk, err := p.stage.Task(context.Background(), rep, 2)
 				if err != nil {
 					return nil, err
 				}
-				return tk.st, nil
+				return tk.Store(), nil
 			},
-			held: func(p *Processor, rep string) bool { _, ok := p.ws.Get(rep, 2); return ok },
+			held: func(p *Processor, rep string) bool { return p.stage.HasTask(rep, 2) },
 		},
 		{
 			name: "assembly", top: atop, rep: a.RepartitionTopic, clTopic: a.ChangelogTopic, opt: withAssemblyStores,
 			build: func(p *Processor, rep string) (changelog.Store, error) {
-				tk, err := p.assemblyTask(context.Background(), rep, 2)
+				tk, err := p.stage.Task(context.Background(), rep, 2)
 				if err != nil {
 					return nil, err
 				}
-				return tk.st, nil
+				return tk.Store(), nil
 			},
-			held: func(p *Processor, rep string) bool { _, ok := p.as.Get(rep, 2); return ok },
+			held: func(p *Processor, rep string) bool { return p.stage.HasTask(rep, 2) },
 		},
 	}
 	for _, tc := range cases {
@@ -89,7 +90,7 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 			}
 			p.adm = adm
 
-			if _, err := tc.build(p, tc.rep); !errors.Is(err, errStateMoved) {
+			if _, err := tc.build(p, tc.rep); !errors.Is(err, stateful.ErrStateMoved) {
 				t.Fatalf("a build its partition's drop raced with returned %v, want errStateMoved", err)
 			}
 			if tc.held(p, tc.rep) {

@@ -12,6 +12,7 @@ import (
 	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/internal/redact"
 	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -82,7 +83,7 @@ func loopback(addr net.Addr) bool {
 // redactedState applies api.samples to the record values a state query
 // returns: an assembly's part values, a window's results.
 type redactedState struct {
-	r    processor.StateReader
+	r    stateful.StateReader
 	mode string
 	red  *redact.Redactor
 }
@@ -93,14 +94,14 @@ func (s redactedState) ReadState(ctx context.Context, key string) (any, error) {
 		return v, err
 	}
 	switch t := v.(type) {
-	case *processor.WindowStateView:
+	case *stateful.WindowStateView:
 		c := *t
 		c.Windows = make([]json.RawMessage, len(t.Windows))
 		for i, w := range t.Windows {
 			c.Windows[i] = s.value(w)
 		}
 		return &c, nil
-	case *processor.AssemblyStateView:
+	case *stateful.AssemblyStateView:
 		c := *t
 		c.Parts = append(c.Parts[:0:0], t.Parts...)
 		for i := range c.Parts {

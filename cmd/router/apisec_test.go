@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/sidestream/sidestream/internal/redact"
-	"github.com/sidestream/sidestream/processor"
 	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -48,8 +48,8 @@ type fixedState struct{ v any }
 func (f fixedState) ReadState(context.Context, string) (any, error) { return f.v, nil }
 
 func TestStateUnderSamples(t *testing.T) {
-	win := &processor.WindowStateView{Route: "w", Windows: []json.RawMessage{json.RawMessage(`{"key":"k","last_email":"ann@x.io","n":3}`)}}
-	asm := &processor.AssemblyStateView{Route: "a", Held: true}
+	win := &stateful.WindowStateView{Route: "w", Windows: []json.RawMessage{json.RawMessage(`{"key":"k","last_email":"ann@x.io","n":3}`)}}
+	asm := &stateful.AssemblyStateView{Route: "a", Held: true}
 	asm.Parts = []assembly.Part{{Name: "order", Value: json.RawMessage(`{"email":"bob@x.io","total":9}`)}}
 	read := func(mode string, v any) string {
 		s := redactedState{r: fixedState{v}, mode: mode, red: redact.New([]string{"last_email", "email"})}

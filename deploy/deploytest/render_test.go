@@ -12,7 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sidestream/sidestream/processor"
+	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -272,8 +272,8 @@ func TestDefaultRender(t *testing.T) {
 		t.Errorf("args %q lack --static-membership", r.c.Args)
 	}
 	// The headless Service's pod DNS name, which the router accepts.
-	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{instance}.sidestream-headless.sidestream.svc:8080" || processor.CheckOwnerURL(v) != nil {
-		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q (%v)", v, processor.CheckOwnerURL(v))
+	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{instance}.sidestream-headless.sidestream.svc:8080" || stateful.CheckOwnerURL(v) != nil {
+		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q (%v)", v, stateful.CheckOwnerURL(v))
 	}
 	if v, _, _, _ := r.env("SIDESTREAM_BROKERS"); v != "kafka:9092" {
 		t.Errorf("SIDESTREAM_BROKERS %q", v)

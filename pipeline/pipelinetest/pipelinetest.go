@@ -11,6 +11,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -321,6 +323,35 @@ func ExampleTopology(t testing.TB, brokers []string, guarantee topology.Guarante
 		t.Fatal(err)
 	}
 	top, err := topology.Compile(cfg, ExamplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+// ExampleAt compiles the topology file at path with brokers, relative
+// paths resolved next to it (the examples' schema files).
+func ExampleAt(t testing.TB, path string, brokers []string) *topology.Topology {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CompileAt(t, path, string(src), brokers, filepath.Dir(path)+"/")
+}
+
+// CompileAt loads a topology from src (name is for its errors), points it
+// at brokers and compiles it with relative paths resolved in dir.
+func CompileAt(t testing.TB, name, src string, brokers []string, dir string) *topology.Topology {
+	t.Helper()
+	cfg, err := topology.Load(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Apply(topology.Overrides{Brokers: brokers}); err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
-package processor
+package stateful
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 
@@ -8,6 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -19,7 +22,7 @@ func TestHashPartitionIsKafkas(t *testing.T) {
 	const rep = "app-assembled-repartition"
 	top := &topology.Topology{Routes: []*topology.RouteNode{{Name: "assembled",
 		Assembly: &topology.AssemblyNode{RepartitionTopic: rep, ChangelogTopic: "app-assembled-changelog", Direct: true}}}}
-	part := newPartitioner(top)
+	part := NewPartitioner(top)
 	tp := part.ForTopic(rep)
 	rapid.Check(t, func(t *rapid.T) {
 		key := rapid.SliceOfN(rapid.Byte(), 1, 64).Draw(t, "key")
@@ -30,7 +33,7 @@ func TestHashPartitionIsKafkas(t *testing.T) {
 		if got != kafka {
 			t.Fatalf("key %q, %d partitions: %d, Kafka's default partitioner %d", key, n, got, kafka)
 		}
-		if q := keyPartition(part, rep, key, n); q != got {
+		if q := KeyPartition(part, rep, key, n); q != got {
 			t.Fatalf("key %q, %d partitions: %d, a state query %d", key, n, got, q)
 		}
 	})
@@ -40,14 +43,26 @@ func TestHashPartitionIsKafkas(t *testing.T) {
 // partition drops the direct assembly task of the same number, which is
 // known by the route's virtual repartition topic name; nil still means all.
 func TestWithDirectDropsAssemblyTasks(t *testing.T) {
-	top := twoInputs(t, []string{"127.0.0.1:1"})
-	p, err := New(top, WithLogger(testLogger()))
+	top := topo(t, "inputs: [{topic: orders}, {topic: payments}]\n", `routes:
+  - name: paid
+    topic: orders.paid
+    assemble:
+      id: order_id
+      parts:
+        - {name: order, source: orders}
+        - {name: payment, source: payments}
+      ttl: 1h
+      incomplete_topic: orders.unpaid
+      repartition: false
+`)
+	p, err := New(Config{Topology: top, Engine: pipeline.New(top), Log: slog.New(slog.DiscardHandler), Metrics: metrics.New(),
+		Partitioner: NewPartitioner(top), Stores: changelog.MemoryBuilder(), AssemblyStores: changelog.MemoryBuilder()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := top.Assemblies()[0].Assembly.RepartitionTopic
-	if !p.isDirect(rep) || p.as.isRepartition(rep) {
-		t.Fatalf("%s: direct %v, polled as a repartition topic %v", rep, p.isDirect(rep), p.as.isRepartition(rep))
+	if !p.IsDirect(rep) || p.as.isRepartition(rep) {
+		t.Fatalf("%s: direct %v, polled as a repartition topic %v", rep, p.IsDirect(rep), p.as.isRepartition(rep))
 	}
 	got := p.withDirect(map[string][]int32{"orders": {1, 4}, "payments": {4, 5}})
 	want := map[string][]int32{"orders": {1, 4}, "payments": {4, 5}, rep: {1, 4, 5}}
@@ -70,7 +85,7 @@ func TestWithDirectDropsAssemblyTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.dropState(map[string][]int32{"payments": {1}})
+	p.Drop(map[string][]int32{"payments": {1}})
 	if _, ok := p.as.Get(rep, 1); ok {
 		t.Fatal("the task of revoked input partition 1 was kept")
 	}

@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"context"
@@ -92,8 +92,8 @@ func (as *assemblyStage) isRepartition(topic string) bool {
 // assemblyTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet
 // (buildTask).
-func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
-	ar := p.as.routes[topic]
+func (s *Stage) assemblyTask(ctx context.Context, topic string, part int32) (*assemblyTask, error) {
+	ar := s.as.routes[topic]
 	newOp := func(st changelog.Store) (*assemblyTask, error) {
 		op, err := assembly.New(ar.spec, st)
 		if err != nil {
@@ -101,11 +101,11 @@ func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) 
 		}
 		return &assemblyTask{route: ar, part: part, st: st, op: op}, nil
 	}
-	restored := func(t *assemblyTask, res restoreResult, d time.Duration) {
-		p.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", res.n,
+	restored := func(t *assemblyTask, res Restored, d time.Duration) {
+		s.log.Info("assembly state restored", "route", ar.rt.Name, "partition", part, "records", res.N,
 			"open_assemblies", t.op.Open(), "duration", d)
 	}
-	return buildTask(ctx, p, p.as.Set, topic, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part, newOp, restored)
+	return buildTask(ctx, s, s.as.Set, topic, ar.rt.Name, ar.rt.Assembly.ChangelogTopic, part, newOp, restored)
 }
 
 // AssemblyHeld returns what this process holds for one ID of an assembly
@@ -113,15 +113,15 @@ func (p *Processor) assemblyTask(ctx context.Context, topic string, part int32) 
 // completed marker. ok is false when no task of this process holds the ID
 // (nothing arrived for it, or its partition is assigned elsewhere). It is
 // safe to call while the processor runs; it serves GET /state/{route}.
-func (p *Processor) AssemblyHeld(route, id string) (h assembly.Held, ok bool, err error) {
+func (s *Stage) AssemblyHeld(route, id string) (h assembly.Held, ok bool, err error) {
 	found := false
-	for _, ar := range p.as.routes {
+	for _, ar := range s.as.routes {
 		found = found || ar.rt.Name == route
 	}
 	if !found {
 		return h, false, fmt.Errorf("route %q is not an assembly route", route)
 	}
-	for _, t := range p.as.All() {
+	for _, t := range s.as.All() {
 		if t.route.rt.Name != route {
 			continue
 		}
@@ -248,12 +248,12 @@ func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *
 	return d
 }
 
-// assemblyTick advances the clock of every processing-time assembly task
+// AssemblyTick advances the clock of every processing-time assembly task
 // to now, so assemblies whose TTL passed go to the incomplete route even
 // when no part arrives. It runs on the commit loop, between polls, in the
 // transaction that is open.
-func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.as.All() {
+func (s *Stage) AssemblyTick(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	for _, t := range s.as.All() {
 		if t.route.event {
 			continue
 		}
@@ -264,22 +264,22 @@ func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), tally
 			return fmt.Errorf("route %q partition %d: assembly ttl: %w", t.route.rt.Name, t.part, err)
 		}
 		for i := range out.Incomplete {
-			produce(p.eng.assemblyRecord(t.route, &out.Incomplete[i], now, tally))
+			produce(s.eng.assemblyRecord(t.route, &out.Incomplete[i], now, tally))
 		}
-		p.observeAssemblyTask(t)
+		s.observeAssemblyTask(t)
 	}
 	return nil
 }
 
 // observeAssemblyTask publishes an assembly task's gauges and /tasks row.
-func (p *Processor) observeAssemblyTask(t *assemblyTask) {
+func (s *Stage) observeAssemblyTask(t *assemblyTask) {
 	l := []string{t.route.rt.Name, strconv.Itoa(int(t.part))}
 	var clock *int64
 	if c := t.op.Clock(); c > math.MinInt64 {
 		clock = &c
 	}
-	p.st.assembly(t.route.rt.Assembly.RepartitionTopic, t.part, t.route.rt.Name, clock, t.op.Open(), t.st.Len(), t.st.SizeBytes())
-	p.m.AssembliesOpen.WithLabelValues(l...).Set(float64(t.op.Open()))
-	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
-	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
+	s.rt.Assembly(t.route.rt.Assembly.RepartitionTopic, t.part, t.route.rt.Name, clock, t.op.Open(), t.st.Len(), t.st.SizeBytes())
+	s.m.AssembliesOpen.WithLabelValues(l...).Set(float64(t.op.Open()))
+	s.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
+	s.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
 }

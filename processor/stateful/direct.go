@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"context"
@@ -28,17 +28,17 @@ type directTask interface {
 	misplaced(out *kgo.Record, kp, part int32) *pipeline.RecordError
 	// stageTwo processes one record of the (virtual) repartition topic.
 	stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error)
-	// finish runs after the records of input partition topic/part (sp is
-	// its progress, nil if none tracked; ok: no task failed), with the
-	// task locked.
-	finish(p *Processor, topic string, part int32, sp *srcProgress, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error
+	// finish runs after the records of input partition topic/part (max is
+	// its maximum event time, nil if none tracked; ok: no task failed),
+	// with the task locked.
+	finish(s *Stage, topic string, part int32, max *int64, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error
 }
 
-// direct runs the window and assembly routes without a repartition topic
+// Direct runs the window and assembly routes without a repartition topic
 // inside one input partition's processing, in the same transaction. It
 // holds each task's lock from its first record to finish.
-type direct struct {
-	p       *Processor
+type Direct struct {
+	s       *Stage
 	part    int32
 	tally   *metrics.Tally
 	produce func(*kgo.Record)
@@ -47,40 +47,40 @@ type direct struct {
 	err     error
 }
 
-// newDirect is the direct runner of one input partition, nil when no
+// NewDirect is the direct runner of one input partition, nil when no
 // route is direct.
-func (p *Processor) newDirect(part int32, tally *metrics.Tally, produce func(*kgo.Record)) *direct {
-	if len(p.ws.direct)+len(p.as.direct) == 0 {
+func (s *Stage) NewDirect(part int32, tally *metrics.Tally, produce func(*kgo.Record)) *Direct {
+	if len(s.ws.direct)+len(s.as.direct) == 0 {
 		return nil
 	}
-	d := &direct{p: p, part: part, tally: tally, produce: produce}
-	d.windows.task, d.asm.task = p.windowTask, p.assemblyTask
+	d := &Direct{s: s, part: part, tally: tally, produce: produce}
+	d.windows.task, d.asm.task = s.windowTask, s.assemblyTask
 	return d
 }
 
-// owns reports whether topic is a direct route's (virtual) repartition
+// Owns reports whether topic is a direct route's (virtual) repartition
 // topic.
-func (d *direct) owns(topic string) bool { return d.p.isDirect(topic) }
+func (d *Direct) Owns(topic string) bool { return d.s.IsDirect(topic) }
 
-// process runs one record stage one addressed to a direct route's
+// Process runs one record stage one addressed to a direct route's
 // (virtual) repartition topic. in is the input record it came from.
-func (d *direct) process(ctx context.Context, out, in *kgo.Record) {
+func (d *Direct) Process(ctx context.Context, out, in *kgo.Record) {
 	if d.err != nil {
 		return // the batch aborts: nothing of it commits
 	}
-	if d.p.ws.direct[out.Topic] != nil {
+	if d.s.ws.direct[out.Topic] != nil {
 		d.err = d.windows.process(ctx, d, out, in)
 	} else {
 		d.err = d.asm.process(ctx, d, out, in)
 	}
 }
 
-// finish ends the input partition topic/part's processing (sp: its
-// progress) for every task it reached, and releases them. The error is
-// the first task failure: the batch aborts.
-func (d *direct) finish(topic string, sp *srcProgress) error {
-	d.err = d.windows.finish(d, topic, sp, d.err)
-	d.err = d.asm.finish(d, topic, sp, d.err)
+// Finish ends the input partition topic/part's processing (max: its
+// maximum event time, nil if none tracked) for every task it reached, and
+// releases them. The error is the first task failure: the batch aborts.
+func (d *Direct) Finish(topic string, max *int64) error {
+	d.err = d.windows.finish(d, topic, max, d.err)
+	d.err = d.asm.finish(d, topic, max, d.err)
 	return d.err
 }
 
@@ -91,33 +91,33 @@ type directSet[T directTask] struct {
 	hash  kgo.TopicPartitioner // built once: a partitioner's construction seeds a random source
 }
 
-func (s *directSet[T]) process(ctx context.Context, d *direct, out, in *kgo.Record) error {
-	t, ok := s.tasks[out.Topic]
+func (ds *directSet[T]) process(ctx context.Context, d *Direct, out, in *kgo.Record) error {
+	t, ok := ds.tasks[out.Topic]
 	if !ok {
 		var err error
-		if t, err = s.task(ctx, out.Topic, d.part); err != nil {
+		if t, err = ds.task(ctx, out.Topic, d.part); err != nil {
 			return err
 		}
 		t.Locker().Lock()
-		if s.tasks == nil {
-			s.tasks = map[string]T{}
+		if ds.tasks == nil {
+			ds.tasks = map[string]T{}
 		}
-		s.tasks[out.Topic] = t
+		ds.tasks[out.Topic] = t
 	}
 	out.Partition, out.Offset = d.part, in.Offset
-	if n := d.p.ws.partitions.Load(); n > 0 && t.keyed(out) {
-		if s.hash == nil {
-			s.hash = d.p.part.ForTopic(out.Topic)
+	if n := d.s.ws.partitions.Load(); n > 0 && t.keyed(out) {
+		if ds.hash == nil {
+			ds.hash = d.s.part.ForTopic(out.Topic)
 		}
-		if kp := hashPartition(s.hash, out, int(n)); kp != d.part {
+		if kp := hashPartition(ds.hash, out, int(n)); kp != d.part {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
 			d.tally.Consumed[out.Topic]++
-			d.produce(d.p.eng.Dirty(in, t.misplaced(out, kp, d.part), d.tally))
+			d.produce(d.s.eng.Dirty(in, t.misplaced(out, kp, d.part), d.tally))
 			return nil
 		}
 	}
-	recs, err := t.stageTwo(d.p.eng, out, d.tally)
+	recs, err := t.stageTwo(d.s.eng, out, d.tally)
 	if err != nil {
 		return err // the batch aborts: nothing of it commits
 	}
@@ -127,9 +127,9 @@ func (s *directSet[T]) process(ctx context.Context, d *direct, out, in *kgo.Reco
 	return nil
 }
 
-func (s *directSet[T]) finish(d *direct, topic string, sp *srcProgress, err error) error {
-	for _, t := range s.tasks {
-		if ferr := t.finish(d.p, topic, d.part, sp, err == nil, d.produce, d.tally); err == nil {
+func (ds *directSet[T]) finish(d *Direct, topic string, max *int64, err error) error {
+	for _, t := range ds.tasks {
+		if ferr := t.finish(d.s, topic, d.part, max, err == nil, d.produce, d.tally); err == nil {
 			err = ferr
 		}
 		t.Locker().Unlock()
@@ -152,22 +152,22 @@ func (t *windowTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([
 // finish tells the task its input partition's progress (aligned: its
 // only sources are this partition of each input) and publishes its
 // gauges.
-func (t *windowTask) finish(p *Processor, topic string, part int32, sp *srcProgress, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error {
+func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error {
 	now := time.Now()
 	var err error
-	if ok && sp != nil && sp.max != math.MinInt64 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
-		src := sourceID(topic, part)
+	if ok && max != nil && *max != math.MinInt64 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
+		src := SourceID(topic, part)
 		t.heard(src)
-		out, merr := t.op.Mark(src, sp.max)
+		out, merr := t.op.Mark(src, *max)
 		if merr != nil {
 			err = fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, merr)
 		}
-		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+		for _, r := range s.eng.windowResults(t.route.rt, out.Results, now, tally) {
 			produce(r)
 		}
 	}
 	t.lastRecord = now
-	p.observeTask(t)
+	s.observeTask(t)
 	return err
 }
 
@@ -184,13 +184,13 @@ func (t *assemblyTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) 
 }
 
 // finish publishes the task's gauges.
-func (t *assemblyTask) finish(p *Processor, _ string, _ int32, _ *srcProgress, _ bool, _ func(*kgo.Record), _ *metrics.Tally) error {
-	p.observeAssemblyTask(t)
+func (t *assemblyTask) finish(s *Stage, _ string, _ int32, _ *int64, _ bool, _ func(*kgo.Record), _ *metrics.Tally) error {
+	s.observeAssemblyTask(t)
 	return nil
 }
 
 // hashPartition is the partition of a keyed record under tp: the one
-// state queries compute (keyPartition), Kafka's murmur2 of the key. The
+// state queries compute (KeyPartition), Kafka's murmur2 of the key. The
 // router's default partitioner is a backup partitioner, whose Partition
 // must not be called.
 func hashPartition(tp kgo.TopicPartitioner, r *kgo.Record, n int) int32 {

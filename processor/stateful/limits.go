@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"github.com/sidestream/sidestream/processor/statelimit"

@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 
 type assemblyHeld = assembly.Held
 
-// errStateMoved: the task was dropped (revoke, abort, new session) while a
+// ErrStateMoved: the task was dropped (revoke, abort, new session) while a
 // state query restored it; the query may be retried.
-var errStateMoved = &UnavailableError{Reason: "the partition's state was dropped by a rebalance or an aborted transaction while it was restored; retry"}
+var ErrStateMoved = &UnavailableError{Reason: "the partition's state was dropped by a rebalance or an aborted transaction while it was restored; retry"}
 
 // UnavailableError means the state cannot be read right now (not started,
 // restoring, rebalancing); a retry may succeed. The API answers 503.
@@ -88,7 +88,7 @@ func (e *NotOwnerError) NotOwner() any {
 
 // WindowState is the state of one window route, as the API reads it.
 type WindowState struct {
-	p     *Processor
+	st    *Stage
 	route *windowRoute
 }
 
@@ -121,20 +121,20 @@ var _ StateReader = (*WindowState)(nil)
 // the window routes now; another stateful operator (assembly) adds its
 // own here under its name. The API serves them as GET
 // /state/{operator}?key=K.
-func (p *Processor) StateReaders() map[string]StateReader {
+func (s *Stage) StateReaders() map[string]StateReader {
 	out := map[string]StateReader{}
-	for _, wr := range p.ws.routes {
-		out[wr.rt.Name] = &WindowState{p: p, route: wr}
+	for _, wr := range s.ws.routes {
+		out[wr.rt.Name] = &WindowState{st: s, route: wr}
 	}
-	for _, ar := range p.as.routes {
-		out[ar.rt.Name] = &AssemblyState{p: p, route: ar}
+	for _, ar := range s.as.routes {
+		out[ar.rt.Name] = &AssemblyState{st: s, route: ar}
 	}
 	return out
 }
 
 // AssemblyState is the state of one assembly route, as the API reads it.
 type AssemblyState struct {
-	p     *Processor
+	st    *Stage
 	route *assemblyRoute
 }
 
@@ -157,13 +157,13 @@ type AssemblyStateView struct {
 // the partition's state is not loaded (it is, at the first part after an
 // assignment).
 func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
-	p, rt := s.p, s.route.rt
+	st, rt := s.st, s.route.rt
 	topic := rt.Assembly.RepartitionTopic
-	part, err := p.ownedPartition(ctx, rt.Name, topic, id)
+	part, err := st.ownedPartition(ctx, rt.Name, topic, id)
 	if err != nil {
 		return nil, err
 	}
-	t, ok := p.as.Get(topic, part)
+	t, ok := st.as.Get(topic, part)
 	if !ok {
 		return nil, &UnavailableError{Reason: fmt.Sprintf("partition %d's state is loaded at its first part since the assignment; none arrived yet", part)}
 	}
@@ -171,7 +171,7 @@ func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
 	h, held, err := t.op.Held(id)
 	t.mu.Unlock()
 	if errors.Is(err, changelog.ErrClosed) {
-		return nil, errStateMoved
+		return nil, ErrStateMoved
 	}
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: read the assembly of %q: %w", rt.Name, part, id, err)
@@ -183,13 +183,13 @@ func (s *AssemblyState) ReadState(ctx context.Context, id string) (any, error) {
 // *NotOwnerError when another member owns the key's partition, or an
 // *UnavailableError.
 func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
-	p, rt := s.p, s.route.rt
+	st, rt := s.st, s.route.rt
 	topic := rt.Window.RepartitionTopic
-	part, err := p.ownedPartition(ctx, rt.Name, topic, key)
+	part, err := st.ownedPartition(ctx, rt.Name, topic, key)
 	if err != nil {
 		return nil, err
 	}
-	t, err := p.windowTask(ctx, topic, part)
+	t, err := st.windowTask(ctx, topic, part)
 	if err != nil {
 		var ue *UnavailableError
 		if errors.As(err, &ue) {
@@ -201,7 +201,7 @@ func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 	defer t.mu.Unlock()
 	ws, err := t.op.WindowsOf(key)
 	if errors.Is(err, changelog.ErrClosed) {
-		return nil, errStateMoved
+		return nil, ErrStateMoved
 	}
 	if err != nil {
 		return nil, fmt.Errorf("route %q partition %d: read windows of key %q: %w", rt.Name, part, key, err)
@@ -221,33 +221,33 @@ func (s *WindowState) ReadState(ctx context.Context, key string) (any, error) {
 // that holds key, when this instance owns it; otherwise a *NotOwnerError
 // naming the owner, or an *UnavailableError before the internal topics are
 // known.
-func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string) (int32, error) {
-	n := p.ws.partitions.Load()
+func (s *Stage) ownedPartition(ctx context.Context, route, topic, key string) (int32, error) {
+	n := s.ws.partitions.Load()
 	if n <= 0 {
 		return 0, &UnavailableError{Reason: "the router has not created or checked its internal topics yet"}
 	}
-	part := keyPartition(p.part, topic, []byte(key), int(n))
+	part := KeyPartition(s.part, topic, []byte(key), int(n))
 	owned := topic
-	if p.isDirect(topic) {
+	if s.IsDirect(topic) {
 		// No repartition topic: the task is the input partition's.
-		owned = p.top.InputTopics()[0]
+		owned = s.top.InputTopics()[0]
 	}
-	if !p.st.assigned(owned, part) {
+	if !s.rt.Assigned(owned, part) {
 		e := &NotOwnerError{Route: route, Key: key, Topic: owned, Partition: part}
-		e.Owner, e.OwnerErr = p.partitionOwner(ctx, owned, part)
-		if e.Owner != nil && p.opts.ownerURL != "" {
-			e.Owner.URL = OwnerURL(p.opts.ownerURL, e.Owner, route, key)
+		e.Owner, e.OwnerErr = s.partitionOwner(ctx, owned, part)
+		if e.Owner != nil && s.ownerURL != "" {
+			e.Owner.URL = OwnerURL(s.ownerURL, e.Owner, route, key)
 		}
 		return 0, e
 	}
 	return part, nil
 }
 
-// keyPartition is the partition the producer writes a keyed record to.
+// KeyPartition is the partition the producer writes a keyed record to.
 // Keyed records are hashed (Kafka's murmur2) by every partitioner the
 // router uses, so this is the partition of the repartition topic, and of
 // the changelog and task, that holds the key's state.
-func keyPartition(pr kgo.Partitioner, topic string, key []byte, n int) int32 {
+func KeyPartition(pr kgo.Partitioner, topic string, key []byte, n int) int32 {
 	r := &kgo.Record{Topic: topic, Key: key}
 	tp := pr.ForTopic(topic)
 	if bp, ok := tp.(kgo.TopicBackupPartitioner); ok {
@@ -258,11 +258,11 @@ func keyPartition(pr kgo.Partitioner, topic string, key []byte, n int) int32 {
 
 // partitionOwner asks the group coordinator which member holds a
 // partition. Nil, "" means no member holds it.
-func (p *Processor) partitionOwner(ctx context.Context, topic string, part int32) (*Owner, string) {
+func (s *Stage) partitionOwner(ctx context.Context, topic string, part int32) (*Owner, string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	group := p.top.Config.ApplicationID
-	gs, err := p.adm.DescribeGroups(ctx, group)
+	group := s.top.Config.ApplicationID
+	gs, err := s.rt.Admin().DescribeGroups(ctx, group)
 	if err == nil {
 		err = gs.Error()
 	}

@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"context"
@@ -132,8 +132,8 @@ func (ws *windowStage) isRepartition(topic string) bool { _, ok := ws.routes[top
 // windowTask returns the task of a repartition partition, restoring its
 // state from the changelog first when this process does not hold it yet
 // (buildTask).
-func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
-	wr := p.ws.routes[topic]
+func (s *Stage) windowTask(ctx context.Context, topic string, part int32) (*windowTask, error) {
+	wr := s.ws.routes[topic]
 	newOp := func(st changelog.Store) (*windowTask, error) {
 		op, err := window.New(wr.spec, st)
 		if err != nil {
@@ -143,20 +143,20 @@ func (p *Processor) windowTask(ctx context.Context, topic string, part int32) (*
 			// The task is the input partition's own: its only sources are
 			// that partition of each input.
 			var srcs []string
-			for _, in := range p.top.InputTopics() {
-				srcs = append(srcs, sourceID(in, part))
+			for _, in := range s.top.InputTopics() {
+				srcs = append(srcs, SourceID(in, part))
 			}
 			op.SetSources(srcs)
 		} else {
-			op.SetSources(p.ws.sourceIDs())
+			op.SetSources(s.ws.sourceIDs())
 		}
 		return &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}, nil
 	}
-	restored := func(t *windowTask, res restoreResult, d time.Duration) {
-		p.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", res.from, "records", res.n,
+	restored := func(t *windowTask, res Restored, d time.Duration) {
+		s.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", res.From, "records", res.N,
 			"open_windows", t.op.OpenWindows(), "store_entries", t.st.Len(), "duration", d)
 	}
-	return buildTask(ctx, p, p.ws.Set, topic, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, newOp, restored)
+	return buildTask(ctx, s, s.ws.Set, topic, wr.rt.Name, wr.rt.Window.ChangelogTopic, part, newOp, restored)
 }
 
 // processWindow is stage two: one repartitioned record into its task's
@@ -191,7 +191,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
 			}
 		}
-		src := sourceID(m.Topic, m.Partition)
+		src := SourceID(m.Topic, m.Partition)
 		t.heard(src)
 		out, err = t.op.ProcessAligned(src, string(r.Key), et, vals, before)
 	} else {
@@ -289,58 +289,14 @@ func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l
 	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
 
-// partitioner writes changelog records to the partition of their task and
-// everything else with franz-go's default (Kafka-compatible key hashing).
-type partitioner struct {
-	manual      map[string]bool
-	repartition map[string]bool // window repartition topics: marks go to a named partition
-	def         kgo.Partitioner
-}
-
-func newPartitioner(t *topology.Topology) kgo.Partitioner {
-	_, cl := t.InternalTopics()
-	p := partitioner{manual: map[string]bool{}, repartition: map[string]bool{}, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
-	for _, r := range t.Windows() {
-		p.repartition[r.Window.RepartitionTopic] = true
-	}
-	for _, c := range cl {
-		p.manual[c] = true
-	}
-	return p
-}
-
-func (p partitioner) ForTopic(topic string) kgo.TopicPartitioner {
-	if p.manual[topic] {
-		return kgo.ManualPartitioner().ForTopic(topic)
-	}
-	if p.repartition[topic] {
-		return markAware{kgo.StickyKeyPartitioner(nil).ForTopic(topic)}
-	}
-	return p.def.ForTopic(topic)
-}
-
-// markAware writes marks to the partition they name and every other
-// record of a window repartition topic by its key's hash (Kafka's
-// murmur2, what state queries use to locate a key).
-type markAware struct{ keyed kgo.TopicPartitioner }
-
-func (markAware) RequiresConsistency(*kgo.Record) bool { return true }
-
-func (m markAware) Partition(r *kgo.Record, n int) int {
-	if isMark(r) {
-		return int(r.Partition)
-	}
-	return m.keyed.Partition(r, n)
-}
-
-// idleAdvance moves forward, with the wall clock, the watermark of every
+// IdleAdvance moves forward, with the wall clock, the watermark of every
 // window task whose route sets idle_timeout and that has seen no record
 // for that long, so windows still close on a quiet stream. This is the one
 // place where wall-clock time enters results: it trades determinism for
 // liveness and is off unless configured.
-func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
-	for _, t := range p.ws.All() {
-		if err := p.idleAdvanceTask(t, now, produce, tally); err != nil {
+func (s *Stage) IdleAdvance(now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+	for _, t := range s.ws.All() {
+		if err := s.idleAdvanceTask(t, now, produce, tally); err != nil {
 			return err
 		}
 	}
@@ -359,41 +315,41 @@ func (t *windowTask) heard(src string) {
 // idleSources leaves out of an aligned task's minimum every source not
 // heard from for idle_timeout, so a quiet or empty input partition does
 // not hold the windows for ever.
-func (p *Processor) idleSources(t *windowTask, now time.Time, idle time.Duration, produce func(*kgo.Record), tally *metrics.Tally) error {
+func (s *Stage) idleSources(t *windowTask, now time.Time, idle time.Duration, produce func(*kgo.Record), tally *metrics.Tally) error {
 	srcs := map[string]bool{}
-	for _, s := range t.op.Expected() {
-		srcs[s] = true
+	for _, src := range t.op.Expected() {
+		srcs[src] = true
 	}
-	for s := range t.op.Sources() {
-		srcs[s] = true
+	for src := range t.op.Sources() {
+		srcs[src] = true
 	}
-	for s := range srcs {
-		last, ok := t.lastHeard[s]
+	for src := range srcs {
+		last, ok := t.lastHeard[src]
 		if !ok {
 			last = t.built
 		}
-		if t.op.Idle(s) || now.Sub(last) < idle {
+		if t.op.Idle(src) || now.Sub(last) < idle {
 			continue
 		}
-		out, err := t.op.SetIdle(s, true)
+		out, err := t.op.SetIdle(src, true)
 		if err != nil {
-			return fmt.Errorf("route %q partition %d: source %s idle: %w", t.route.rt.Name, t.part, s, err)
+			return fmt.Errorf("route %q partition %d: source %s idle: %w", t.route.rt.Name, t.part, src, err)
 		}
-		p.log.Info("input partition idle: left out of the window watermark until it speaks again",
-			"route", t.route.rt.Name, "partition", t.part, "source", s, "idle_timeout", idle)
-		for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+		s.log.Info("input partition idle: left out of the window watermark until it speaks again",
+			"route", t.route.rt.Name, "partition", t.part, "source", src, "idle_timeout", idle)
+		for _, r := range s.eng.windowResults(t.route.rt, out.Results, now, tally) {
 			produce(r)
 		}
 	}
 	return nil
 }
 
-func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
+func (s *Stage) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	idle := t.route.rt.Window.Config.IdleTimeout.D()
 	if idle > 0 && t.route.rt.Window.Config.Watermark == topology.WatermarkAligned {
-		if err := p.idleSources(t, now, idle, produce, tally); err != nil {
+		if err := s.idleSources(t, now, idle, produce, tally); err != nil {
 			return err
 		}
 	}
@@ -414,9 +370,9 @@ func (p *Processor) idleAdvanceTask(t *windowTask, now time.Time, produce func(*
 		return fmt.Errorf("route %q partition %d: idle advance: %w", t.route.rt.Name, t.part, err)
 	}
 	t.lastAdvance = from.Add(time.Duration(delta) * time.Millisecond)
-	for _, r := range p.eng.windowResults(t.route.rt, out.Results, now, tally) {
+	for _, r := range s.eng.windowResults(t.route.rt, out.Results, now, tally) {
 		produce(r)
 	}
-	p.observeTask(t)
+	s.observeTask(t)
 	return nil
 }

@@ -1,4 +1,4 @@
-package processor
+package stateful
 
 import (
 	"strconv"
@@ -29,13 +29,13 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 	for i, p := range parts {
 		recs[i] = &kgo.Record{Topic: "order-parts", Key: p.Key, Value: p.Value, Timestamp: time.UnixMilli(p.TS)}
 	}
-	withAssembly := exampleAt(b, "../examples/assemble-orders.yaml", []string{"127.0.0.1:9092"})
-	cfg, err := topology.LoadFile("../examples/assemble-orders.yaml")
+	withAssembly := exampleAt(b, "../../examples/assemble-orders.yaml", []string{"127.0.0.1:9092"})
+	cfg, err := topology.LoadFile("../../examples/assemble-orders.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.Routes = cfg.Routes[:2] // lines and customer
-	routingOnly, err := topology.Compile(cfg, "../examples/")
+	routingOnly, err := topology.Compile(cfg, "../../examples/")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,116 @@
+package processor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/assembly"
+	"github.com/sidestream/sidestream/processor/stateful"
+)
+
+// lossRecheck is how long Run waits, not ready, before it tries again a
+// session that stopped on a changelog loss.
+const lossRecheck = 30 * time.Second
+
+// stageRuntime is what stage two (processor/stateful) gets of the
+// processor: the restore, the observer, the assignment, the source
+// tracker's witnesses and the admin client.
+type stageRuntime struct{ p *Processor }
+
+var _ stateful.Runtime = stageRuntime{}
+
+func (r stageRuntime) Restore(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, stateful.Restored, error) {
+	return r.p.restoreTask(ctx, route, changelogTopic, part)
+}
+
+func (r stageRuntime) Window(topic string, part int32, route string, wm *int64, open, entries int, bytes int64) {
+	r.p.st.window(topic, part, route, wm, open, entries, bytes)
+}
+
+func (r stageRuntime) Assembly(topic string, part int32, route string, clock *int64, open, entries int, bytes int64) {
+	r.p.st.assembly(topic, part, route, clock, open, entries, bytes)
+}
+
+func (r stageRuntime) HeldBy(topic string, part int32, src string, at *int64) {
+	r.p.st.heldBy(topic, part, src, at)
+}
+
+func (r stageRuntime) LocalCheckpoint(topic string, part int32, off *int64) {
+	r.p.st.localCheckpoint(topic, part, off)
+}
+
+func (r stageRuntime) SetLost(topic string, part int32, why string) { r.p.st.setLost(topic, part, why) }
+func (r stageRuntime) ClearLost(topic string, part int32)           { r.p.st.clearLost(topic, part) }
+func (r stageRuntime) Assigned(topic string, part int32) bool       { return r.p.st.assigned(topic, part) }
+func (r stageRuntime) Hold(rep string, part int32, route string)    { r.p.src.hold(rep, part, route) }
+func (r stageRuntime) Holds(rep string, part int32) bool            { return r.p.src.holds(rep, part) }
+func (r stageRuntime) Admin() *kadm.Client                          { return r.p.adm }
+
+// restoreTask restores a fresh store from one changelog partition and
+// accounts for it (metrics, log).
+func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, stateful.Restored, error) {
+	start := time.Now()
+	st, err := p.stage.OpenStore(changelogTopic, part)
+	if err != nil {
+		return nil, stateful.Restored{Accept: stateful.NoMark}, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
+	}
+	res, err := p.restoreState(ctx, route, changelogTopic, part, st)
+	n := res.n
+	out := stateful.Restored{N: res.n, From: res.from, Accept: res.accept}
+	if err != nil {
+		_ = st.Close()
+		return nil, out, err
+	}
+	p.m.RestoreDuration.Observe(time.Since(start).Seconds())
+	p.m.RestoredRecords.WithLabelValues(route).Add(float64(n))
+	return st, out, nil
+}
+
+// dropState forgets the state of every stateful stage and the source
+// progress: all of it (nil) or that of the given partitions.
+func (p *Processor) dropState(parts map[string][]int32) { p.src.drop(p.stage.Drop(parts)) }
+
+// The entry points of stage two the commit loop and the restore call.
+func (p *Processor) produced(r *kgo.Record) { p.stage.Produced(r) }
+func (p *Processor) checkpoint()            { p.stage.Checkpoint() }
+func (p *Processor) changelogRecords(t *metrics.Tally) []*kgo.Record {
+	return p.stage.ChangelogRecords(t)
+}
+func (p *Processor) repartitionOf(changelogTopic string) string {
+	return p.stage.RepartitionOf(changelogTopic)
+}
+func (p *Processor) isDirect(topic string) bool { return p.stage.IsDirect(topic) }
+func (p *Processor) directTopics() []string     { return p.stage.DirectTopics() }
+func (p *Processor) routeOf(rep string) string  { return p.stage.RouteOf(rep) }
+func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), t *metrics.Tally) error {
+	return p.stage.IdleAdvance(now, produce, t)
+}
+func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), t *metrics.Tally) error {
+	return p.stage.AssemblyTick(now, produce, t)
+}
+func (p *Processor) changelogLoss(route, topic string, part int32, reason, detail string) error {
+	return p.stage.ChangelogLoss(route, topic, part, reason, detail)
+}
+func (p *Processor) missingChangelog(ctx context.Context, route, topic string, part int32, listErr error) error {
+	return p.stage.MissingChangelog(ctx, route, topic, part, listErr)
+}
+func (p *Processor) stateWitness(ctx context.Context, changelogTopic string, part int32) (string, error) {
+	return p.stage.StateWitness(ctx, changelogTopic, part)
+}
+
+// StateReaders returns every stateful operator's reader by operator name
+// (stateful.Stage.StateReaders); the API serves them as GET
+// /state/{operator}?key=K.
+func (p *Processor) StateReaders() map[string]stateful.StateReader { return p.stage.StateReaders() }
+
+// AssemblyHeld is what this process holds for one ID of an assembly
+// route (stateful.Stage.AssemblyHeld); it serves GET /state/{route}.
+func (p *Processor) AssemblyHeld(route, id string) (assembly.Held, bool, error) {
+	return p.stage.AssemblyHeld(route, id)
+}
