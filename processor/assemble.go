@@ -278,7 +278,7 @@ func (p *Processor) observeAssemblyTask(t *assemblyTask) {
 	if c := t.op.Clock(); c > math.MinInt64 {
 		clock = &c
 	}
-	p.st.assembly(t.route.rt.Assembly.RepartitionTopic, t.part, t.route.rt.Name, clock, t.op.Open(), t.st.Len(), t.st.SizeBytes())
+	p.st.Assembly(t.route.rt.Assembly.RepartitionTopic, t.part, t.route.rt.Name, clock, t.op.Open(), t.st.Len(), t.st.SizeBytes())
 	p.m.AssembliesOpen.WithLabelValues(l...).Set(float64(t.op.Open()))
 	p.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
 	p.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))

@@ -71,7 +71,7 @@ func (p *Processor) changelogLoss(route, topic string, part int32, reason, detai
 		return nil
 	}
 	p.m.ChangelogLoss.WithLabelValues(route, reason, "fail").Inc()
-	p.st.setLost(p.repartitionOf(topic), part, le.Error())
+	p.st.SetLost(p.repartitionOf(topic), part, le.Error())
 	p.log.Error("changelog lost state; the task does not process", args...)
 	return le
 }

@@ -232,7 +232,7 @@ func (p *Processor) ownedPartition(ctx context.Context, route, topic, key string
 		// No repartition topic: the task is the input partition's.
 		owned = p.top.InputTopics()[0]
 	}
-	if !p.st.assigned(owned, part) {
+	if !p.st.Assigned(owned, part) {
 		e := &NotOwnerError{Route: route, Key: key, Topic: owned, Partition: part}
 		e.Owner, e.OwnerErr = p.partitionOwner(ctx, owned, part)
 		if e.Owner != nil && p.opts.ownerURL != "" {

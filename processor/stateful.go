@@ -43,7 +43,7 @@ func buildTask[T tasks.Task](ctx context.Context, p *Processor, set *tasks.Set[T
 				return none, fmt.Errorf("route %q partition %d: %w", route, part, err)
 			}
 		}
-		p.st.clearLost(topic, part)
+		p.st.ClearLost(topic, part)
 		return t, nil
 	}
 	t, err := set.GetOrBuild(topic, part, build, func(t T) { restored(t, res, time.Since(start)) })
@@ -100,7 +100,7 @@ func (p *Processor) produced(r *kgo.Record) {
 // state durable (tasks.Set.Checkpoint).
 func (p *Processor) checkpoint() {
 	now := time.Now() // after the commit: every later changelog record is newer
-	done := func(t tasks.Task, off int64) { p.st.localCheckpoint(t.RepartitionTopic(), t.Partition(), &off) }
+	done := func(t tasks.Task, off int64) { p.st.LocalCheckpoint(t.RepartitionTopic(), t.Partition(), &off) }
 	failed := func(t tasks.Task, err error) {
 		p.log.Error("local state checkpoint failed; the task restores from the changelog next time",
 			"route", t.RouteName(), "partition", t.Partition(), "err", err)
