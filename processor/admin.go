@@ -35,7 +35,7 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 			return ctx.Err()
 		}
 		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), kclient.WithHint(err, p.top.Config.Security))
-		p.st.ready.set(false, reason)
+		p.st.NotReady(reason)
 		args := []any{"brokers", p.top.Config.Brokers, "err", err}
 		if h := kclient.ConnHint(err, p.top.Config.Security); h != "" {
 			args = append(args, "hint", h)
@@ -230,7 +230,7 @@ func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Cli
 		if p.top.Config.Topics.OnRepartitionRetention == topology.RetentionFail {
 			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
 		}
-		p.st.warn(why)
+		p.st.Warn(why)
 		p.log.Warn("repartition topic expires records; gaps in it are counted as lost", "topic", rc.Name, "configs", strings.Join(bad, ", "))
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/observe"
 	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/processor/tasks"
 	"github.com/sidestream/sidestream/topology"
@@ -178,7 +179,7 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 	feed(flush, []*running{d1, d2}, []*running{r})
 	waitAssemblyDone(t, direct, inputs, d1, d2)
 	waitAssemblyDone(t, rep, inputs, r)
-	checkDirectTasks(t, d2.p, "order-parts", rt.Name, 6, func(ts TaskStatus) *int64 { return ts.AssemblyClock })
+	checkDirectTasks(t, d2.p, "order-parts", rt.Name, 6, func(ts observe.TaskStatus) *int64 { return ts.AssemblyClock })
 	checkDirectAssemblyState(t, d2.p, rt, "flush-0")
 	d2.stop(t)
 	r.stop(t)

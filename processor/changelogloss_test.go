@@ -274,13 +274,9 @@ func TestChangelogLossDirect(t *testing.T) {
 		return len(recs)
 	}
 	lost := func(r *running) map[int32]bool {
-		r.p.st.mu.Lock()
-		defer r.p.st.mu.Unlock()
 		out := map[int32]bool{}
-		for k := range r.p.st.lost {
-			if k.topic == rep {
-				out[k.partition] = true
-			}
+		for _, p := range r.p.st.LostPartitions(rep) {
+			out[p] = true
 		}
 		return out
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/processor/observe"
 	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
@@ -156,7 +157,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 	for _, r := range []*running{rd, rr} {
 		drain(t, r, produced+extra)
 		if r == rd {
-			checkDirectTasks(t, rd.p, "logs", direct.Routes[0].Name, 3, func(ts TaskStatus) *int64 { return ts.Watermark })
+			checkDirectTasks(t, rd.p, "logs", direct.Routes[0].Name, 3, func(ts observe.TaskStatus) *int64 { return ts.Watermark })
 		}
 		r.stop(t)
 		if s := r.p.Metrics().Snapshot(); !s.Conserved() {
@@ -232,7 +233,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 // least minState of them with state and, where there is state, the time
 // clock gives (a window's watermark, an assembly's clock); and the input
 // partitions still counted once.
-func checkDirectTasks(t *testing.T, p *Processor, input, route string, minState int, clock func(TaskStatus) *int64) {
+func checkDirectTasks(t *testing.T, p *Processor, input, route string, minState int, clock func(observe.TaskStatus) *int64) {
 	t.Helper()
 	inputs, direct, withState := 0, 0, 0
 	for _, ts := range p.Tasks() {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/processor/observe"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -118,7 +119,7 @@ func TestInputGap(t *testing.T) {
 				for _, ts := range r.p.Tasks() {
 					if ts.Topic == "logs" && ts.Partition == 2 {
 						found = true
-						if ts.Lost != 6 || len(ts.Gaps) != 1 || ts.Gaps[0] != (GapRange{From: 20, To: 26, Offsets: 6, Skipped: true}) {
+						if ts.Lost != 6 || len(ts.Gaps) != 1 || ts.Gaps[0] != (observe.GapRange{From: 20, To: 26, Offsets: 6, Skipped: true}) {
 							t.Fatalf("/tasks logs/2: lost %d, gaps %+v", ts.Lost, ts.Gaps)
 						}
 					} else if ts.Lost != 0 || len(ts.Gaps) != 0 {

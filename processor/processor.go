@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/observe"
 	"github.com/sidestream/sidestream/processor/stateful"
 	"github.com/sidestream/sidestream/topology"
 )
@@ -97,15 +98,14 @@ type Processor struct {
 	log     *slog.Logger
 	m       *metrics.Metrics
 	eng     *engine
-	st      *status
-	stage   *stateful.Stage // stage two: the window and assembly tasks
-	src     *sourceTracker  // stage one's source progress (aligned watermarks)
-	part    kgo.Partitioner // the producer's: state queries locate keys with it
-	adm     *kadm.Client    // set by Run; used by restores
-	admCl   *kgo.Client     // the client under adm
-	started time.Time
-	samples *sideSamples // nil without WithSideSampler
-	gaps    *gapTracker  // where each consumed partition's next record must be
+	st      *observe.Observer // readiness, /healthz and /tasks
+	stage   *stateful.Stage   // stage two: the window and assembly tasks
+	src     *sourceTracker    // stage one's source progress (aligned watermarks)
+	part    kgo.Partitioner   // the producer's: state queries locate keys with it
+	adm     *kadm.Client      // set by Run; used by restores
+	admCl   *kgo.Client       // the client under adm
+	samples *sideSamples      // nil without WithSideSampler
+	gaps    *gapTracker       // where each consumed partition's next record must be
 	// produceFails counts the transactions aborted in a row by a produce
 	// failure (the commit loop's own): the retry backs off with it.
 	produceFails int
@@ -116,6 +116,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	op := opts{workers: runtime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
 	for _, f := range o {
 		f(&op)
+	}
+	if err := op.validate(top); err != nil {
+		return nil, err
 	}
 	if op.log == nil {
 		op.log = slog.Default()
@@ -130,21 +133,6 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		}
 		op.instanceID = h
 	}
-	switch {
-	case len(top.Config.Brokers) == 0:
-		return nil, topology.ErrNoBrokers
-	case op.workers < 1:
-		return nil, fmt.Errorf("workers must be at least 1, got %d", op.workers)
-	case op.maxPoll < 1:
-		return nil, fmt.Errorf("max poll records must be at least 1, got %d", op.maxPoll)
-	case op.txnTimeout < time.Second:
-		return nil, fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
-	}
-	if op.ownerURL != "" {
-		if err := stateful.CheckOwnerURL(op.ownerURL); err != nil {
-			return nil, err
-		}
-	}
 	// The security options go first, into the options every client the
 	// processor creates is built with (group, admin, restores), so no
 	// client can connect without them; raw options may still override.
@@ -154,14 +142,9 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	}
 	op.kgoOpts = append(sec, op.kgoOpts...)
 	if op.stores == nil {
-		switch st := top.Config.State; st.Store {
-		case topology.StorePebble:
-			if st.Dir == "" {
-				return nil, fmt.Errorf("state.store: pebble needs state.dir (or %s)", topology.EnvStateDir)
-			}
+		op.stores = changelog.MemoryBuilder()
+		if st := top.Config.State; st.Store == topology.StorePebble {
 			op.stores = changelog.PebbleBuilder(st.Dir)
-		default:
-			op.stores = changelog.MemoryBuilder()
 		}
 	}
 	if op.asmStores == nil {
@@ -175,7 +158,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
 		m:    op.metrics,
 		eng:  newEngine(top),
-		st:   newStatus(top, op.metrics.Ready),
+		st:   observe.New(top, op.metrics),
 		gaps: newGapTracker(),
 	}
 	p.stage, err = stateful.New(stateful.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
@@ -185,8 +168,48 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	}
 	p.samples = newSideSamples(p)
 	// Every series a dashboard or an alert reads exists from the start.
-	p.m.Preset(series(top))
+	p.m.Preset(observe.Series(top))
 	return p, nil
+}
+
+// validate checks the options against the topology they run: all the
+// checks New makes before it builds anything.
+func (op *opts) validate(top *topology.Topology) error {
+	switch {
+	case len(top.Config.Brokers) == 0:
+		return topology.ErrNoBrokers
+	case op.workers < 1:
+		return fmt.Errorf("workers must be at least 1, got %d", op.workers)
+	case op.maxPoll < 1:
+		return fmt.Errorf("max poll records must be at least 1, got %d", op.maxPoll)
+	case op.txnTimeout < time.Second:
+		return fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
+	case op.stores == nil && top.Config.State.Store == topology.StorePebble && top.Config.State.Dir == "":
+		return fmt.Errorf("state.store: pebble needs state.dir (or %s)", topology.EnvStateDir)
+	}
+	if op.ownerURL != "" {
+		return stateful.CheckOwnerURL(op.ownerURL)
+	}
+	return nil
+}
+
+// Ready reports whether the processor has joined its group with a working
+// producer, and why not when it has not (what /readyz answers; the
+// sidestream_ready gauge says the same). Warnings (conditions that do not
+// stop processing) follow the reason.
+func (p *Processor) Ready() (bool, string) { return p.st.Ready() }
+
+// Healthy reports whether the poll loop is making progress: it has turned
+// within the stall limit (or has not started yet and is still within it).
+func (p *Processor) Healthy() (bool, string) { return p.st.Healthy(p.opts.stallAfter) }
+
+// Tasks lists the assigned partitions, sorted (what /tasks shows).
+func (p *Processor) Tasks() []observe.TaskStatus { return p.st.Tasks() }
+
+// tp names a partition (gaps, sources, purges key their maps by it).
+type tp struct {
+	topic     string
+	partition int32
 }
 
 // Metrics returns the processor's metrics.
@@ -203,9 +226,9 @@ func (p *Processor) TransactionalID() string {
 // closed and rebuilt with backoff; Run returns an error only for problems
 // a retry cannot fix (a missing input topic, a refused topic creation).
 func (p *Processor) Run(ctx context.Context) error {
-	p.started = time.Now()
+	p.st.Start()
 	defer p.dropState(nil) // closes the stores
-	p.st.loop()
+	p.st.Loop()
 	adm, admCl, err := kclient.NewAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -215,9 +238,9 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err := p.waitForBrokers(ctx, adm); err != nil {
 		return nilIfDone(ctx, err)
 	}
-	p.st.loop()
+	p.st.Loop()
 	if err := p.ensureTopics(ctx, adm); err != nil {
-		p.st.ready.set(false, err.Error())
+		p.st.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
@@ -241,13 +264,13 @@ func (p *Processor) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if p.st.lastCommitAt().After(sessionStart) {
+		if p.st.LastCommit().After(sessionStart) {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
 			// finds the same gap until the offsets are moved past it.
-			p.st.ready.set(false, ge.Error())
+			p.st.NotReady(ge.Error())
 			p.log.Error("a consumed partition lost records before they were read; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
@@ -258,14 +281,14 @@ func (p *Processor) Run(ctx context.Context) error {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
 			// changelog may be restored from elsewhere meanwhile).
-			p.st.ready.set(false, le.Error())
+			p.st.NotReady(le.Error())
 			p.log.Error("a task's changelog lost state; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
 			}
 			continue
 		}
-		p.st.ready.set(false, "session failed, restarting: "+kclient.WithHint(err, p.top.Config.Security))
+		p.st.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Config.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
@@ -281,7 +304,7 @@ func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	end := time.After(d)
 	for {
-		p.st.loop()
+		p.st.Loop()
 		select {
 		case <-ctx.Done():
 			return false
@@ -321,11 +344,10 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.WithHooks(p.m.Kafka),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			p.st.setJoined(true) // called after every successful join, even with nothing new
+			p.st.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {
-				p.st.assign(t, ps)
+				p.st.Assign(t, ps)
 			}
-			p.m.Assigned.Set(float64(p.st.assignedCount()))
 			p.log.Info("partitions assigned", "partitions", a)
 		}),
 	}
@@ -352,16 +374,12 @@ func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, ma
 			// The session is gone (broker unreachable, session expired).
 			// Empty transactions still "commit" without the broker, so
 			// only the next successful join may mark the router ready.
-			p.st.setJoined(false)
-			p.st.ready.set(false, "consumer group session lost (broker unreachable or session expired); rejoining")
+			p.st.SetJoined(false)
+			p.st.NotReady("consumer group session lost (broker unreachable or session expired); rejoining")
 		}
 		for t, ps := range r {
-			p.st.revoke(t, ps)
-			for _, part := range ps {
-				p.m.ConsumerLag.DeleteLabelValues(t, strconv.Itoa(int(part)))
-			}
+			p.st.Revoke(t, ps)
 		}
-		p.m.Assigned.Set(float64(p.st.assignedCount()))
 		p.log.Info("partitions "+kind, "partitions", r)
 	}
 }
@@ -448,7 +466,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 		if err := p.inputGap(g, tally); err != nil {
 			return err
 		}
-	} else if p.st.clearGapStop(ftp.Topic, ftp.Partition) {
+	} else if p.st.ClearGapStop(ftp.Topic, ftp.Partition) {
 		p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
 	}
 	var err error
@@ -462,8 +480,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 	}
 	p.gaps.advance(ftp)
 	last := ftp.Records[len(ftp.Records)-1]
-	lag := p.st.progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
-	p.m.ConsumerLag.WithLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition))).Set(float64(lag))
+	p.st.Progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
 	return nil
 }
 

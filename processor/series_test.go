@@ -1,9 +1,7 @@
 package processor
 
 import (
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -76,50 +74,4 @@ func seriesName(name string, m *dto.Metric) string {
 	}
 	slices.Sort(ls)
 	return name + "{" + strings.Join(ls, ",") + "}"
-}
-
-// TestDirtyPairsListed: every stage and reason the code sends a record to
-// the dirty route with is in series.go's preset lists, so it exists at 0.
-func TestDirtyPairsListed(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Stage one (../pipeline) writes most of the dirty records.
-	stageOne, err := filepath.Glob("../pipeline/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, stageOne...)
-	// The codes are wire's (wire.StageDecode): the prefix is optional.
-	use := regexp.MustCompile(`(?:recErr\(|NewRecordError\(|Stage: |rerr\.Stage, rerr\.Reason = )(?:wire\.)?(Stage\w+),? (?:Reason: )?(?:wire\.)?(Reason\w+)`)
-	listedRe := regexp.MustCompile(`\{(?:wire\.)?(Stage\w+), (?:wire\.)?(Reason\w+)\}`)
-	listed := map[string]bool{}
-	var uses []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f == "series.go" {
-			for _, m := range listedRe.FindAllStringSubmatch(string(b), -1) {
-				listed[m[1]+"/"+m[2]] = true
-			}
-			continue
-		}
-		for _, m := range use.FindAllStringSubmatch(string(b), -1) {
-			uses = append(uses, f+": "+m[1]+"/"+m[2])
-		}
-	}
-	if len(uses) < 20 || len(listed) < 20 {
-		t.Fatalf("found only %d dirty stage/reason uses and %d listed pairs", len(uses), len(listed))
-	}
-	for _, u := range uses {
-		if !listed[u[strings.Index(u, ": ")+2:]] {
-			t.Errorf("%s sends records to dirty, a pair processor/series.go does not preset", u)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/processor/observe"
 )
 
 // committer is how one delivery guarantee opens and ends a commit
@@ -111,7 +112,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 			pollCtx, cancel := context.WithDeadline(ctx, start.Add(interval))
 			fetches := c.client().PollRecords(pollCtx, p.opts.maxPoll)
 			cancel()
-			p.st.loop()
+			p.st.Loop()
 			if err := p.pollErrors(fetches); err != nil {
 				return err
 			}
@@ -205,7 +206,7 @@ func (p *Processor) countCommitted(cl *kgo.Client, pending *metrics.Tally) {
 	p.m.Observe(pending)
 	p.committedGaps(pending)
 	p.m.Commits.Inc()
-	p.st.committed(committedOffsets(cl), time.Now())
+	p.st.Committed(committedOffsets(cl), time.Now())
 }
 
 // maxProduceBackoff bounds the wait before a batch whose produce failed
@@ -215,7 +216,7 @@ const maxProduceBackoff = 8 * time.Second
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
 	_, gen := cl.GroupMetadata()
-	p.st.readyAfterCommit(gen >= 0, p.top.Config.ApplicationID)
+	p.st.ReadyAfterCommit(gen >= 0, p.top.Config.ApplicationID)
 }
 
 // runExactlyOnce is one group session under exactly-once: every output of
@@ -279,8 +280,8 @@ func (c *eosCommitter) next(ctx context.Context, ended bool) error {
 	if !ended {
 		return nil
 	}
-	if now := time.Now(); c.p.st.isJoined() {
-		return c.watch.check(ctx, now, c.p.st.quiet(now, c.watch.every))
+	if now := time.Now(); c.p.st.Joined() {
+		return c.watch.check(ctx, now, c.p.st.Quiet(now, c.watch.every))
 	}
 	return nil
 }
@@ -301,7 +302,7 @@ func (c *eosCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 	switch {
 	case err != nil:
 		p.samples.discard()
-		p.m.Aborts.WithLabelValues(AbortCommitError).Inc()
+		p.m.Aborts.WithLabelValues(observe.AbortCommitError).Inc()
 		return false, fmt.Errorf("end transaction: %w", err)
 	case prodErr != nil:
 		return false, c.produceAborted(prodErr)
@@ -312,7 +313,7 @@ func (c *eosCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 		// the next records restore what the changelog committed.
 		p.dropState(nil)
 		if pending.Records() > 0 {
-			p.m.Aborts.WithLabelValues(AbortRebalance).Inc()
+			p.m.Aborts.WithLabelValues(observe.AbortRebalance).Inc()
 			p.log.Info("transaction aborted by a rebalance; the batch will be processed again", "records", pending.Records())
 		}
 		return false, nil
@@ -334,15 +335,15 @@ func (c *eosCommitter) produceAborted(prodErr error) error {
 	p.dropState(nil)
 	p.gaps.rewind(c.sess.Client().CommittedOffsets())
 	if topic, ok := kclient.AuthzRefused(prodErr); ok {
-		p.m.Aborts.WithLabelValues(AbortAuthorization).Inc()
+		p.m.Aborts.WithLabelValues(observe.AbortAuthorization).Inc()
 		p.m.AuthzRefused.WithLabelValues(topic).Inc()
 		why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
 			"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
-		p.st.ready.set(false, why)
+		p.st.NotReady(why)
 		p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
 	} else {
-		p.m.Aborts.WithLabelValues(AbortProduceError).Inc()
-		p.st.ready.set(false, "transaction aborted: produce failed: "+prodErr.Error())
+		p.m.Aborts.WithLabelValues(observe.AbortProduceError).Inc()
+		p.st.NotReady("transaction aborted: produce failed: " + prodErr.Error())
 		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
 	}
 	if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
@@ -408,7 +409,7 @@ func (c *aloCommitter) check() error { return c.revokeErr }
 // fail marks the router not ready: uncommitted records are processed
 // again by the next session; duplicates are possible, loss is not.
 func (c *aloCommitter) fail(err error) error {
-	c.p.st.ready.set(false, err.Error())
+	c.p.st.NotReady(err.Error())
 	return err
 }
 

@@ -1,4 +1,4 @@
-package processor
+package observe
 
 import (
 	"github.com/sidestream/sidestream/metrics"
@@ -42,9 +42,9 @@ var (
 	assemblyResult = []string{metrics.ResultCompleted, metrics.ResultExpired, metrics.ResultTooLarge, metrics.ResultEvicted}
 )
 
-// series lists every counter series the topology can produce, for
+// Series lists every counter series the topology can produce, for
 // metrics.Preset.
-func series(top *topology.Topology) metrics.Series {
+func Series(top *topology.Topology) metrics.Series {
 	var s metrics.Series
 	rep, _ := top.InternalTopics()
 	s.Consumed = append(top.InputTopics(), rep...)

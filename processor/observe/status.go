@@ -1,11 +1,25 @@
-package processor
+// Package observe is the one observer of a running processor: the state
+// behind /readyz, /healthz and /tasks, and the sidestream_ready gauge,
+// kept under one lock. Readiness has one publisher (readiness.go), so
+// /readyz and sidestream_ready cannot disagree, and a stop shown on
+// /tasks (a changelog loss, an input gap) is never published together
+// with "ready". series.go lists every counter series a topology can
+// produce, preset at 0.
+//
+// The processor writes the observer as it runs; the HTTP API reads
+// copies. It imports nothing of the runtime (a depguard rule in
+// .golangci.yml): it knows partitions by topic and number, not tasks.
+package observe
 
 import (
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/topology"
@@ -67,15 +81,20 @@ type GapRange struct {
 // maxGaps bounds the gap ranges /tasks keeps per partition.
 const maxGaps = 8
 
-// status is the shared, lock-protected view of a running processor for
+// Observer is the shared, lock-protected view of a running processor for
 // the HTTP API. The poll loop writes it; handlers read copies.
-type status struct {
+type Observer struct {
 	mu sync.Mutex
 	// ready is published by itself (readiness.go), never by hand.
 	ready *readiness
+	// The gauges of what /tasks shows, set with it under mu:
+	// sidestream_assigned_partitions and sidestream_consumer_lag_records.
+	assignedGauge Gauge
+	lagGauge      *prometheus.GaugeVec
 	// joined is false from a lost group session (heartbeat failed: broker
 	// unreachable, session expired) until the next successful join.
 	joined     bool
+	started    time.Time // Start: Run began
 	lastLoop   time.Time
 	lastCommit time.Time
 	tasks      map[tp]*TaskStatus
@@ -106,10 +125,14 @@ type tp struct {
 	partition int32
 }
 
-func newStatus(t *topology.Topology, ready gauge) *status {
-	s := &status{tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
-		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics()}
-	s.ready = newReadiness(ready, &s.mu)
+// New is the observer of a processor running t. Of m it writes, and is
+// the only writer of, sidestream_ready (0 here), the assigned partitions
+// and the consumer lag gauges.
+func New(t *topology.Topology, m *metrics.Metrics) *Observer {
+	s := &Observer{tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
+		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics(),
+		assignedGauge: m.Assigned, lagGauge: m.ConsumerLag}
+	s.ready = newReadiness(m.Ready, &s.mu)
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
 			s.directRoutes[r.Window.RepartitionTopic] = r.Name
@@ -124,27 +147,42 @@ func newStatus(t *topology.Topology, ready gauge) *status {
 }
 
 // directTopic is how a direct window task names its input in /tasks.
-func (s *status) directTopic() string { return strings.Join(s.inputs, "+") }
+func (s *Observer) directTopic() string { return strings.Join(s.inputs, "+") }
 
-func (s *status) setJoined(ok bool) {
+// SetJoined records whether the group session is joined (false from a
+// lost session until the next successful join).
+func (s *Observer) SetJoined(ok bool) {
 	s.mu.Lock()
 	s.joined = ok
 	s.mu.Unlock()
 }
 
-func (s *status) isJoined() bool {
+// Joined reports whether the group session is joined.
+func (s *Observer) Joined() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.joined
 }
 
-func (s *status) loop() {
+// Start records that the processor began to run (the poll loop's
+// first turn is due within the stall limit from here).
+func (s *Observer) Start() {
+	s.mu.Lock()
+	s.started = time.Now()
+	s.mu.Unlock()
+}
+
+// Loop records a turn of the poll loop (what /healthz watches).
+func (s *Observer) Loop() {
 	s.mu.Lock()
 	s.lastLoop = time.Now()
 	s.mu.Unlock()
 }
 
-func (s *status) assign(topic string, parts []int32) {
+// Assign adds assigned partitions of topic (and, for an input topic, the
+// direct tasks that live inside them); a partition that comes back shows
+// its gap history again.
+func (s *Observer) Assign(topic string, parts []int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range parts {
@@ -165,11 +203,12 @@ func (s *status) assign(topic string, parts []int32) {
 			}
 		}
 	}
+	s.assignedGauge.Set(float64(len(s.tasks)))
 }
 
 // directHeld reports whether some input topic's partition p is still
 // assigned here (the direct window tasks of p live while one is).
-func (s *status) directHeld(p int32) bool {
+func (s *Observer) directHeld(p int32) bool {
 	for _, in := range s.inputs {
 		if s.tasks[tp{in, p}] != nil {
 			return true
@@ -178,11 +217,15 @@ func (s *status) directHeld(p int32) bool {
 	return false
 }
 
-func (s *status) revoke(topic string, parts []int32) {
+// Revoke removes revoked partitions of topic (and the direct tasks no
+// input partition holds any more) with their lag series.
+func (s *Observer) Revoke(topic string, parts []int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.assignedGauge.Set(float64(len(s.tasks))) }()
 	for _, p := range parts {
 		delete(s.tasks, tp{topic, p})
+		s.lagGauge.DeleteLabelValues(topic, strconv.Itoa(int(p)))
 		if slices.Contains(s.inputs, topic) && !s.directHeld(p) {
 			for rep := range s.directRoutes {
 				delete(s.direct, tp{rep, p})
@@ -193,7 +236,7 @@ func (s *status) revoke(topic string, parts []int32) {
 
 // assignedCount is the number of assigned partitions (direct window tasks
 // are not partitions of their own).
-func (s *status) assignedCount() int {
+func (s *Observer) assignedCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.tasks)
@@ -201,14 +244,16 @@ func (s *status) assignedCount() int {
 
 // task is the status of a partition or of a direct window task.
 // The caller holds s.mu.
-func (s *status) task(topic string, p int32) *TaskStatus {
+func (s *Observer) task(topic string, p int32) *TaskStatus {
 	if t := s.tasks[tp{topic, p}]; t != nil {
 		return t
 	}
 	return s.direct[tp{topic, p}]
 }
 
-func (s *status) progress(topic string, p int32, next, hwm int64) (lag int64) {
+// Progress records a processed batch of a partition and its lag: next is
+// the next offset to process, hwm the high watermark.
+func (s *Observer) Progress(topic string, p int32, next, hwm int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.tasks[tp{topic, p}]
@@ -218,12 +263,12 @@ func (s *status) progress(topic string, p int32, next, hwm int64) (lag int64) {
 	}
 	t.Position, t.HighWatermark, t.active = next, hwm, time.Now()
 	t.Lag = max(hwm-next, 0)
-	return t.Lag
+	s.lagGauge.WithLabelValues(topic, strconv.Itoa(int(p))).Set(float64(t.Lag))
 }
 
-// quiet lists the input partitions assigned here that have made no
+// Quiet lists the input partitions assigned here that have made no
 // progress for at least d (none since their assignment, or none lately).
-func (s *status) quiet(now time.Time, d time.Duration) map[string][]int32 {
+func (s *Observer) Quiet(now time.Time, d time.Duration) map[string][]int32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var q map[string][]int32
@@ -238,7 +283,8 @@ func (s *status) quiet(now time.Time, d time.Duration) map[string][]int32 {
 	return q
 }
 
-func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
+// Committed records a commit at at of the next offsets per partition.
+func (s *Observer) Committed(offsets map[string]map[int32]int64, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastCommit = at
@@ -251,20 +297,25 @@ func (s *status) committed(offsets map[string]map[int32]int64, at time.Time) {
 	}
 }
 
-// Ready reports whether the processor has joined its group with a working
-// producer, and why not when it has not. Warnings (conditions that do not
-// stop processing) follow the reason.
-func (p *Processor) Ready() (bool, string) {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	ok, reason := p.st.ready.ok, p.st.ready.reason
-	if len(p.st.warnings) > 0 {
-		return ok, reason + "; warning: " + strings.Join(p.st.warnings, "; warning: ")
+// Ready is what /readyz answers: whether the processor has joined its
+// group with a working producer, and why not when it has not. Warnings
+// (conditions that do not stop processing) follow the reason.
+func (s *Observer) Ready() (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ok, reason := s.ready.ok, s.ready.reason
+	if len(s.warnings) > 0 {
+		return ok, reason + "; warning: " + strings.Join(s.warnings, "; warning: ")
 	}
 	return ok, reason
 }
 
-func (s *status) warn(w string) {
+// NotReady publishes not ready and why (on /readyz and the gauge
+// together). Only ReadyAfterCommit publishes ready.
+func (s *Observer) NotReady(why string) { s.ready.set(false, why) }
+
+// Warn adds a warning to /readyz that does not make the router unready.
+func (s *Observer) Warn(w string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !slices.Contains(s.warnings, w) {
@@ -272,9 +323,9 @@ func (s *status) warn(w string) {
 	}
 }
 
-// gap records a gap of a consumed partition: skipped (committed past it)
+// Gap records a gap of a consumed partition: skipped (committed past it)
 // or stopping the task.
-func (s *status) gap(g metrics.Gap, skipped bool) {
+func (s *Observer) Gap(g metrics.Gap, skipped bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := tp{g.Topic, g.Partition}
@@ -299,16 +350,18 @@ func (s *status) gap(g metrics.Gap, skipped bool) {
 	}
 }
 
-func (s *status) setGapStop(g metrics.Gap, why string) {
+// SetGapStop records that a gap stopped its partition (on_gap: fail):
+// not ready, and why, until ClearGapStop.
+func (s *Observer) SetGapStop(g metrics.Gap, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gapStop[tp{g.Topic, g.Partition}] = why
 	s.ready.setLocked(false, why)
 }
 
-// clearGapStop reports whether the partition was stopped by a gap, and
+// ClearGapStop reports whether the partition was stopped by a gap, and
 // forgets it.
-func (s *status) clearGapStop(topic string, p int32) bool {
+func (s *Observer) ClearGapStop(topic string, p int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.gapStop[tp{topic, p}]; !ok {
@@ -318,34 +371,36 @@ func (s *status) clearGapStop(topic string, p int32) bool {
 	return true
 }
 
-// Healthy reports whether the poll loop is making progress: it has turned
-// within the stall limit (or has not started yet and is still within it).
-func (p *Processor) Healthy() (bool, string) {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	last := p.st.lastLoop
+// Healthy is what /healthz answers: whether the poll loop is making
+// progress, having turned within stallAfter (or, not turned yet, having
+// started within it).
+func (s *Observer) Healthy(stallAfter time.Duration) (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last := s.lastLoop
 	if last.IsZero() {
-		last = p.started
+		last = s.started
 	}
-	if since := time.Since(last); since > p.opts.stallAfter {
+	if since := time.Since(last); since > stallAfter {
 		return false, "poll loop has not turned for " + since.Round(time.Second).String()
 	}
 	return true, "ok"
 }
 
-// Tasks lists the assigned partitions, sorted.
-func (p *Processor) Tasks() []TaskStatus {
-	p.st.mu.Lock()
-	defer p.st.mu.Unlock()
-	out := make([]TaskStatus, 0, len(p.st.tasks)+len(p.st.direct))
-	for _, t := range p.st.tasks {
+// Tasks is what /tasks lists: the assigned partitions and direct tasks,
+// sorted.
+func (s *Observer) Tasks() []TaskStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TaskStatus, 0, len(s.tasks)+len(s.direct))
+	for _, t := range s.tasks {
 		out = append(out, *t)
 	}
-	for _, t := range p.st.direct {
+	for _, t := range s.direct {
 		d := *t
-		if len(p.st.inputs) == 1 {
+		if len(s.inputs) == 1 {
 			// One input: the task is at that partition's position.
-			if in := p.st.tasks[tp{p.st.inputs[0], t.Partition}]; in != nil {
+			if in := s.tasks[tp{s.inputs[0], t.Partition}]; in != nil {
 				d.Position, d.Committed, d.HighWatermark, d.Lag, d.LastCommit = in.Position, in.Committed, in.HighWatermark, in.Lag, in.LastCommit
 			}
 		}
@@ -363,13 +418,16 @@ func (p *Processor) Tasks() []TaskStatus {
 	return out
 }
 
-func (s *status) lastCommitAt() time.Time {
+// LastCommit is when the last commit succeeded.
+func (s *Observer) LastCommit() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastCommit
 }
 
-func (s *status) heldBy(topic string, p int32, src string, at *int64) {
+// HeldBy records which input partition holds a task's aligned watermark
+// back, and its largest event time (nil: not heard from yet).
+func (s *Observer) HeldBy(topic string, p int32, src string, at *int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.task(topic, p); t != nil {
@@ -377,7 +435,8 @@ func (s *status) heldBy(topic string, p int32, src string, at *int64) {
 	}
 }
 
-func (s *status) window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
+// Window records a window task's watermark, open windows and store size.
+func (s *Observer) Window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.task(topic, p)
@@ -387,7 +446,9 @@ func (s *status) window(topic string, p int32, route string, wm *int64, open, en
 	t.Route, t.Watermark, t.OpenWindows, t.StoreEntries, t.StoreBytes = route, wm, open, entries, bytes
 }
 
-func (s *status) assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
+// Assembly records an assembly task's clock, open assemblies and store
+// size.
+func (s *Observer) Assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.task(topic, p)
@@ -397,7 +458,9 @@ func (s *status) assembly(topic string, p int32, route string, clock *int64, ope
 	t.Route, t.AssemblyClock, t.OpenAssemblies, t.StoreEntries, t.StoreBytes = route, clock, open, entries, bytes
 }
 
-func (s *status) localCheckpoint(topic string, p int32, off *int64) {
+// LocalCheckpoint records the changelog offset a task's on-disk store
+// reflects.
+func (s *Observer) LocalCheckpoint(topic string, p int32, off *int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.task(topic, p); t != nil {
@@ -405,21 +468,39 @@ func (s *status) localCheckpoint(topic string, p int32, off *int64) {
 	}
 }
 
-// assigned reports whether this instance holds the partition now.
-func (s *status) assigned(topic string, p int32) bool {
+// Assigned reports whether this instance holds the partition now.
+func (s *Observer) Assigned(topic string, p int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.tasks[tp{topic, p}] != nil
 }
 
-func (s *status) setLost(topic string, p int32, why string) {
+// SetLost records that a partition's changelog lost state: not ready,
+// and why, while it is assigned here (until ClearLost).
+func (s *Observer) SetLost(topic string, p int32, why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost[tp{topic, p}] = why
 	s.ready.setLocked(false, why)
 }
 
-func (s *status) clearLost(topic string, p int32) {
+// LostPartitions lists, sorted, the partitions of topic whose changelog
+// lost state (SetLost without ClearLost), assigned here now or not.
+func (s *Observer) LostPartitions(topic string) []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int32
+	for k := range s.lost {
+		if k.topic == topic {
+			out = append(out, k.partition)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ClearLost forgets a partition's changelog loss (its task restored).
+func (s *Observer) ClearLost(topic string, p int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.lost, tp{topic, p})
@@ -427,13 +508,13 @@ func (s *status) clearLost(topic string, p int32) {
 
 // lostReason is why an assigned partition's changelog lost state, or "".
 // A partition assigned elsewhere now is not this instance's concern.
-func (s *status) lostReason() string {
+func (s *Observer) lostReason() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lostReasonLocked()
 }
 
-func (s *status) lostReasonLocked() string {
+func (s *Observer) lostReasonLocked() string {
 	for k, why := range s.lost {
 		if s.task(k.topic, k.partition) != nil {
 			return why
@@ -447,12 +528,12 @@ func (s *status) lostReasonLocked() string {
 	return ""
 }
 
-// readyAfterCommit publishes readiness after a successful commit: ready
+// ReadyAfterCommit publishes readiness after a successful commit: ready
 // once the group is joined (member: the client has a generation) and no
 // assigned partition is stopped. The check and the publication are one
-// step under the status lock, so a stop recorded meanwhile is never
+// step under the observer's lock, so a stop recorded meanwhile is never
 // overwritten by "ok".
-func (s *status) readyAfterCommit(member bool, group string) {
+func (s *Observer) ReadyAfterCommit(member bool, group string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !member || !s.joined {
