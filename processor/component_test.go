@@ -208,20 +208,7 @@ func TestExactlyOnceAcrossForcedAbort(t *testing.T) {
 			return nil, nil, false
 		}
 		injected["offset"]++
-		r := req.(*kmsg.TxnOffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, tp := range r.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = 27 // REBALANCE_IN_PROGRESS: abortable
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return failTxnOffsetCommit(req), nil, true
 	})
 	top := exampleTopology(t, c.ListenAddrs(), topology.ExactlyOnce)
 	top.Config.CommitRecords = 1000 // many transactions, so the 3rd and 6th fail mid-run
@@ -271,3 +258,23 @@ func TestExactlyOnceAcrossRebalance(t *testing.T) {
 
 var _ = errors.New
 var _ = fmt.Sprint
+
+// failTxnOffsetCommit answers a TxnOffsetCommit (in a kfake ControlKey
+// handler) with REBALANCE_IN_PROGRESS for every partition: an abortable
+// error, so the transaction aborts and its batch is processed again.
+func failTxnOffsetCommit(req kmsg.Request) kmsg.Response {
+	r := req.(*kmsg.TxnOffsetCommitRequest)
+	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, tp := range r.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = tp.Topic
+		for _, p := range tp.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = 27 // REBALANCE_IN_PROGRESS: abortable
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

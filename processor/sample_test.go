@@ -31,20 +31,7 @@ func TestSideSamplerSeesCommittedRecordsOnly(t *testing.T) {
 		if !fail {
 			return nil, nil, false
 		}
-		r := req.(*kmsg.TxnOffsetCommitRequest)
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for _, tp := range r.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = tp.Topic
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = 27 // REBALANCE_IN_PROGRESS: abortable
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return failTxnOffsetCommit(req), nil, true
 	})
 	top := exampleTopology(t, c.ListenAddrs(), topology.ExactlyOnce)
 	top.Config.CommitRecords = 1000

@@ -2,12 +2,12 @@ package assembly
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/changelog/storetest"
 )
 
 // The seed-002 part values after the example's projections (~60 and ~70
@@ -55,29 +55,16 @@ func BenchmarkProcess(b *testing.B) {
 // as Go heap bytes of the Memory store, per open assembly.
 func BenchmarkOpenAssemblyMemory(b *testing.B) {
 	const n = 100_000
-	for b.Loop() {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		st := changelog.NewMemory()
+	storetest.BenchOpenState(b, n, "assembly", func(st *changelog.Memory) (int, error) {
 		o, err := New(Spec{Parts: []string{"x", "y"}, TTL: time.Hour}, st)
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		for i := range n {
 			if _, err := o.Process("o-"+strconv.Itoa(i), "x", int64(i), benchX); err != nil {
-				b.Fatal(err)
+				return 0, err
 			}
 		}
-		st.ResetChanges()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if o.Open() != n {
-			b.Fatalf("%d open", o.Open())
-		}
-		b.ReportMetric(float64(st.SizeBytes())/n, "store-B/assembly")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/assembly")
-		b.ReportMetric(float64(st.Len())/n, "keys/assembly")
-		runtime.KeepAlive(st)
-	}
+		return o.Open(), nil
+	})
 }

@@ -1,13 +1,13 @@
 package window
 
 import (
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sidestream/sidestream/changelog"
+	"github.com/sidestream/sidestream/changelog/storetest"
 )
 
 var benchAggs = []Aggregation{{"orders", Count}, {"amount", Sum}, {"max", Max}}
@@ -77,33 +77,20 @@ func BenchmarkProcess(b *testing.B) {
 // store bytes and as Go heap bytes of the Memory store, per window.
 func BenchmarkOpenWindowMemory(b *testing.B) {
 	const n = 100_000
-	for b.Loop() {
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		st := changelog.NewMemory()
+	storetest.BenchOpenState(b, n, "window", func(st *changelog.Memory) (int, error) {
 		s := benchSpecs()["tumbling"]
 		s.Grace = time.Hour
 		o, err := New(s, st)
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
 		for i := range n {
 			if _, err := o.Process("user-"+strconv.Itoa(i), int64(i%50000), []any{1, i, i}); err != nil {
-				b.Fatal(err)
+				return 0, err
 			}
 		}
-		st.ResetChanges()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		if o.OpenWindows() != n {
-			b.Fatalf("%d open windows", o.OpenWindows())
-		}
-		b.ReportMetric(float64(st.SizeBytes())/n, "store-B/window")
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/window")
-		b.ReportMetric(float64(st.Len())/n, "keys/window")
-		runtime.KeepAlive(st)
-	}
+		return o.OpenWindows(), nil
+	})
 }
 
 // BenchmarkProcessStore runs BenchmarkProcess's tumbling/update stream
