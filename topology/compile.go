@@ -301,6 +301,7 @@ type Overrides struct {
 	Guarantee      string
 	CommitInterval string
 	Security       SecurityOverrides
+	Registry       RegistryOverrides
 	// StateStore ("memory" or "pebble") and StateDir override the state
 	// section (SIDESTREAM_STATE_STORE, SIDESTREAM_STATE_DIR).
 	StateStore string
@@ -383,6 +384,7 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 	o.StateStore = getenv(EnvStateStore)
 	o.StateDir = getenv(EnvStateDir)
 	o.OnChangelogLoss = getenv(EnvOnChangelogLoss)
+	o.Registry = registryOverridesFromEnv(getenv)
 	o.Security = SecurityOverrides{
 		Protocol:           strings.TrimSpace(getenv(EnvSecurityProtocol)),
 		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),
@@ -416,6 +418,7 @@ func (o Overrides) Merge(p Overrides) Overrides {
 		o.CommitInterval = p.CommitInterval
 	}
 	o.Security = o.Security.merge(p.Security)
+	o.Registry = o.Registry.merge(p.Registry)
 	if p.StateStore != "" {
 		o.StateStore = p.StateStore
 	}
@@ -489,6 +492,9 @@ func (c *Config) Apply(o Overrides) error {
 		c.CommitInterval = Duration(d)
 	}
 	if err := c.applySecurity(o.Security); err != nil {
+		return err
+	}
+	if err := c.applyRegistry(o.Registry); err != nil {
 		return err
 	}
 	if err := c.applyState(o.StateStore, o.StateDir); err != nil {

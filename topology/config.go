@@ -67,6 +67,9 @@ type Config struct {
 	Client Client `yaml:"client"`
 	// API secures the HTTP API: authentication, TLS, what samples show.
 	API API `yaml:"api"`
+	// SchemaRegistry is the registry of the avro, protobuf and
+	// json_schema inputs.
+	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at
@@ -250,7 +253,10 @@ type TopicDefaults struct {
 
 // Input is one input topic.
 type Input struct {
-	Topic  string `yaml:"topic"`
+	Topic string `yaml:"topic"`
+	// Format is json (the default), avro, protobuf or json_schema (the
+	// last three in the Confluent wire format, schemas from
+	// schema_registry).
 	Format string `yaml:"format"`
 	// Schema is the path of a JSON Schema file, relative to the config file.
 	Schema string `yaml:"schema"`

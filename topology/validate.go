@@ -46,6 +46,7 @@ func (d *doc) validate() {
 	d.validateRoutes(inSchemas, useTopic)
 	d.validateDirty(useTopic)
 	d.validateSecurity()
+	d.validateRegistry()
 	d.validateAPI()
 }
 
@@ -128,11 +129,9 @@ func (d *doc) validateInputs(useTopic useTopicFunc) []inputSchema {
 			d.at(p, "%s: topic is required", p)
 		}
 		useTopic(p+".topic", "input", true, in.Topic)
-		if in.Format != "json" {
-			d.at(p+".format", "input format %q is not supported (supported: json)", in.Format)
-		}
+		d.validateInputFormat(p, in)
 		is := inputSchema{topic: in.Topic}
-		if in.Schema != "" {
+		if in.Schema != "" && in.Format == InputJSON {
 			s, err := loadSchema(d.dir, in.Schema)
 			if err != nil {
 				d.at(p+".schema", "%v", err)

@@ -18,6 +18,7 @@ var knownEnv = map[string]bool{
 	"SIDESTREAM_INSTANCE_ID": true, "SIDESTREAM_OWNER_URL_TEMPLATE": true, "SIDESTREAM_STATIC_MEMBERSHIP": true,
 	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true,
 	topology.EnvSecurityProtocol: true, topology.EnvSASLMechanism: true, topology.EnvSASLUsername: true,
+	topology.EnvRegistryURL: true, topology.EnvRegistryUsername: true, topology.EnvRegistryPassword: true,
 	topology.EnvSASLPassword: true, topology.EnvSASLOAuthTokenURL: true, topology.EnvSASLOAuthClientID: true,
 	topology.EnvSASLOAuthClientSecret: true, topology.EnvSASLOAuthScopes: true, topology.EnvTLSCAFile: true, topology.EnvTLSCertFile: true,
 	topology.EnvTLSKeyFile: true, topology.EnvTLSServerName: true, topology.EnvTLSInsecureSkipVer: true,
