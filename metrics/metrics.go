@@ -182,6 +182,9 @@ type Metrics struct {
 
 	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.
 	Kafka *kprom.Metrics
+	// Registry counts the schema registry lookups of the registry-backed
+	// inputs; pass it to registry.WithHooks.
+	SchemaRegistry *RegistryMetrics
 
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
@@ -234,7 +237,7 @@ func New() *Metrics {
 			Name: NameCommits, Help: "Successful commits (transactions under exactly-once, offset commits under at-least-once).",
 		}),
 		Aborts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, shutdown).",
+			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, registry_unavailable, shutdown); registry_unavailable also counts the at-least-once batches given up for a registry outage.",
 		}, []string{"reason"}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameConsumerLag, Help: "Records between the last processed offset and the partition's high watermark.",
@@ -257,6 +260,7 @@ func New() *Metrics {
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
 	r.MustRegister(m.Redriven)
 	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
+	m.SchemaRegistry = NewRegistryMetrics(r)
 	m.assemblyMetrics = newAssemblyMetrics(r)
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})

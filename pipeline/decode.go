@@ -64,6 +64,7 @@ type decoder struct {
 	clamp     bool                          // on_ahead: clamp (else dirty)
 	schemas   map[string]*jsonschema.Schema // by input topic
 	topics    map[string]bool
+	formats   map[string]string // the registry-backed inputs' formats, by topic
 }
 
 func newDecoder(t *topology.Topology) *decoder {
@@ -75,6 +76,7 @@ func newDecoder(t *topology.Topology) *decoder {
 		clamp:     t.EventTime.OnAhead == topology.AheadClamp,
 		schemas:   map[string]*jsonschema.Schema{},
 		topics:    map[string]bool{},
+		formats:   map[string]string{},
 	}
 	for _, f := range t.Fields {
 		d.fields[f] = true
@@ -82,6 +84,9 @@ func newDecoder(t *topology.Topology) *decoder {
 	d.timeTop = d.timeField != "" && !strings.ContainsAny(d.timeField, ".*?|#@\\")
 	for _, in := range t.Inputs {
 		d.topics[in.Topic] = true
+		if topology.RegistryFormat(in.Format) {
+			d.formats[in.Topic] = in.Format
+		}
 		if in.Schema != nil {
 			d.schemas[in.Topic] = in.Schema
 		}
@@ -155,6 +160,13 @@ func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *R
 	if rerr != nil {
 		return nil, rerr
 	}
+	return d.bounded(out, et, ts)
+}
+
+// bounded sets out's event time et, within event_time.max_ahead of the
+// record timestamp ts: beyond it, clamped to the bound or dirty
+// (on_ahead). Every input format ends here.
+func (d *decoder) bounded(out *Decoded, et int64, ts time.Time) (*Decoded, *RecordError) {
 	if bound := ts.UnixMilli() + d.maxAhead; d.maxAhead > 0 && et > bound {
 		if !d.clamp {
 			return nil, recErr(wire.StageEventTime, wire.ReasonTimeAhead, "event time %s is %s ahead of the record timestamp %s (event_time.max_ahead %s)",

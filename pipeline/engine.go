@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"math"
 	"strconv"
 
@@ -27,17 +28,20 @@ type Engine struct {
 	partRoute  map[string]string // repartition topic -> assembly route
 	// tombstones are the routes an input tombstone is forwarded to.
 	tombstones []*topology.RouteNode
+	// regs are the registry-backed inputs' decoders, by topic.
+	regs map[string]RegistryDecoder
 }
 
-// New returns the stage one of t.
-func New(t *topology.Topology) *Engine {
+// New returns the stage one of t. A topology with registry-backed inputs
+// needs WithDecoders.
+func New(t *topology.Topology, opts ...Option) *Engine {
 	var tomb []*topology.RouteNode
 	for _, r := range t.Routes {
 		if r.ForwardTombstones {
 			tomb = append(tomb, r)
 		}
 	}
-	return &Engine{
+	e := &Engine{
 		tombstones: tomb,
 		dirtyTopic: t.Dirty.Topic,
 		dec:        newDecoder(t),
@@ -49,6 +53,10 @@ func New(t *topology.Topology) *Engine {
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
 	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
 }
 
 func partRoutes(t *topology.Topology) map[string]string {
@@ -66,36 +74,47 @@ func (e *Engine) MaxRecordBytes() int { return e.maxRec }
 // Process returns the records to write for r and counts it in tally.
 // Every failure of a record is a value (a dirty record with its reason);
 // expressions cannot panic out of expr-lang's VM.Run, which recovers and
-// returns the panic as an error (an expression_error).
+// returns the panic as an error (an expression_error). It is ProcessFrom
+// without source progress, for engines of JSON inputs (tests, tools): a
+// record that a registry-backed input could not decode for want of the
+// registry returns nil and is not counted (ProcessFrom's BatchError).
 func (e *Engine) Process(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
-	return e.ProcessFrom(r, nil, tally)
+	out, _ := e.ProcessFrom(context.Background(), r, nil, tally)
+	return out
 }
 
 // ProcessFrom is Process for a record of a source whose progress stage
 // one tracks: srcMax, when not nil, is the maximum event time decoded on
 // r's partition (math.MinInt64 before any). A decoded record raises it,
 // and the records it writes to aligned window repartition topics carry
-// it as it was before (wire.HeaderSourceMax).
+// it as it was before (wire.HeaderSourceMax). ctx bounds the schema
+// registry lookups of a registry-backed input.
 //
 // Conservation per record lives here: r is counted consumed once, and
 // then exactly once as routed (with its outputs), dirty (one dirty
-// record) or dropped (no output).
-func (e *Engine) ProcessFrom(r *kgo.Record, srcMax *int64, tally *metrics.Tally) []*kgo.Record {
+// record) or dropped (no output). The one exception is a *BatchError
+// (the schema registry could not answer, or ctx ended): not the
+// record's fault, so nothing of it is counted, srcMax is untouched, and
+// the caller aborts the batch and processes it again.
+func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, error) {
+	recs, to, rerr, err := e.stageOne(ctx, r, srcMax, tally)
+	if err != nil {
+		return nil, &BatchError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+	}
 	tally.Consumed[r.Topic]++
 	if isRedriven(r) {
 		tally.Redriven[r.Topic]++
 	}
-	recs, to, rerr := e.stageOne(r, srcMax, tally)
 	switch {
 	case rerr != nil:
-		return []*kgo.Record{e.Dirty(r, rerr, tally)}
+		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	case len(recs) == 0:
 		tally.Dropped[wire.DropNoRoute]++
-		return nil
+		return nil, nil
 	}
 	tally.Routed++
 	to.count(e, tally)
-	return recs
+	return recs, nil
 }
 
 // routed names the routes a routed record's outputs belong to, for the
@@ -118,18 +137,29 @@ func (to routed) count(e *Engine, tally *metrics.Tally) {
 	}
 }
 
-// stageOne returns r's outputs, none (dropped) or the reason r is dirty.
-// It counts nothing but a clamped event time.
-func (e *Engine) stageOne(r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError) {
+// stageOne returns r's outputs, none (dropped), the reason r is dirty,
+// or an error that is not r's (the schema registry's: nothing of r is
+// decided). It counts nothing but a clamped event time.
+func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError, error) {
 	if !e.dec.topics[r.Topic] {
-		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic)
+		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), nil
 	}
 	if r.Value == nil && len(e.tombstones) > 0 {
-		return e.tombstone(r)
+		recs, to, rerr := e.tombstone(r)
+		return recs, to, rerr, nil
 	}
-	d, rerr := e.dec.decode(r.Topic, r.Value, r.Timestamp)
+	var d *Decoded
+	var rerr *RecordError
+	if _, ok := e.dec.formats[r.Topic]; ok {
+		var err error
+		if d, rerr, err = e.dec.decodeRegistry(ctx, e.regs[r.Topic], r.Topic, r.Value, r.Timestamp); err != nil {
+			return nil, routed{}, nil, err
+		}
+	} else {
+		d, rerr = e.dec.decode(r.Topic, r.Value, r.Timestamp)
+	}
 	if rerr != nil {
-		return nil, routed{}, rerr
+		return nil, routed{}, rerr, nil
 	}
 	if d.Clamped {
 		tally.Clamped++
@@ -141,10 +171,10 @@ func (e *Engine) stageOne(r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([
 	}
 	to, rerr := e.route(r, d)
 	if rerr != nil {
-		return nil, routed{}, rerr
+		return nil, routed{}, rerr, nil
 	}
 	recs, rerr := e.records(r, d, to, before, srcMax != nil)
-	return recs, to, rerr
+	return recs, to, rerr, nil
 }
 
 // route evaluates the routes and the assembly parts of a decoded record.

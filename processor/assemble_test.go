@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestPartsStageOne(t *testing.T) {
 	top := exampleAt(t, "../examples/order-payment-shipment.yaml", []string{"127.0.0.1:9092"})
 	rep := top.Assemblies()[0].Assembly.RepartitionTopic
-	e := newEngine(top)
+	e := &engine{Engine: pipeline.New(top)}
 	for _, c := range []struct {
 		name, topic, value string
 		wantKey, wantPart  string // "" with wantDirty or wantDrop

@@ -358,7 +358,9 @@ func checkSourceProgress(t *testing.T, brokers []string, top *topology.Topology)
 		if !seen {
 			m = math.MinInt64
 		}
-		eng.ProcessFrom(r, &m, metrics.NewTally())
+		if _, err := eng.ProcessFrom(context.Background(), r, &m, metrics.NewTally()); err != nil {
+			t.Fatal(err)
+		}
 		if m != math.MinInt64 {
 			want[r.Partition] = m
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/observe"
 	"github.com/sidestream/sidestream/processor/stateful"
+	"github.com/sidestream/sidestream/registry"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -109,6 +110,11 @@ type Processor struct {
 	// produceFails counts the transactions aborted in a row by a produce
 	// failure (the commit loop's own): the retry backs off with it.
 	produceFails int
+	// registryFails counts the batches aborted in a row by a schema
+	// registry outage (the backoff grows with it); registryDown holds
+	// readiness back until a commit with records (registryoutage.go).
+	registryFails int
+	registryDown  bool
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -150,6 +156,10 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 	if op.asmStores == nil {
 		op.asmStores = changelog.MemoryBuilder()
 	}
+	eng, err := newEngine(top, op.metrics)
+	if err != nil {
+		return nil, err
+	}
 	p := &Processor{
 		src:  newSourceTracker(),
 		part: stateful.NewPartitioner(top),
@@ -157,7 +167,7 @@ func New(top *topology.Topology, o ...Opt) (*Processor, error) {
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
 		m:    op.metrics,
-		eng:  newEngine(top),
+		eng:  eng,
 		st:   observe.New(top, op.metrics),
 		gaps: newGapTracker(),
 	}
@@ -276,6 +286,9 @@ func (p *Processor) Run(ctx context.Context) error {
 				return nil
 			}
 			continue
+		}
+		if registry.IsRetryable(err) {
+			continue // at-least-once: registryOutage waited and said why
 		}
 		if le := (*stateful.ChangelogLossError)(nil); errors.As(err, &le) {
 			// Not a failure a retry heals: the process stays up, not
@@ -496,7 +509,11 @@ func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopi
 	}
 	direct := p.stage.NewDirect(ftp.Partition, tally, produce)
 	for _, r := range ftp.Records {
-		for _, out := range p.eng.ProcessFrom(r, srcMax, tally) {
+		outs, err := p.eng.ProcessFrom(ctx, r, srcMax, tally)
+		if err != nil {
+			return err // the registry's: the batch aborts (registryAborted)
+		}
+		for _, out := range outs {
 			if direct != nil && direct.Owns(out.Topic) {
 				direct.Process(ctx, out, r)
 				continue

@@ -12,6 +12,7 @@ import (
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/observe"
+	"github.com/sidestream/sidestream/registry"
 )
 
 // committer is how one delivery guarantee opens and ends a commit
@@ -49,6 +50,10 @@ type committer interface {
 	// an interval ended (exactly-once: the stranded-offset watch;
 	// at-least-once: the rebalance blocked during processing may run).
 	next(ctx context.Context, ended bool) error
+	// registryAborted follows the abandon of a batch the schema registry
+	// could not decode (registryoutage.go): it backs off; exactly-once
+	// goes on in the session, at-least-once ends it (an error).
+	registryAborted(ctx context.Context, err error) error
 	// stopping is the log line of a stop on ctx after an interval ended.
 	stopping() string
 	close()
@@ -141,16 +146,20 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 	if err := l.process(ctx, fetches); err != nil {
 		c.abandon()
 		p.samples.discard()
+		if registry.IsRetryable(err) {
+			return true, c.registryAborted(ctx, err)
+		}
 		return false, err
 	}
 	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil {
 		ended = true
+		had := l.pending.Records() > 0
 		committed, err := l.end()
 		if err != nil {
 			return true, c.fail(err)
 		}
 		if committed {
-			p.markReady(c.client())
+			p.readyAfterCommit(c, had)
 		}
 	}
 	if err := c.check(); err != nil {

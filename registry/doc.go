@@ -79,7 +79,7 @@
 // # Metrics
 //
 // Through Hooks (lookups, cache hits, errors by kind); the names are in
-// metrics/registry.go, and metrics.NewRegistryMetrics(m.Registry) is the
+// metrics/registry.go, and m.SchemaRegistry (built by metrics.New) is the
 // Hooks the caller passes to WithHooks.
 //
 // # Left for the integration

@@ -12,6 +12,10 @@ const (
 	AbortAuthorization = "authorization"
 	AbortProduceError  = "produce_error"
 	AbortRebalance     = "rebalance"
+	// AbortRegistryUnavailable: a registry-backed input's batch met a
+	// schema registry outage (also counted under at-least-once, where
+	// the batch is given up uncommitted).
+	AbortRegistryUnavailable = "registry_unavailable"
 )
 
 // dirtyPairs are the stage and reason pairs records can reach the dirty
@@ -36,6 +40,13 @@ var (
 		{wire.StageAssemble, wire.ReasonNotPartitionedByID}, {wire.StageAssemble, wire.ReasonPartPredicate}, {wire.StageAssemble, wire.ReasonPartProjection},
 		{wire.StageAssemble, wire.ReasonTooLarge}, {wire.StageAssemble, wire.ReasonUnknownPart},
 	}
+	// registryDirtyPairs: the registry-backed inputs' (avro, protobuf,
+	// json_schema; package registry's RecordError).
+	registryDirtyPairs = [][2]string{
+		{wire.StageDecode, wire.ReasonNotRegistryFramed}, {wire.StageDecode, wire.ReasonUnknownSchemaID},
+		{wire.StageDecode, wire.ReasonAvroDecode}, {wire.StageDecode, wire.ReasonProtobufDecode},
+		{wire.StageDecode, wire.ReasonJSONSchemaDecode}, {wire.StageSchema, wire.ReasonJSONSchemaInvalid},
+	}
 	windowKinds    = []string{"first", "update", "final", "retract", "evicted", "dirty"}
 	lossReasons    = []string{wire.LossRecordsDeleted, wire.LossChangelogEmpty, wire.LossChangelogMissing, wire.LossCheckpointPastEnd, wire.LossCheckpointBelowStart}
 	partOutcomes   = []string{metrics.PartNew, metrics.PartDuplicate, metrics.PartCompleted}
@@ -55,6 +66,10 @@ func Series(top *topology.Topology) metrics.Series {
 	if top.Config.Guarantee == topology.ExactlyOnce {
 		s.Aborts = []string{AbortCommitError, AbortAuthorization, AbortProduceError, AbortRebalance}
 		s.Stranded = []string{"commit", "abort"}
+	}
+	if registryInputs(top) {
+		s.Dirty = append(s.Dirty, registryDirtyPairs...)
+		s.Aborts = append(s.Aborts, AbortRegistryUnavailable)
 	}
 	action := "fail"
 	if top.Config.State.StartEmptyOnLoss() {
@@ -102,4 +117,13 @@ func Series(top *topology.Topology) metrics.Series {
 		s.Dirty = append(s.Dirty, assemblyDirtyPairs...)
 	}
 	return s
+}
+
+func registryInputs(top *topology.Topology) bool {
+	for _, in := range top.Inputs {
+		if topology.RegistryFormat(in.Format) {
+			return true
+		}
+	}
+	return false
 }
