@@ -14,7 +14,7 @@ import (
 func RegistryClient(s topology.SchemaRegistry) (*sr.Client, error) {
 	o := []sr.ClientOpt{sr.URLs(s.URL), sr.UserAgent("sidestream")}
 	if s.Username != "" {
-		o = append(o, sr.BasicAuth(s.Username, string(s.Password)))
+		o = append(o, sr.BasicAuth(s.Username, s.Password.Reveal()))
 	}
 	if t := s.TLS; t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" {
 		tc, err := TLSConfig(t.ClientTLS())

@@ -82,20 +82,15 @@
 // metrics/registry.go, and m.SchemaRegistry (built by metrics.New) is the
 // Hooks the caller passes to WithHooks.
 //
-// # Left for the integration
+// # Integration
 //
-//   - Config: an input's format (avro, protobuf, json_schema) and a
-//     schema_registry section (url, basic auth and TLS with credentials
-//     from the environment, fetch timeout) in topology, building the
-//     sr.Client (sr.URLs, sr.BasicAuth, sr.DialTLSConfig).
-//   - Pipeline wiring: the stage-one decode calls Decoder.Decode; a
-//     RecordError goes to dirty with the original bytes; an
-//     UnavailableError backs off, shows on /readyz and, under
-//     exactly-once, aborts and replays the batch. Expressions read
-//     Value.Fields; event time is Value.EventTime (or the Kafka
-//     timestamp); the max_ahead bound stays the runtime's.
-//   - Outputs: raw stays the original bytes; writing Avro (a schema
-//     derived from a projection, registered under <topic>-value) is not
-//     here. Nor are router validate --registry, the demo's in-process
-//     registry, or dirty-series presets for the new reasons.
+// The topology's schema_registry section and input formats (topology),
+// the sr.Client (kclient.RegistryClient), one Registry and a Decoder per
+// registry-backed input built by the processor (processor/engine.go) and
+// handed to stage one (pipeline.WithDecoders): a RecordError goes to
+// dirty with the original bytes; an UnavailableError aborts the batch,
+// shows on /readyz and is retried with backoff (processor/
+// registryoutage.go). Not here yet: writing Avro outputs (a schema
+// derived from a projection, registered under <topic>-value), router
+// validate --registry, the demo's in-process registry.
 package registry
