@@ -384,7 +384,7 @@ func OverridesFromEnv(getenv func(string) string) Overrides {
 	o.StateStore = getenv(EnvStateStore)
 	o.StateDir = getenv(EnvStateDir)
 	o.OnChangelogLoss = getenv(EnvOnChangelogLoss)
-	o.Registry = registryOverridesFromEnv(getenv)
+	o.Registry = RegistryOverridesFromEnv(getenv)
 	o.Security = SecurityOverrides{
 		Protocol:           strings.TrimSpace(getenv(EnvSecurityProtocol)),
 		Mechanism:          strings.TrimSpace(getenv(EnvSASLMechanism)),

@@ -89,7 +89,9 @@ func (o RegistryOverrides) merge(p RegistryOverrides) RegistryOverrides {
 	return o
 }
 
-func registryOverridesFromEnv(getenv func(string) string) RegistryOverrides {
+// RegistryOverridesFromEnv reads SIDESTREAM_SCHEMA_REGISTRY_URL,
+// _USERNAME and _PASSWORD (OverridesFromEnv includes them).
+func RegistryOverridesFromEnv(getenv func(string) string) RegistryOverrides {
 	return RegistryOverrides{URL: getenv(EnvRegistryURL), Username: getenv(EnvRegistryUsername), Password: Secret(getenv(EnvRegistryPassword))}
 }
 
@@ -155,6 +157,10 @@ func checkRegistryURL(s string) error {
 	}
 	return nil
 }
+
+// ApplyRegistry is the schema_registry part of Apply alone, for `router
+// validate` (which checks what `router run` would, without the brokers).
+func (c *Config) ApplyRegistry(o RegistryOverrides) error { return c.applyRegistry(o) }
 
 // applyRegistry sets the schema_registry overrides, then checks what
 // needs the file and the environment together: every registry format

@@ -180,6 +180,12 @@ func validateFile(path string) validation {
 		v.Problems = []problem{{Message: err.Error()}}
 		return v
 	}
+	// The schema_registry section as router run would see it
+	// (SIDESTREAM_SCHEMA_REGISTRY_*): a registry format needs a URL.
+	if err := cfg.ApplyRegistry(topology.RegistryOverridesFromEnv(os.Getenv)); err != nil {
+		v.Problems = []problem{{Message: err.Error()}}
+		return v
+	}
 	if _, err := topology.Compile(cfg, dirOf(path)); err != nil {
 		v.Problems = []problem{{Message: err.Error()}}
 		return v
