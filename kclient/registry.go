@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/sidestream/sidestream/registry"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -28,4 +29,33 @@ func RegistryClient(s topology.SchemaRegistry) (*sr.Client, error) {
 		return nil, fmt.Errorf("schema registry client: %w", err)
 	}
 	return cl, nil
+}
+
+// RegistryDecoders builds the decoders of a topology's registry-backed
+// inputs (avro, protobuf, json_schema), by input topic: one registry
+// client and one schema cache shared by all of them. None when no input
+// is registry-backed.
+func RegistryDecoders(t *topology.Topology, hooks registry.Hooks) (map[string]*registry.Decoder, error) {
+	var reg *registry.Registry
+	decs := map[string]*registry.Decoder{}
+	for _, in := range t.Inputs {
+		if !topology.RegistryFormat(in.Format) {
+			continue
+		}
+		if reg == nil {
+			cl, err := RegistryClient(t.Config.SchemaRegistry)
+			if err != nil {
+				return nil, err
+			}
+			if reg, err = registry.New(cl, registry.WithHooks(hooks)); err != nil {
+				return nil, err
+			}
+		}
+		d, err := registry.NewDecoder(reg, registry.Format(in.Format))
+		if err != nil {
+			return nil, err
+		}
+		decs[in.Topic] = d
+	}
+	return decs, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tidwall/gjson"
 
+	"github.com/sidestream/sidestream/registry"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -405,26 +406,8 @@ func jsonErrorHint(value []byte) string {
 }
 
 func schemaErr(err error) error {
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		// The basic output lists each failing keyword with its location.
-		var parts []string
-		for _, u := range ve.BasicOutput().Errors {
-			if u.Error == nil || u.InstanceLocation == "" && len(parts) > 0 {
-				continue
-			}
-			loc := u.InstanceLocation
-			if loc == "" {
-				loc = "/"
-			}
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
-			if len(parts) == 3 {
-				break
-			}
-		}
-		if len(parts) > 0 {
-			return errors.New("schema violation " + strings.Join(parts, "; "))
-		}
+	if msg, ok := registry.SchemaViolations(err); ok {
+		return errors.New("schema violation " + msg)
 	}
 	return fmt.Errorf("schema violation: %s", shorten(err.Error(), 300))
 }

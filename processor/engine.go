@@ -4,7 +4,6 @@ import (
 	"github.com/sidestream/sidestream/kclient"
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/pipeline"
-	"github.com/sidestream/sidestream/registry"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -19,37 +18,16 @@ type engine struct {
 // protobuf, json_schema) share one schema registry client and one schema
 // cache; each input topic gets its decoder, built once here.
 func newEngine(t *topology.Topology, m *metrics.Metrics) (*engine, error) {
-	decs, err := registryDecoders(t, m)
+	decs, err := kclient.RegistryDecoders(t, m.SchemaRegistry)
 	if err != nil {
 		return nil, err
 	}
 	if len(decs) == 0 {
 		return &engine{Engine: pipeline.New(t)}, nil
 	}
-	return &engine{Engine: pipeline.New(t, pipeline.WithDecoders(decs))}, nil
-}
-
-func registryDecoders(t *topology.Topology, m *metrics.Metrics) (map[string]pipeline.RegistryDecoder, error) {
-	var reg *registry.Registry
-	decs := map[string]pipeline.RegistryDecoder{}
-	for _, in := range t.Inputs {
-		if !topology.RegistryFormat(in.Format) {
-			continue
-		}
-		if reg == nil {
-			cl, err := kclient.RegistryClient(t.Config.SchemaRegistry)
-			if err != nil {
-				return nil, err
-			}
-			if reg, err = registry.New(cl, registry.WithHooks(m.SchemaRegistry)); err != nil {
-				return nil, err
-			}
-		}
-		d, err := registry.NewDecoder(reg, registry.Format(in.Format))
-		if err != nil {
-			return nil, err
-		}
-		decs[in.Topic] = d
+	byTopic := make(map[string]pipeline.RegistryDecoder, len(decs))
+	for topic, d := range decs {
+		byTopic[topic] = d
 	}
-	return decs, nil
+	return &engine{Engine: pipeline.New(t, pipeline.WithDecoders(byTopic))}, nil
 }

@@ -367,7 +367,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 	if p.opts.staticGroup {
 		o = append(o, kgo.InstanceID(p.opts.instanceID))
 	}
-	if len(p.directTopics()) > 0 && len(p.top.InputTopics()) > 1 {
+	if len(p.stage.DirectTopics()) > 0 && len(p.top.InputTopics()) > 1 {
 		// repartition: false with several inputs: partition i of every
 		// input feeds task i, so one member must hold all of them. The
 		// range assignor gives every member the same partition numbers

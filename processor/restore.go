@@ -69,11 +69,11 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 		},
 	}, st)
 	res.n, res.from = f.Records, f.From
-	rep := p.repartitionOf(topic)
+	rep := p.stage.RepartitionOf(topic)
 	switch {
-	case f.Read && f.End > 0 && p.isDirect(rep):
+	case f.Read && f.End > 0 && p.stage.IsDirect(rep):
 		p.src.hold(rep, part, route)
-	case err == nil && f.Full && f.End == 0 && p.isDirect(rep):
+	case err == nil && f.Full && f.End == 0 && p.stage.IsDirect(rep):
 		p.src.release(rep, part) // empty, by choice or from the start
 	}
 	return res, err
@@ -86,13 +86,13 @@ func (p *Processor) restoreFinding(ctx context.Context, route, topic string, par
 	var err error
 	switch fd.Kind {
 	case changelog.ListFailed:
-		return p.missingChangelog(ctx, route, topic, part, fd.Err)
+		return p.stage.MissingChangelog(ctx, route, topic, part, fd.Err)
 	case changelog.CheckpointBelowStart, changelog.CheckpointPastEnd:
 		loss := wire.LossCheckpointBelowStart
 		if fd.Kind == changelog.CheckpointPastEnd {
 			loss = wire.LossCheckpointPastEnd
 		}
-		if err = p.changelogLoss(route, topic, part, loss, fd.Detail); err == nil {
+		if err = p.stage.ChangelogLoss(route, topic, part, loss, fd.Detail); err == nil {
 			res.accept = fd.LogStart
 		}
 	case changelog.Wipe:
@@ -102,14 +102,14 @@ func (p *Processor) restoreFinding(ctx context.Context, route, topic string, par
 			p.m.StateWipes.WithLabelValues(route, fd.Reason).Inc()
 		}
 	case changelog.Empty:
-		w, werr := p.stateWitness(ctx, topic, part)
+		w, werr := p.stage.StateWitness(ctx, topic, part)
 		if werr != nil {
 			return fmt.Errorf("restore %s[%d]: %w", topic, part, werr)
 		}
 		if w == "" {
 			return nil
 		}
-		if err = p.changelogLoss(route, topic, part, wire.LossChangelogEmpty, fd.Detail+", but "+w); err == nil {
+		if err = p.stage.ChangelogLoss(route, topic, part, wire.LossChangelogEmpty, fd.Detail+", but "+w); err == nil {
 			res.accept = 0
 		}
 	case changelog.RecordsDeleted:
@@ -120,7 +120,7 @@ func (p *Processor) restoreFinding(ctx context.Context, route, topic string, par
 		if mark >= fd.LogStart {
 			return nil // accepted by an earlier start_empty run
 		}
-		if err = p.changelogLoss(route, topic, part, wire.LossRecordsDeleted, fd.Detail); err == nil {
+		if err = p.stage.ChangelogLoss(route, topic, part, wire.LossRecordsDeleted, fd.Detail); err == nil {
 			res.accept = fd.LogStart
 		}
 	}

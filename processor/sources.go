@@ -178,8 +178,8 @@ func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartit
 		}
 	}
 	direct := map[string]string{} // route name → virtual repartition topic
-	for _, rep := range p.directTopics() {
-		direct[p.routeOf(rep)] = rep
+	for _, rep := range p.stage.DirectTopics() {
+		direct[p.stage.RouteOf(rep)] = rep
 	}
 	p.src.mu.Lock()
 	defer p.src.mu.Unlock()

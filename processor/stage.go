@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/changelog"
-	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/processor/stateful"
 )
@@ -75,34 +73,6 @@ func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic strin
 // dropState forgets the state of every stateful stage and the source
 // progress: all of it (nil) or that of the given partitions.
 func (p *Processor) dropState(parts map[string][]int32) { p.src.drop(p.stage.Drop(parts)) }
-
-// The entry points of stage two the commit loop and the restore call.
-func (p *Processor) produced(r *kgo.Record) { p.stage.Produced(r) }
-func (p *Processor) checkpoint()            { p.stage.Checkpoint() }
-func (p *Processor) changelogRecords(t *metrics.Tally) []*kgo.Record {
-	return p.stage.ChangelogRecords(t)
-}
-func (p *Processor) repartitionOf(changelogTopic string) string {
-	return p.stage.RepartitionOf(changelogTopic)
-}
-func (p *Processor) isDirect(topic string) bool { return p.stage.IsDirect(topic) }
-func (p *Processor) directTopics() []string     { return p.stage.DirectTopics() }
-func (p *Processor) routeOf(rep string) string  { return p.stage.RouteOf(rep) }
-func (p *Processor) idleAdvance(now time.Time, produce func(*kgo.Record), t *metrics.Tally) error {
-	return p.stage.IdleAdvance(now, produce, t)
-}
-func (p *Processor) assemblyTick(now time.Time, produce func(*kgo.Record), t *metrics.Tally) error {
-	return p.stage.AssemblyTick(now, produce, t)
-}
-func (p *Processor) changelogLoss(route, topic string, part int32, reason, detail string) error {
-	return p.stage.ChangelogLoss(route, topic, part, reason, detail)
-}
-func (p *Processor) missingChangelog(ctx context.Context, route, topic string, part int32, listErr error) error {
-	return p.stage.MissingChangelog(ctx, route, topic, part, listErr)
-}
-func (p *Processor) stateWitness(ctx context.Context, changelogTopic string, part int32) (string, error) {
-	return p.stage.StateWitness(ctx, changelogTopic, part)
-}
 
 // StateReaders returns every stateful operator's reader by operator name
 // (stateful.Stage.StateReaders); the API serves them as GET

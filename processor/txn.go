@@ -94,7 +94,7 @@ func (l *commitLoop) produceChangelog(r *kgo.Record) {
 			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
 			return
 		}
-		l.p.produced(r)
+		l.p.stage.Produced(r)
 	})
 }
 
@@ -177,10 +177,10 @@ func (l *commitLoop) process(ctx context.Context, fetches kgo.Fetches) error {
 		return err
 	}
 	l.pending.Add(tally)
-	if err := p.idleAdvance(time.Now(), l.produce, l.pending); err != nil {
+	if err := p.stage.IdleAdvance(time.Now(), l.produce, l.pending); err != nil {
 		return err
 	}
-	return p.assemblyTick(time.Now(), p.samples.wrap(l.produce), l.pending)
+	return p.stage.AssemblyTick(time.Now(), p.samples.wrap(l.produce), l.pending)
 }
 
 // end ends the interval: its marks and changelog records go out, every
@@ -190,7 +190,7 @@ func (l *commitLoop) end() (committed bool, err error) {
 	for _, r := range l.p.marks(l.pending) {
 		l.produce(r)
 	}
-	for _, r := range l.p.changelogRecords(l.pending) {
+	for _, r := range l.p.stage.ChangelogRecords(l.pending) {
 		l.produceChangelog(r)
 	}
 	// Every promise has run once Flush returns: a record that failed
@@ -248,7 +248,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	l.c = &eosCommitter{p: p, sess: sess, endCtx: l.endCtx,
 		watch: newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
 			func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
-				return unstablePartitions(ctx, p.admCl, p.top.Config.ApplicationID, parts)
+				return kclient.UnstablePartitions(ctx, p.admCl, p.top.Config.ApplicationID, parts)
 			})}
 	return l.run(ctx)
 }
@@ -332,7 +332,7 @@ func (c *eosCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 	if !pending.Empty() {
 		p.countCommitted(c.sess.Client(), pending)
 	}
-	p.checkpoint()
+	p.stage.Checkpoint()
 	return true, nil
 }
 
@@ -447,7 +447,7 @@ func (c *aloCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 		return false, fmt.Errorf("commit offsets: %w", err)
 	}
 	p.samples.committed()
-	p.checkpoint()
+	p.stage.Checkpoint()
 	if pending.Empty() {
 		return true, nil
 	}

@@ -104,33 +104,42 @@ func jsonKind(v any) string {
 }
 
 // schemaMessage lists the first failing keywords with their locations
-// (the validator's basic output), as the JSON input's schema check does.
+// (SchemaViolations), else the error cut to 300 bytes.
 func schemaMessage(err error) string {
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		var parts []string
-		for _, u := range ve.BasicOutput().Errors {
-			if u.Error == nil || u.InstanceLocation == "" && len(parts) > 0 {
-				continue
-			}
-			loc := u.InstanceLocation
-			if loc == "" {
-				loc = "/"
-			}
-			parts = append(parts, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
-			if len(parts) == 3 {
-				break
-			}
-		}
-		if len(parts) > 0 {
-			return strings.Join(parts, "; ")
-		}
+	if msg, ok := SchemaViolations(err); ok {
+		return msg
 	}
 	s := err.Error()
 	if len(s) > 300 {
 		s = strings.ToValidUTF8(s[:300], "") + "..."
 	}
 	return s
+}
+
+// SchemaViolations lists the first three failing keywords of a JSON
+// Schema validation error with their instance locations (the validator's
+// basic output): "at /level: value must be one of ...; at /ts: ...". The
+// JSON input's schema check and the json_schema input say the same.
+func SchemaViolations(err error) (string, bool) {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "", false
+	}
+	var parts []string
+	for _, u := range ve.BasicOutput().Errors {
+		if u.Error == nil || u.InstanceLocation == "" && len(parts) > 0 {
+			continue
+		}
+		loc := u.InstanceLocation
+		if loc == "" {
+			loc = "/"
+		}
+		parts = append(parts, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
+		if len(parts) == 3 {
+			break
+		}
+	}
+	return strings.Join(parts, "; "), len(parts) > 0
 }
 
 // exactNumbers turns json.Number into the value model's numbers, in place.
