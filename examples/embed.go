@@ -6,7 +6,7 @@ import "embed"
 
 // FS holds the example topologies and their schemas.
 //
-//go:embed *.yaml schemas/*.json
+//go:embed *.yaml schemas/*.json schemas/*.avsc
 var FS embed.FS
 
 // Default is the topology `router demo` runs.

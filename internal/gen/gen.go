@@ -39,7 +39,7 @@ var RouteOf = map[string]string{
 	KindInfo: "main", KindDebug: "main", KindWarn: "warn", KindError: "error",
 	KindTruncated: "dirty", KindBadUTF8: "dirty", KindArray: "dirty", KindEmpty: "dirty",
 	KindNoLevel: "dirty", KindBadLevel: "dirty", KindStringTime: "dirty", KindNegativeTS: "dirty",
-	KindMissingTime: "dirty",
+	KindMissingTime: "dirty", KindNotFramed: "dirty", KindUnknownID: "dirty", KindAvroTruncated: "dirty",
 }
 
 var badKinds = []string{KindTruncated, KindBadUTF8, KindArray, KindEmpty, KindNoLevel, KindBadLevel, KindStringTime, KindNegativeTS, KindMissingTime}
