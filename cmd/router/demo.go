@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +23,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/examples"
@@ -154,9 +157,20 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
 	f.brokers = strings.Join(brokers, ",")
+	// The in-process registry of a registry-backed input: the file's and
+	// the environment's schema_registry settings do not apply.
+	reg, err := startDemoRegistry(cfg, cfgPath, stderr)
+	if err != nil {
+		return err
+	}
+	o := f.overrides()
+	if reg != nil {
+		defer reg.Close()
+		o.Registry = topology.RegistryOverrides{URL: reg.URL()}
+	}
 	// The embedded broker is plaintext: security settings (of the file or
 	// the environment) do not apply to the demo.
-	top, err := loadTopology(cfgPath, f.overrides(), true)
+	top, err := loadTopology(cfgPath, o, true)
 	if err != nil {
 		return err
 	}
@@ -165,7 +179,57 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
 		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
-	return runDemo(f, top, brokers, log, stdout, stderr)
+	return runDemo(f, top, brokers, reg, log, stdout, stderr)
+}
+
+// demoAvroSchema is the writer schema of the demo's Avro log events,
+// relative to the topology file.
+const demoAvroSchema = "schemas/log-event.avsc"
+
+// demoRegistry is the demo's in-process schema registry: franz-go's
+// srfake on 127.0.0.1, with the generator's Avro schema registered.
+type demoRegistry struct {
+	*srfake.Registry
+	schema string // the Avro log events' schema text
+	id     int    // its id
+}
+
+// startDemoRegistry starts the in-process registry of a topology with a
+// registry-backed input and registers demoAvroSchema under each Avro
+// input's <topic>-value subject; nil for a topology without one. The
+// demo generates Avro only: a protobuf or json_schema input is refused.
+func startDemoRegistry(cfg *topology.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
+	var subjects []string
+	for _, in := range cfg.Inputs {
+		switch {
+		case in.Format == topology.InputAvro:
+			subjects = append(subjects, in.Topic+"-value")
+		case topology.RegistryFormat(in.Format):
+			return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)}
+		}
+	}
+	if len(subjects) == 0 {
+		return nil, nil
+	}
+	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitError{code: 1, msg: fmt.Sprintf("router demo: the Avro generator's schema: %v", err)}
+	}
+	r := &demoRegistry{Registry: srfake.New(), schema: string(text)}
+	for _, s := range subjects {
+		if r.id, _, err = r.RegisterSchema(s, sr.Schema{Schema: r.schema, Type: sr.TypeAvro}); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("register %s under %s: %w", path, s, err)
+		}
+	}
+	ignored := ""
+	if cfg.SchemaRegistry.URL != "" || os.Getenv(topology.EnvRegistryURL) != "" {
+		ignored = "; the schema_registry settings of the file and " + topology.EnvRegistryURL + " do not apply"
+	}
+	fmt.Fprintf(stderr, "demo: in-process schema registry at %s: %s registered under %s (id %d)%s\n",
+		r.URL(), demoAvroSchema, strings.Join(subjects, ", "), r.id, ignored)
+	return r, nil
 }
 
 // demoConfigPath is the --config file, or the default example written to
@@ -189,7 +253,7 @@ func demoConfigPath(config string) (path string, cleanup func(), err error) {
 // runDemo serves the router and the web view on the embedded Kafka, runs
 // the generator, waits for every record to be committed and prints the
 // verdict.
-func runDemo(f *demoFlags, top *topology.Topology, brokers []string, log *slog.Logger, stdout, stderr io.Writer) error {
+func runDemo(f *demoFlags, top *topology.Topology, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
@@ -203,7 +267,7 @@ func runDemo(f *demoFlags, top *topology.Topology, brokers []string, log *slog.L
 		}})
 	}()
 	start := time.Now()
-	produced, expect, err := demoGenerate(ctx, f, top, brokers)
+	produced, expect, err := demoGenerate(ctx, f, top, brokers, reg)
 	if err != nil {
 		return err
 	}
@@ -242,9 +306,19 @@ func runDemo(f *demoFlags, top *topology.Topology, brokers []string, log *slog.L
 	return nil
 }
 
-// demoGenerate writes the generator's records: logs or orders to the
-// first input, or the parts of whole orders for an assembly topology.
-func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, brokers []string) (int64, gen.AssemblyExpect, error) {
+// demoExpect is what the generator's oracle says the verdict must read
+// back.
+type demoExpect struct {
+	assembly gen.AssemblyExpect
+	// reasons are the dirty reasons of the Avro generator's hostile
+	// frames (nil: not checked).
+	reasons map[string]int64
+}
+
+// demoGenerate writes the generator's records: logs (JSON, or Avro to an
+// avro input) or orders to the first input, or the parts of whole orders
+// for an assembly topology.
+func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
 	kind := f.generator
 	if kind == "auto" {
 		kind = "logs"
@@ -255,14 +329,36 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, bro
 			kind = "parts"
 		}
 	}
-	var expect gen.AssemblyExpect
-	switch kind {
-	case "parts":
+	var expect demoExpect
+	avroIn := reg != nil && top.Config.Inputs[0].Format == topology.InputAvro
+	switch {
+	case avroIn && kind != "logs":
+		return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)}
+	case kind == "parts":
 		// The parts generator: --records counts input records (whole
 		// orders: at least that many parts).
-		return generateParts(ctx, brokers, top, f.records, f.rate, f.seed)
-	case "logs", "orders":
-		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, f.seed, kind)
+		n, exp, err := generateParts(ctx, brokers, top, f.records, f.rate, f.seed)
+		return n, demoExpect{assembly: exp}, err
+	case kind == "logs" && avroIn:
+		g, err := gen.NewAvroLogs(f.seed, reg.schema, reg.id)
+		if err != nil {
+			return 0, expect, err
+		}
+		expect.reasons = map[string]int64{}
+		next := func() gen.Event {
+			ev := g.Next()
+			if r, ok := gen.ReasonOf[ev.Kind]; ok {
+				expect.reasons[r]++
+			}
+			return ev
+		}
+		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, next)
+		return n, expect, err
+	case kind == "logs":
+		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, gen.New(f.seed).Next)
+		return n, expect, err
+	case kind == "orders":
+		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, gen.NewOrders(f.seed).Next)
 		return n, expect, err
 	}
 	return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
@@ -300,8 +396,9 @@ func (f *demoFlags) waitCommitted(top *topology.Topology, m *metrics.Metrics, pr
 }
 
 // demoVerdict reads every output back read_committed and checks
-// conservation (and the assemblies against the generator's oracle).
-func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect gen.AssemblyExpect, elapsed time.Duration) (demoResult, error) {
+// conservation (and the assemblies and the dirty reasons against the
+// generator's oracle).
+func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
 	s := m.Snapshot()
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
@@ -321,9 +418,13 @@ func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, l
 	}
 	res.Consumed = int64(inputConsumed(top, m))
 	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
+	if expect.reasons != nil && !maps.Equal(res.DirtyReasons, expect.reasons) {
+		res.Problems = append(res.Problems, fmt.Sprintf("dirty reasons %v, the generator wrote %v", res.DirtyReasons, expect.reasons))
+		res.Conservation = false
+	}
 	if len(top.Assemblies()) > 0 {
 		var problems []string
-		res.Assembly, problems = checkAssemblies(brokers, top, s, expect)
+		res.Assembly, problems = checkAssemblies(brokers, top, s, expect.assembly)
 		res.Problems = append(res.Problems, problems...)
 		res.Conservation = res.Conservation && len(problems) == 0
 	}
@@ -353,18 +454,14 @@ func summaryLine(s metrics.Snapshot, rate float64) string {
 	return b.String()
 }
 
-// generate writes n generated events to topic at rate per second (0: as
+// generate writes n events of next to topic at rate per second (0: as
 // fast as possible) and returns how many the broker acknowledged.
-func generate(ctx context.Context, brokers []string, topic string, n int, rate float64, seed uint64, kind string) (int64, error) {
+func generate(ctx context.Context, brokers []string, topic string, n int, rate float64, next func() gen.Event) (int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	next := gen.New(seed).Next
-	if kind == "orders" {
-		next = gen.NewOrders(seed).Next
-	}
 	start := time.Now()
 	var failed error
 	for i := 0; i < n; i++ {

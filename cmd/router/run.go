@@ -74,7 +74,8 @@ func (f *runFlags) overrides() topology.Overrides {
 
 // loadTopology loads, applies overrides, and compiles. With plaintext
 // (the demo's embedded broker) the security settings of the file and the
-// environment are dropped.
+// environment are dropped, and with a registry URL in o (the demo's
+// in-process registry) the file's schema_registry section too.
 func loadTopology(path string, o topology.Overrides, plaintext bool) (*topology.Topology, error) {
 	if path == "" {
 		return nil, exitError{code: 2, msg: "--config is required"}
@@ -90,6 +91,10 @@ func loadTopology(path string, o topology.Overrides, plaintext bool) (*topology.
 	if plaintext {
 		cfg.Security = topology.Security{Protocol: topology.ProtocolPlaintext}
 		o.Security = topology.SecurityOverrides{}
+		if o.Registry.URL != "" {
+			// The demo's in-process registry: no auth, no TLS.
+			cfg.SchemaRegistry = topology.SchemaRegistry{}
+		}
 	}
 	if err := cfg.Apply(o); err != nil {
 		return nil, err

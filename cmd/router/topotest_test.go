@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sidestream/sidestream/topology"
 )
 
 // TestExampleTopologyTests runs every shipped example's test file.
@@ -17,7 +19,25 @@ func TestExampleTopologyTests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) == 0 || len(files)*2 != len(tops) {
+	// router test does not run a registry-backed topology (no registry to
+	// decode its inputs with): those examples have no test file.
+	registry := 0
+	for _, p := range tops {
+		cfg, err := topology.LoadFile(p)
+		if err != nil {
+			continue // a test file
+		}
+		for _, in := range cfg.Inputs {
+			if topology.RegistryFormat(in.Format) {
+				registry++
+				break
+			}
+		}
+	}
+	if registry == 0 {
+		t.Fatal("no registry-backed example found: the count below would be off")
+	}
+	if len(files) == 0 || len(files)*2 != len(tops)-registry {
 		t.Fatalf("%d test files for %d example files: every example needs one", len(files), len(tops)-len(files))
 	}
 	code, out, errs := run(t, "test", "../../examples/*.test.yaml")
