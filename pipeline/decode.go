@@ -241,20 +241,9 @@ func jsonValue(v gjson.Result) (any, error) {
 	case gjson.String:
 		return v.Str, nil
 	case gjson.Number:
-		return numberValue(v.Raw), nil
+		return registry.NumberValue(v.Raw), nil
 	}
 	return compositeValue(v.Raw)
-}
-
-func numberValue(raw string) any {
-	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
-		return int(i)
-	}
-	f, err := strconv.ParseFloat(raw, 64)
-	if err != nil {
-		return raw // beyond float64: keep the digits as text
-	}
-	return f
 }
 
 // compositeValue decodes an object or array with encoding/json, which is
@@ -269,23 +258,7 @@ func compositeValue(raw string) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	return exactNumbers(v), nil
-}
-
-func exactNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		return numberValue(string(x))
-	case map[string]any:
-		for k, e := range x {
-			x[k] = exactNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = exactNumbers(e)
-		}
-	}
-	return v
+	return registry.ExactNumbers(v), nil
 }
 
 // getLast reads a nested event-time path such as "meta.ts" with the rule

@@ -83,7 +83,7 @@ func (c *jsonCodec) decode(id int, payload []byte) (map[string]any, *RecordError
 	if err := c.schema.Validate(v); err != nil {
 		return nil, recErr(wire.ReasonJSONSchemaInvalid, id, "value does not match schema id %d: %s", id, schemaMessage(err))
 	}
-	exactNumbers(obj)
+	ExactNumbers(obj)
 	return obj, nil
 }
 
@@ -142,18 +142,18 @@ func SchemaViolations(err error) (string, bool) {
 	return strings.Join(parts, "; "), len(parts) > 0
 }
 
-// exactNumbers turns json.Number into the value model's numbers, in place.
-func exactNumbers(v any) any {
+// ExactNumbers turns json.Number into the value model's numbers, in place.
+func ExactNumbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
-		return numberValue(string(x))
+		return NumberValue(string(x))
 	case map[string]any:
 		for k, e := range x {
-			x[k] = exactNumbers(e)
+			x[k] = ExactNumbers(e)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = exactNumbers(e)
+			x[i] = ExactNumbers(e)
 		}
 	}
 	return v

@@ -24,9 +24,9 @@ const (
 	maxEventMillis = 253402300799999
 )
 
-// numberValue is the JSON decoder's rule for a JSON number: an integer
+// NumberValue is the JSON decoder's rule for a JSON number: an integer
 // that fits is an int (exact), others float64, beyond float64 the text.
-func numberValue(raw string) any {
+func NumberValue(raw string) any {
 	if i, err := strconv.ParseInt(raw, 10, 64); err == nil {
 		return intValue(i)
 	}
