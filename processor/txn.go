@@ -54,6 +54,11 @@ type committer interface {
 	// could not decode (registryoutage.go): it backs off; exactly-once
 	// goes on in the session, at-least-once ends it (an error).
 	registryAborted(ctx context.Context, err error) error
+	// endsWhenDrained says an interval ends early when a poll leaves no
+	// fetched record (commit_when_drained; exactly-once only: an
+	// at-least-once record is visible once produced, so an early offset
+	// commit would buy nothing).
+	endsWhenDrained() bool
 	// stopping is the log line of a stop on ctx after an interval ended.
 	stopping() string
 	close()
@@ -114,7 +119,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 		l.perr.reset()
 		l.mu.Unlock()
 		for ended := false; !ended; {
-			pollCtx, cancel := context.WithDeadline(ctx, start.Add(interval))
+			pollCtx, cancel := context.WithDeadline(ctx, l.pollDeadline(start, interval))
 			fetches := c.client().PollRecords(pollCtx, p.opts.maxPoll)
 			cancel()
 			p.st.Loop()
@@ -151,7 +156,7 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 		}
 		return false, err
 	}
-	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil {
+	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil || l.drained(start, interval) {
 		ended = true
 		had := l.pending.Records() > 0
 		committed, err := l.end()
@@ -166,6 +171,42 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 		return ended, c.fail(err)
 	}
 	return ended, nil
+}
+
+// drainedFloor is the shortest interval that ends early on a drained
+// input (commit_when_drained): a tenth of commit_interval, at most 10 ms,
+// so a trickle of records does not become a transaction per record.
+func drainedFloor(interval time.Duration) time.Duration {
+	return min(interval/10, 10*time.Millisecond)
+}
+
+// drained reports whether an interval may end early because its poll
+// found the input drained: the committer wants it (exactly-once: the
+// records become visible at the commit), the interval holds input
+// records, it has lasted drainedFloor, and no fetched record waits in
+// the client's buffer. l.mu is held.
+func (l *commitLoop) drained(start time.Time, interval time.Duration) bool {
+	return l.c.endsWhenDrained() && l.pending.Records() > 0 &&
+		time.Since(start) >= drainedFloor(interval) &&
+		l.c.client().BufferedFetchRecords() == 0
+}
+
+// pollDeadline is when the next poll gives up waiting for records: the
+// interval's end, or its drainedFloor when the interval already holds
+// records that a drained input would commit then.
+func (l *commitLoop) pollDeadline(start time.Time, interval time.Duration) time.Time {
+	end := start.Add(interval)
+	if !l.c.endsWhenDrained() {
+		return end
+	}
+	floor := start.Add(drainedFloor(interval))
+	l.mu.Lock()
+	held := l.pending.Records() > 0
+	l.mu.Unlock()
+	if held && time.Now().Before(floor) {
+		return floor
+	}
+	return end
 }
 
 // process runs one poll through the stages, then the idle advance of
@@ -270,7 +311,8 @@ func (c *eosCommitter) check() error        { return nil }
 func (c *eosCommitter) fail(err error) error {
 	return err // Run says the session restarts
 }
-func (c *eosCommitter) stopping() string { return "stopping: transaction ended, leaving the group" }
+func (c *eosCommitter) endsWhenDrained() bool { return *c.p.top.Config.CommitWhenDrained }
+func (c *eosCommitter) stopping() string      { return "stopping: transaction ended, leaving the group" }
 
 func (c *eosCommitter) begin() error {
 	if err := c.sess.Begin(); err != nil {
@@ -399,6 +441,9 @@ type aloCommitter struct {
 }
 
 func (c *aloCommitter) client() *kgo.Client { return c.cl }
+
+// endsWhenDrained: an at-least-once interval runs its full length.
+func (c *aloCommitter) endsWhenDrained() bool { return false }
 
 // close allows the final rebalance (leaving the group): rebalances are
 // blocked while a poll's records are processed.

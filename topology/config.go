@@ -49,20 +49,25 @@ const (
 // Config is one topology file as written by a user. Load parses and checks
 // it; Compile turns it into a Topology the runtime executes.
 type Config struct {
-	ApplicationID  string        `yaml:"application_id"`
-	Brokers        []string      `yaml:"brokers"`
-	Guarantee      Guarantee     `yaml:"guarantee"`
-	CommitInterval Duration      `yaml:"commit_interval"`
-	CommitRecords  int           `yaml:"commit_records"`
-	Topics         TopicDefaults `yaml:"topics"`
-	Inputs         []Input       `yaml:"inputs"`
-	EventTime      EventTime     `yaml:"event_time"`
-	Routing        Routing       `yaml:"routing"`
-	Routes         []Route       `yaml:"routes"`
-	Dirty          Dirty         `yaml:"dirty"`
-	Shutdown       Duration      `yaml:"shutdown_timeout"`
-	Security       Security      `yaml:"security"`
-	State          State         `yaml:"state"`
+	ApplicationID  string    `yaml:"application_id"`
+	Brokers        []string  `yaml:"brokers"`
+	Guarantee      Guarantee `yaml:"guarantee"`
+	CommitInterval Duration  `yaml:"commit_interval"`
+	CommitRecords  int       `yaml:"commit_records"`
+	// CommitWhenDrained ends an exactly-once transaction before
+	// commit_interval when a poll leaves no fetched record unprocessed
+	// (default true): a read_committed consumer sees the records sooner.
+	// A transaction still lasts at least a tenth of commit_interval.
+	CommitWhenDrained *bool         `yaml:"commit_when_drained"`
+	Topics            TopicDefaults `yaml:"topics"`
+	Inputs            []Input       `yaml:"inputs"`
+	EventTime         EventTime     `yaml:"event_time"`
+	Routing           Routing       `yaml:"routing"`
+	Routes            []Route       `yaml:"routes"`
+	Dirty             Dirty         `yaml:"dirty"`
+	Shutdown          Duration      `yaml:"shutdown_timeout"`
+	Security          Security      `yaml:"security"`
+	State             State         `yaml:"state"`
 	// Client bounds the Kafka client's fetch and produce buffers.
 	Client Client `yaml:"client"`
 	// API secures the HTTP API: authentication, TLS, what samples show.
@@ -465,6 +470,10 @@ func (c *Config) applyDefaults() {
 	}
 	if c.CommitRecords == 0 {
 		c.CommitRecords = DefaultCommitRecords
+	}
+	if c.CommitWhenDrained == nil {
+		t := true
+		c.CommitWhenDrained = &t
 	}
 	if c.Topics.Create == nil {
 		t := true

@@ -36,6 +36,7 @@ func TestDefaults(t *testing.T) {
 		{"guarantee", cfg.Guarantee, ExactlyOnce},
 		{"commit_interval", cfg.CommitInterval.D(), 100 * time.Millisecond},
 		{"commit_records", cfg.CommitRecords, DefaultCommitRecords},
+		{"commit_when_drained", *cfg.CommitWhenDrained, true},
 		{"topics.create", *cfg.Topics.Create, true},
 		{"topics.partitions", cfg.Topics.Partitions, int32(DefaultPartitions)},
 		{"topics.replication_factor", cfg.Topics.ReplicationFactor, int16(-1)},
