@@ -93,10 +93,10 @@ func TestProtobufFields(t *testing.T) {
 	_, c := protoSetup(t)
 	f := protoFileFields(c.file)
 	checkFields(t, f, []fieldCase{
-		{"id", true, false},      // Ping and Order
-		{"status", true, false},  // Order
-		{"sku", true, false},     // Order.Line, a message of its own
-		{"at", true, false},      // Meta
+		{"id", true, false},     // Ping and Order
+		{"status", true, false}, // Order
+		{"sku", true, false},    // Order.Line, a message of its own
+		{"at", true, false},     // Meta
 		{"total.currency", true, false},
 		{"total.cents", false, false},
 		{"created", true, false},
