@@ -313,10 +313,14 @@ type FieldSchema interface {
 
 // SchemaFields is an input's writer schema as LoadFileWithFields takes
 // it: its fields and how a message names it ("the writer schema of input
-// orders (subject orders-value, version 3)").
+// orders (subject orders-value, version 3)"), or why there is none.
 type SchemaFields struct {
 	Fields FieldSchema
 	Name   string
+	// Problem, when set, says why the input has no writer schema (its
+	// subject is not in the registry, it does not compile): a problem at
+	// the input's topic.
+	Problem string
 }
 
 // knownFields is one input's fields for the checks: nil Fields when any
@@ -361,7 +365,10 @@ func (d *doc) withSchemaFields(ft *fieldTypes, ins []inputSchema) *fieldTypes {
 		ft = &fieldTypes{}
 	}
 	ft.known = make([]knownFields, 0, len(ins))
-	for _, in := range ins {
+	for i, in := range ins {
+		if sf := d.schemas[in.topic]; sf.Problem != "" {
+			d.at(fmt.Sprintf("inputs[%d].topic", i), "inputs[%d]: %s", i, sf.Problem)
+		}
 		k := knownFields{topic: in.topic}
 		if sf, ok := d.schemas[in.topic]; ok && sf.Fields != nil {
 			k.SchemaFields = sf
