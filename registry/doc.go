@@ -91,6 +91,9 @@
 // dirty with the original bytes; an UnavailableError aborts the batch,
 // shows on /readyz and is retried with backoff (processor/
 // registryoutage.go). Not here yet: writing Avro outputs (a schema
-// derived from a projection, registered under <topic>-value), router
-// validate --registry, the demo's in-process registry.
+// derived from a projection, registered under <topic>-value).
+//
+// Fields (fields.go) is what a schema says about the paths its values
+// can hold; Registry.Latest fetches a subject's latest schema with it, for
+// router validate --registry.
 package registry

@@ -27,7 +27,7 @@ func (c *protoCodec) timesOf(md protoreflect.MessageDescriptor) map[string]timeU
 		return t.(map[string]timeUnit)
 	}
 	t := map[string]timeUnit{}
-	protoTimes(md, "", t, 0)
+	protoFields(md, "", t, 0)
 	c.times.Store(md.FullName(), t)
 	return t
 }

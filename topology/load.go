@@ -55,8 +55,9 @@ type doc struct {
 	keyPos   map[string]Pos        // key positions
 	nodes    map[string]*yaml.Node // value nodes, to tell an explicit 0 from an absent field
 	problems []Problem
-	parsed   bool        // the YAML itself parsed
-	fields   *fieldTypes // what the inputs' JSON Schemas say about fields; nil without
+	parsed   bool                    // the YAML itself parsed
+	fields   *fieldTypes             // what the inputs' JSON Schemas say about fields; nil without
+	schemas  map[string]SchemaFields // writer schemas by input topic (LoadFileWithFields)
 }
 
 func (d *doc) errAt(p Pos, format string, args ...any) {
@@ -114,7 +115,24 @@ func LoadFile(path string) (*Config, error) {
 // Load parses and checks a topology from bytes; name is used in messages
 // and to resolve relative schema paths.
 func Load(name string, b []byte) (*Config, error) {
+	return load(name, b, nil)
+}
+
+// LoadFileWithFields is LoadFile with the writer schemas of inputs by
+// topic (router validate --registry): a field an expression or
+// event_time.field reads that no input's record can have is a problem at
+// its line:col, with the nearest name the schemas have.
+func LoadFileWithFields(path string, schemas map[string]SchemaFields) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read topology: %w", err)
+	}
+	return load(path, b, schemas)
+}
+
+func load(name string, b []byte, schemas map[string]SchemaFields) (*Config, error) {
 	d := parse(name, b)
+	d.schemas = schemas
 	if !d.parsed {
 		return nil, d.err()
 	}

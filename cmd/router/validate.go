@@ -1,17 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sidestream/sidestream/kclient"
+	"github.com/sidestream/sidestream/registry"
 	"github.com/sidestream/sidestream/topology"
 )
 
@@ -33,6 +38,9 @@ type validation struct {
 	Guarantee string    `json:"guarantee,omitempty"`
 	Tests     int       `json:"tests,omitempty"` // a topology test file: its cases
 	Problems  []problem `json:"problems,omitempty"`
+	// Notes say what could not be checked (a registry-backed input's
+	// fields without a registry); they do not fail the file.
+	Notes []string `json:"notes,omitempty"`
 }
 
 type problem struct {
@@ -45,16 +53,20 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: router validate [--format text|json] FILE... (or --config FILE, or SIDESTREAM_CONFIG)")
+		fmt.Fprintln(stderr, "Usage: router validate [--format text|json] [--registry URL] FILE... (or --config FILE, or SIDESTREAM_CONFIG)")
 		fs.PrintDefaults()
 	}
 	config := fs.String("config", "", "topology file (instead of FILE arguments)")
 	format := fs.String("format", "text", "text (FILE:LINE:COL: message) or json (one object, for CI)")
+	registryURL := fs.String("registry", "", "schema registry to check the avro, protobuf and json_schema inputs' fields against (default: "+topology.EnvRegistryURL+", then the file's schema_registry.url)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *format != "text" && *format != "json" {
 		return exitError{code: 2, msg: fmt.Sprintf("router validate: --format %q: use text or json", *format)}
+	}
+	if err := checkRegistryFlag(*registryURL); err != nil {
+		return err
 	}
 	patterns := fs.Args()
 	if *config != "" {
@@ -75,7 +87,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	var results []validation
 	ok := true
 	for _, f := range files {
-		v := validateFile(f)
+		v := validateFile(f, *registryURL)
 		ok = ok && v.OK
 		results = append(results, v)
 	}
@@ -123,29 +135,38 @@ func printValidations(stdout io.Writer, format string, ok bool, results []valida
 		}
 	} else {
 		for _, v := range results {
-			if v.OK && v.Tests > 0 {
-				fmt.Fprintf(stdout, "%s: ok (a topology test file: %d cases; its topology has %d inputs, %d routes)\n", v.File, v.Tests, v.Inputs, v.Routes)
-				continue
-			}
-			if v.OK {
-				fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", v.File, v.Inputs, v.Routes, v.Guarantee)
-				continue
-			}
-			for _, p := range v.Problems {
-				if p.Line > 0 {
-					fmt.Fprintf(stdout, "%s:%d:%d: %s\n", v.File, p.Line, p.Col, p.Message)
-				} else {
-					fmt.Fprintf(stdout, "%s: %s\n", v.File, p.Message)
-				}
-			}
+			printValidation(stdout, v)
 		}
 	}
 	return nil
 }
 
+// printValidation writes one file's verdict as text: ok or its problems,
+// then its notes.
+func printValidation(stdout io.Writer, v validation) {
+	switch {
+	case v.OK && v.Tests > 0:
+		fmt.Fprintf(stdout, "%s: ok (a topology test file: %d cases; its topology has %d inputs, %d routes)\n", v.File, v.Tests, v.Inputs, v.Routes)
+	case v.OK:
+		fmt.Fprintf(stdout, "%s: ok (%d inputs, %d routes, guarantee %s)\n", v.File, v.Inputs, v.Routes, v.Guarantee)
+	}
+	for _, p := range v.Problems {
+		if p.Line > 0 {
+			fmt.Fprintf(stdout, "%s:%d:%d: %s\n", v.File, p.Line, p.Col, p.Message)
+		} else {
+			fmt.Fprintf(stdout, "%s: %s\n", v.File, p.Message)
+		}
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(stdout, "%s: note: %s\n", v.File, n)
+	}
+}
+
 // validateFile loads and compiles one topology file, as `router run`
-// would before connecting.
-func validateFile(path string) validation {
+// would before connecting, and checks the fields the expressions read
+// against the registry-backed inputs' writer schemas (registryURL, else
+// SIDESTREAM_SCHEMA_REGISTRY_URL, else the file's schema_registry.url).
+func validateFile(path, registryURL string) validation {
 	v := validation{File: path}
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
@@ -159,31 +180,22 @@ func validateFile(path string) validation {
 		if !filepath.IsAbs(top) {
 			top = filepath.Join(filepath.Dir(path), top)
 		}
-		tv := validateFile(top)
+		tv := validateFile(top, registryURL)
 		tv.File, tv.Tests = path, len(tf.Tests)
 		return tv
 	}
-	cfg, err := topology.LoadFile(path)
-	if err != nil {
-		var ce *topology.ConfigError
-		if errors.As(err, &ce) {
-			for _, p := range ce.Problems {
-				v.Problems = append(v.Problems, problem{Line: p.Pos.Line, Col: p.Pos.Col, Message: p.Msg})
-			}
-		} else {
-			v.Problems = []problem{{Message: err.Error()}}
+	cfg, probs := loadApplied(path, registryURL, nil)
+	if cfg != nil {
+		rc := fetchSchemas(cfg)
+		v.Notes = rc.notes
+		if len(rc.schemas) > 0 && probs == nil {
+			cfg, probs = loadApplied(path, registryURL, rc.schemas)
 		}
-		return v
+	} else {
+		v.Notes = notLoadedNotes(path)
 	}
-	// The api section as router run would see it (SIDESTREAM_API_*).
-	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
-		v.Problems = []problem{{Message: err.Error()}}
-		return v
-	}
-	// The schema_registry section as router run would see it
-	// (SIDESTREAM_SCHEMA_REGISTRY_*): a registry format needs a URL.
-	if err := cfg.ApplyRegistry(topology.RegistryOverridesFromEnv(os.Getenv)); err != nil {
-		v.Problems = []problem{{Message: err.Error()}}
+	if probs != nil {
+		v.Problems = probs
 		return v
 	}
 	if _, err := topology.Compile(cfg, dirOf(path)); err != nil {
@@ -192,6 +204,181 @@ func validateFile(path string) validation {
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
 	return v
+}
+
+// loadApplied loads a topology file (with the inputs' writer schemas when
+// given) and applies the api and schema_registry overrides as router run
+// would (SIDESTREAM_API_*, SIDESTREAM_SCHEMA_REGISTRY_*, --registry over
+// the URL). A config that loaded but whose overrides fail is returned
+// with its problems, so the registry inputs' notes are still made.
+func loadApplied(path, registryURL string, schemas map[string]topology.SchemaFields) (*topology.Config, []problem) {
+	cfg, err := topology.LoadFileWithFields(path, schemas)
+	if err != nil {
+		var ce *topology.ConfigError
+		if !errors.As(err, &ce) {
+			return nil, []problem{{Message: err.Error()}}
+		}
+		var probs []problem
+		for _, p := range ce.Problems {
+			probs = append(probs, problem{Line: p.Pos.Line, Col: p.Pos.Col, Message: p.Msg})
+		}
+		return nil, probs
+	}
+	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
+		return nil, []problem{{Message: err.Error()}}
+	}
+	o := topology.RegistryOverridesFromEnv(os.Getenv)
+	if registryURL != "" {
+		o.URL = registryURL
+	}
+	// A registry format needs a URL, from the file, the environment or
+	// --registry.
+	if err := cfg.ApplyRegistry(o); err != nil {
+		return cfg, []problem{{Message: err.Error()}}
+	}
+	return cfg, nil
+}
+
+// registryTimeout bounds the schema lookups of one file: a registry that
+// does not answer within it is reported as unreachable.
+const registryTimeout = 10 * time.Second
+
+// checkRegistryFlag refuses a --registry that is not an http(s) URL.
+func checkRegistryFlag(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return exitError{code: 2, msg: fmt.Sprintf("router validate: --registry %q: give the registry's http or https URL without credentials (they come from schema_registry.username and %s)", s, topology.EnvRegistryPassword)}
+	}
+	return nil
+}
+
+// registryCheck is what validate learnt of the registry-backed inputs'
+// writer schemas: their fields by input topic, and notes on what it
+// could not check.
+type registryCheck struct {
+	schemas map[string]topology.SchemaFields
+	notes   []string
+}
+
+func (rc *registryCheck) note(in topology.Input, format string, args ...any) {
+	rc.notes = append(rc.notes, fmt.Sprintf("input %s (%s): fields not checked against a schema: ", in.Topic, in.Format)+fmt.Sprintf(format, args...))
+}
+
+// fetchSchemas asks the registry for the latest schema of each
+// registry-backed input's subject (<topic>-value, the Confluent
+// serializers' default), with the credentials and TLS router run uses.
+func fetchSchemas(cfg *topology.Config) registryCheck {
+	rc := registryCheck{schemas: map[string]topology.SchemaFields{}}
+	var ins []topology.Input
+	for _, in := range cfg.Inputs {
+		if topology.RegistryFormat(in.Format) {
+			ins = append(ins, in)
+		}
+	}
+	if len(ins) == 0 {
+		return rc
+	}
+	regURL := cfg.SchemaRegistry.URL
+	reg, err := validateRegistry(cfg.SchemaRegistry)
+	for _, in := range ins {
+		switch {
+		case regURL == "":
+			rc.note(in, "no registry given (--registry URL)")
+		case err != nil:
+			rc.note(in, "%v", err)
+		}
+	}
+	if regURL == "" || err != nil {
+		return rc
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+	defer cancel()
+	for _, in := range ins {
+		rc.fetch(ctx, reg, regURL, in)
+	}
+	rc.noteUnrestricted(cfg.Inputs)
+	return rc
+}
+
+func validateRegistry(s topology.SchemaRegistry) (*registry.Registry, error) {
+	cl, err := kclient.RegistryClient(s)
+	if err != nil {
+		return nil, err
+	}
+	return registry.New(cl)
+}
+
+// fetch looks up one input's subject: its fields, a problem (no such
+// subject, another format, a schema that does not compile) or a note (the
+// registry could not answer, a schema that restricts no field).
+func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regURL string, in topology.Input) {
+	subject := in.Topic + "-value"
+	ss, err := reg.Latest(ctx, subject, registry.Format(in.Format))
+	var u *registry.UnavailableError
+	switch {
+	case errors.As(err, &u):
+		rc.note(in, "the schema registry at %s could not answer: %v", regURL, u.Err)
+	case errors.Is(err, context.DeadlineExceeded):
+		rc.note(in, "the schema registry at %s did not answer within %s", regURL, registryTimeout)
+	case errors.Is(err, registry.ErrSubjectNotFound):
+		rc.schemas[in.Topic] = topology.SchemaFields{Problem: fmt.Sprintf("input %s (%s): subject %q is not in the schema registry at %s (404): register the input's value schema under it (the topic name strategy, <topic>-value)", in.Topic, in.Format, subject, regURL)}
+	case err != nil:
+		rc.schemas[in.Topic] = topology.SchemaFields{Problem: fmt.Sprintf("input %s (%s): %v", in.Topic, in.Format, err)}
+	default:
+		if _, open := ss.Fields.Has(nil); open {
+			rc.note(in, "the latest schema of subject %s (version %d) does not close its properties (additionalProperties: false), so a record may hold any field", subject, ss.Version)
+			return
+		}
+		rc.schemas[in.Topic] = topology.SchemaFields{Fields: ss.Fields, Name: fmt.Sprintf("the writer schema of input %s (subject %s, version %d)", in.Topic, subject, ss.Version)}
+	}
+}
+
+// notLoadedNotes: a file that does not load has no registry to ask; its
+// registry-backed inputs (as far as its YAML tells) get a note.
+func notLoadedNotes(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var probe struct {
+		Inputs []topology.Input `yaml:"inputs"`
+	}
+	if yaml.Unmarshal(b, &probe) != nil {
+		return nil
+	}
+	var rc registryCheck
+	for _, in := range probe.Inputs {
+		if topology.RegistryFormat(in.Format) {
+			rc.note(in, "the file has other problems (fix them, then validate again)")
+		}
+	}
+	return rc.notes
+}
+
+// noteUnrestricted: routes read every input's records, so a field is
+// refused only when no input can have it. An input that may hold any
+// field (JSON without a schema file, a registry input not checked) makes
+// the others' checks void: their notes say so.
+func (rc *registryCheck) noteUnrestricted(inputs []topology.Input) {
+	var open *topology.Input
+	for i, in := range inputs {
+		plainJSON := in.Format == topology.InputJSON && in.Schema == ""
+		if sf, ok := rc.schemas[in.Topic]; plainJSON || (topology.RegistryFormat(in.Format) && (!ok || sf.Fields == nil)) {
+			open = &inputs[i]
+			break
+		}
+	}
+	if open == nil {
+		return
+	}
+	for _, in := range inputs {
+		if sf, ok := rc.schemas[in.Topic]; ok && sf.Fields != nil {
+			rc.note(in, "input %s (%s) may hold any field, and every route reads every input's records", open.Topic, open.Format)
+		}
+	}
 }
 
 // isTestFile reports whether path holds a topology test file (top-level
