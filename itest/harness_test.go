@@ -58,7 +58,10 @@ type scenario struct {
 	started time.Time
 	// stamp, when set, is the Kafka timestamp of event i (a replay of
 	// old data); otherwise the producer's clock.
-	stamp    func(i int) time.Time
+	stamp func(i int) time.Time
+	// idOf, when set, finds an output record's event id (a registry
+	// format's frames are passed through, not JSON); otherwise gen.IDOf.
+	idOf     func(key, value []byte) string
 	kills    int
 	restarts int
 
@@ -781,7 +784,7 @@ type tally struct {
 func (s *scenario) tally(recs []outRec) tally {
 	tl := tally{records: len(recs), byTopic: map[string]int{}, seen: make(map[string]int, len(s.events))}
 	for _, r := range recs {
-		id := gen.IDOf(r.key, r.value)
+		id := s.recordID(r.key, r.value)
 		ev, ok := s.byID[id]
 		if !ok {
 			tl.unknown++
@@ -807,6 +810,14 @@ func (s *scenario) tally(recs []outRec) tally {
 		}
 	}
 	return tl
+}
+
+// recordID is the event id of an output record.
+func (s *scenario) recordID(key, value []byte) string {
+	if s.idOf != nil {
+		return s.idOf(key, value)
+	}
+	return gen.IDOf(key, value)
 }
 
 // requireExactlyOnce: every event once, on the oracle's topic, and the

@@ -102,24 +102,13 @@ LOCK_FILE="${DATA_DIR%/}.lock"     # beside the data dir: survives `down`
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=lib/service.sh
+. "$SCRIPT_DIR/lib/service.sh"
 
 # ---------------------------------------------------------------- java, cache
 
 JAVA_BIN=""
-find_java() {
-  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
-    JAVA_BIN="$JAVA_HOME/bin/java"
-  elif command -v java >/dev/null 2>&1; then
-    JAVA_BIN="$(command -v java)"
-  else
-    die "java not found (Kafka 4 needs Java 17+); run scripts/install-deps.sh"
-  fi
-  local v
-  v="$("$JAVA_BIN" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
-  if [[ -n "$v" && "$v" -lt 17 ]]; then
-    die "$JAVA_BIN is Java $v; Kafka $KAFKA_VERSION needs Java 17+ (set JAVA_HOME)"
-  fi
-}
+find_java() { svc_find_java 17 "Kafka $KAFKA_VERSION"; }
 
 pom_hash() { { cat "$POM"; echo "kafka.version=$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
 
@@ -179,7 +168,7 @@ EOF
 
 # --------------------------------------------------------------- processes
 
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$1" 2>/dev/null; }
+port_open() { svc_port_open "$HOST" "$1"; }
 
 is_our_broker() { # pid
   local pid="$1" cmd
@@ -470,12 +459,8 @@ do_start() {
   # In a subshell that closes every inherited descriptor above 2 (lock files,
   # a caller's pipes) and then becomes the JVM: $! is the broker's pid.
   (
-    for fd in /proc/$BASHPID/fd/*; do
-      fd="${fd##*/}"
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
     # shellcheck disable=SC2086  # HEAP_OPTS is a list of flags
-    exec nohup setsid "$JAVA_BIN" $HEAP_OPTS \
+    svc_exec_daemon "$JAVA_BIN" $HEAP_OPTS \
       -server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
       -XX:+ExplicitGCInvokesConcurrent -XX:+ExitOnOutOfMemoryError \
       -Djava.awt.headless=true \
@@ -525,30 +510,11 @@ do_stop() {
     return 0
   fi
   log "stopping broker (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  local start=$SECONDS
-  while kill -0 "$pid" 2>/dev/null; do
-    if ((SECONDS - start >= STOP_TIMEOUT)); then
-      log "still running after $STOP_TIMEOUT s: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.5
-      break
-    fi
-    sleep 0.2
-  done
-  # A zombie or a late exit: wait until /proc says it is gone.
-  local i
-  for i in $(seq 1 50); do is_our_broker "$pid" || break; sleep 0.1; done
+  svc_stop "$pid" is_our_broker "$STOP_TIMEOUT"
   rm -f "$PID_FILE"
-  log "stopped in $((SECONDS - start)) s"
 }
 
-with_lock() {
-  mkdir -p "$(dirname "$LOCK_FILE")"
-  exec 9>"$LOCK_FILE"
-  flock 9
-  "$@"
-}
+with_lock() { svc_with_lock "$LOCK_FILE" "$@"; }
 
 cmd_up() {
   with_lock do_start
@@ -566,12 +532,8 @@ cmd_down() {
   with_lock do_stop
   if ((keep)); then
     log "kept $DATA_DIR"
-  elif [[ -e "$DATA_DIR" ]]; then
-    case "$DATA_DIR" in
-      ""|/|"${HOME:-/}"|"$REPO_DIR") die "refusing to delete '$DATA_DIR'" ;;
-    esac
-    rm -rf "$DATA_DIR"
-    log "removed $DATA_DIR"
+  else
+    svc_remove_dir "$DATA_DIR" "$REPO_DIR"
   fi
 }
 
@@ -633,7 +595,7 @@ with_bootstrap() { # class args...
   run_tool "$cls" --bootstrap-server "$BROKERS" "$@"
 }
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
+usage() { svc_usage "$0"; }
 
 main() {
   local cmd="${1:-}"

@@ -60,24 +60,13 @@ LOCK_FILE="${DATA_DIR%/}.lock"     # beside the dir: survives `down`
 
 log() { printf 'registry.sh: %s\n' "$*" >&2; }
 die() { printf 'registry.sh: error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=lib/service.sh
+. "$SCRIPT_DIR/lib/service.sh"
 
 # ---------------------------------------------------------------- java, cache
 
 JAVA_BIN=""
-find_java() {
-  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
-    JAVA_BIN="$JAVA_HOME/bin/java"
-  elif command -v java >/dev/null 2>&1; then
-    JAVA_BIN="$(command -v java)"
-  else
-    die "java not found (Apicurio $APICURIO_VERSION needs Java 11+); run scripts/install-deps.sh"
-  fi
-  local v
-  v="$("$JAVA_BIN" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
-  if [[ -n "$v" && "$v" -lt 11 ]]; then
-    die "$JAVA_BIN is Java $v; Apicurio $APICURIO_VERSION needs Java 11+ (set JAVA_HOME)"
-  fi
-}
+find_java() { svc_find_java 11 "Apicurio $APICURIO_VERSION"; }
 
 # The cache is keyed on everything the build reads.
 build_hash() {
@@ -134,7 +123,7 @@ http_code() { # path
 
 answers() { [[ "$(http_code /subjects)" == 200 ]]; }
 
-port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/$HOST/$1" 2>/dev/null; }
+port_open() { svc_port_open "$HOST" "$1"; }
 
 # The JVM carries -Dsidestream.registry.dir=<dir>: that, not the port, says
 # which registry a process is.
@@ -188,12 +177,8 @@ do_start() {
   # Runtime configuration as system properties, which rank above the
   # application.properties inside the build.
   (
-    for fd in "/proc/$BASHPID/fd/"*; do
-      fd="${fd##*/}"
-      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
-    done
     # shellcheck disable=SC2086  # HEAP_OPTS is a list of flags
-    exec nohup setsid "$JAVA_BIN" $HEAP_OPTS -XX:+ExitOnOutOfMemoryError \
+    svc_exec_daemon "$JAVA_BIN" $HEAP_OPTS -XX:+ExitOnOutOfMemoryError \
       -Djava.awt.headless=true \
       "-Dsidestream.registry.dir=$DATA_DIR" \
       -Dquarkus.http.host="$HOST" \
@@ -240,29 +225,11 @@ do_stop() {
     return 0
   fi
   log "stopping registry (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  local start=$SECONDS
-  while kill -0 "$pid" 2>/dev/null; do
-    if ((SECONDS - start >= STOP_TIMEOUT)); then
-      log "still running after $STOP_TIMEOUT s: SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-      sleep 0.5
-      break
-    fi
-    sleep 0.2
-  done
-  local _
-  for _ in $(seq 1 50); do is_our_registry "$pid" || break; sleep 0.1; done
+  svc_stop "$pid" is_our_registry "$STOP_TIMEOUT"
   rm -f "$PID_FILE"
-  log "stopped in $((SECONDS - start)) s"
 }
 
-with_lock() {
-  mkdir -p "$(dirname "$LOCK_FILE")"
-  exec 9>"$LOCK_FILE"
-  flock 9
-  "$@"
-}
+with_lock() { svc_with_lock "$LOCK_FILE" "$@"; }
 
 cmd_up() {
   with_lock do_start
@@ -272,13 +239,7 @@ cmd_up() {
 cmd_down() {
   [[ $# -eq 0 ]] || die "down takes no arguments (use 'stop' to keep the schemas)"
   with_lock do_stop
-  if [[ -e "$DATA_DIR" ]]; then
-    case "$DATA_DIR" in
-      ""|/|"${HOME:-/}"|"$REPO_DIR") die "refusing to delete '$DATA_DIR'" ;;
-    esac
-    rm -rf "$DATA_DIR"
-    log "removed $DATA_DIR"
-  fi
+  svc_remove_dir "$DATA_DIR" "$REPO_DIR"
 }
 
 cmd_restart() {
@@ -393,7 +354,7 @@ cmd_selftest() {
   return "$rc"
 }
 
-usage() { sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
+usage() { svc_usage "$0"; }
 
 main() {
   local cmd="${1:-}"

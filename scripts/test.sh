@@ -6,12 +6,15 @@
 #   3. a short fuzz run of each fuzz target,
 #   4. the demo end to end (router demo must exit 0 with conservation true),
 #      and the web view (/ui) of a short demo in headless chromium,
-#   5. integration tests on a real Apache Kafka 4.x: started here from
-#      Maven Central unless SIDESTREAM_IT_BROKERS names a broker, and
-#      stopped again at the end.
+#   5. integration tests on a real Apache Kafka 4.x, Kafka Connect and a
+#      Schema Registry: each started here from Maven Central unless
+#      SIDESTREAM_IT_BROKERS, SIDESTREAM_IT_CONNECT or SIDESTREAM_IT_REGISTRY
+#      names one, and stopped again at the end.
 #
 # Environment:
 #   SIDESTREAM_IT_BROKERS   use this broker instead of starting one
+#   SIDESTREAM_IT_REGISTRY  use this registry (scripts/registry.sh's, with
+#                           its SIDESTREAM_REGISTRY_PORT and _DIR set)
 #   SIDESTREAM_SKIP_IT=1    skip the integration tier (a local quick run;
 #                           CI never sets it)
 #   SIDESTREAM_FUZZTIME     per fuzz target (default 10s)
@@ -81,21 +84,39 @@ if [[ "${SIDESTREAM_SKIP_IT:-}" == 1 ]]; then
 fi
 
 step "integration tests (real Apache Kafka)"
-started=""
+# Each service started here is stopped on exit, the last started first.
+# A flag is set before its start, so a start that fails half way is
+# stopped too (a stop of what is not running is a no-op).
+started="" connect_started="" registry_started=""
+cleanup() {
+  if [[ -n "$registry_started" ]]; then scripts/registry.sh down || true; fi
+  if [[ -n "$connect_started" ]]; then scripts/connect.sh down || true; fi
+  if [[ -n "$started" ]]; then scripts/kafka.sh down || true; fi
+}
+trap cleanup EXIT
 if [[ -z "${SIDESTREAM_IT_BROKERS:-}" ]]; then
-  scripts/kafka.sh up
   started=1
+  scripts/kafka.sh up
   export SIDESTREAM_IT_BROKERS="$(scripts/kafka.sh brokers)"
 fi
-cleanup() { [[ -n "$started" ]] && scripts/kafka.sh down || true; }
-trap cleanup EXIT
 # The Connect tier for TestConnectMySQL: Kafka Connect + Debezium's JDBC
 # sink (Maven Central) and a test-owned MariaDB (Debian), on loopback.
 if [[ -z "${SIDESTREAM_IT_CONNECT:-}" ]]; then
+  connect_started=1
   connect_env="$(scripts/connect.sh up)"
   export SIDESTREAM_IT_CONNECT="$(sed -n 's/^SIDESTREAM_IT_CONNECT=//p' <<<"$connect_env")"
   export SIDESTREAM_IT_MYSQL="$(sed -n 's/^SIDESTREAM_IT_MYSQL=//p' <<<"$connect_env")"
-  trap 'scripts/connect.sh down || true; cleanup' EXIT
+fi
+# The registry tier for TestRegistry*: a real Confluent-compatible Schema
+# Registry (Apicurio, built once from Maven Central; docs/registry.md).
+# TestRegistryOutage stops and starts it with scripts/registry.sh and this
+# environment (SIDESTREAM_REGISTRY_PORT, _DIR): a registry given in
+# SIDESTREAM_IT_REGISTRY must be one that script manages with them.
+if [[ -z "${SIDESTREAM_IT_REGISTRY:-}" ]]; then
+  registry_started=1
+  registry_env="$(scripts/registry.sh up)"
+  export SIDESTREAM_IT_REGISTRY="$(sed -n 's/^SIDESTREAM_IT_REGISTRY=//p' <<<"$registry_env")"
+  [[ -n "$SIDESTREAM_IT_REGISTRY" ]] || { echo "scripts/registry.sh up printed no SIDESTREAM_IT_REGISTRY"; exit 1; }
 fi
 # -timeout catches a hang; it is no budget: the whole tier on a loaded
 # machine twice as slow as a quiet one must stay well under it.
