@@ -30,8 +30,10 @@ var knownEnv = map[string]bool{
 }
 
 // toolEnvPrefixes are the repository's test and script settings
-// (scripts/kafka.sh, the integration tests), not the router's.
-var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE"}
+// (scripts/kafka.sh, registry.sh, connect.sh, test.sh, the integration
+// tests), not the router's. registry.sh's are named in full: a
+// SIDESTREAM_REGISTRY_URL is a misspelt SIDESTREAM_SCHEMA_REGISTRY_URL.
+var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG"}
 
 // unknownEnv lists, sorted, the SIDESTREAM_* variables of environ the
 // router does not read: most likely misspelt (SIDESTREAM_BROKER).

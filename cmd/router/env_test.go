@@ -27,8 +27,8 @@ func TestStaticMembershipFromEnv(t *testing.T) {
 }
 
 func TestUnknownEnvWarned(t *testing.T) {
-	got := unknownEnv([]string{"SIDESTREAM_BROKER=k:9092", "SIDESTREAM_BROKERS=k:9092", "SIDESTREAM_IT_BROKERS=x", "SIDESTREAM_KAFKA_PORT=1", "HOME=/root", "SIDESTREAM_LOGLEVEL=debug"})
-	if !slices.Equal(got, []string{"SIDESTREAM_BROKER", "SIDESTREAM_LOGLEVEL"}) {
+	got := unknownEnv([]string{"SIDESTREAM_BROKER=k:9092", "SIDESTREAM_BROKERS=k:9092", "SIDESTREAM_IT_BROKERS=x", "SIDESTREAM_KAFKA_PORT=1", "SIDESTREAM_REGISTRY_PORT=18081", "SIDESTREAM_REGISTRY_URL=http://r", "HOME=/root", "SIDESTREAM_LOGLEVEL=debug"})
+	if !slices.Equal(got, []string{"SIDESTREAM_BROKER", "SIDESTREAM_LOGLEVEL", "SIDESTREAM_REGISTRY_URL"}) {
 		t.Errorf("unknownEnv = %q", got)
 	}
 	t.Setenv("SIDESTREAM_BROKER", "k:9092")
