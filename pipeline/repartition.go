@@ -21,9 +21,14 @@ import (
 
 // repartitionHeaders carry what stage two needs from stage one: the event
 // time (extracted once), where the record came from and, when aligned,
-// its source's maximum event time before it.
+// its source's maximum event time before it; with room for one more (the
+// fields of a window route, the part name of an assembly part).
 func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []kgo.RecordHeader {
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+7) // room for the fields header
+	n := len(r.Headers) + 6
+	if aligned {
+		n++
+	}
+	hs := make([]kgo.RecordHeader, 0, n)
 	hs = append(hs, r.Headers...)
 	if aligned {
 		var b []byte
@@ -59,13 +64,22 @@ func windowFields(t *topology.Topology) map[*topology.RouteNode][]string {
 	return out
 }
 
+// noFields is the fields header of a route whose aggregates read none.
+var noFields, _ = wire.AppendFields(nil, nil, nil)
+
 // windowHeaders are the stage-one headers of a window route's record
 // (repartitionHeaders) and the fields its aggregates read, as decoded
 // (wire.HeaderFields): stage two evaluates the aggregates on those, so
 // it never decodes the value again, whatever the input's format.
 func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
 	hs := repartitionHeaders(r, d.EventTime, before, aligned)
-	b, err := wire.AppendFields(nil, e.winFields[rt], d.Fields)
+	names := e.winFields[rt]
+	if len(names) == 0 {
+		// A route of bare counts reads no field: one shared header value
+		// (nothing writes to a record's headers once built).
+		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
+	}
+	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, d.Fields)
 	if err != nil {
 		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
 	}

@@ -97,6 +97,7 @@ routes:
       emit: update
       group_by: customer
       late_topic: events.late
+      repartition: %t
       aggregates:
         - {name: n, fn: count}
         - {name: total, fn: sum, of: amount}
@@ -281,7 +282,8 @@ type srInput struct {
 }
 
 // produceStageTwo writes n events and, after every 53rd, a hostile frame.
-func produceStageTwo(t *testing.T, brokers []string, c srCodec, n int) *srInput {
+// byGroup keys the events by their group key (a direct window's input).
+func produceStageTwo(t *testing.T, brokers []string, c srCodec, n int, byGroup bool) *srInput {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("events"))
 	if err != nil {
@@ -301,7 +303,11 @@ func produceStageTwo(t *testing.T, brokers []string, c srCodec, n int) *srInput 
 		e := makeSREvent(i)
 		val := c.encode(t, e)
 		in.events[string(val)] = e
-		send(fmt.Appendf(nil, "k%d", i), val)
+		key := fmt.Appendf(nil, "k%d", i)
+		if byGroup {
+			key = []byte(e.customer)
+		}
+		send(key, val)
 		if i%53 == 0 {
 			h, reason := c.hostile(t, i/53, val)
 			if _, dup := in.hostile[string(h)]; dup {
@@ -318,7 +324,11 @@ func produceStageTwo(t *testing.T, brokers []string, c srCodec, n int) *srInput 
 	flushTS := (stageTwoBase+int64(n-1)*3)/10_000*10_000 + 10_000 + 2_000
 	for k := range 37 {
 		e := srEvent{i: n + k, customer: fmt.Sprintf("c%d", k), amount: 1, kind: "flush", ts: flushTS}
-		send(fmt.Appendf(nil, "f%d", k), c.encode(t, e))
+		key := fmt.Appendf(nil, "f%d", k)
+		if byGroup {
+			key = []byte(e.customer)
+		}
+		send(key, c.encode(t, e))
 	}
 	if err := cl.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -327,14 +337,21 @@ func produceStageTwo(t *testing.T, brokers []string, c srCodec, n int) *srInput 
 }
 
 func TestAvroInputThroughStageTwo(t *testing.T) {
-	runStageTwo(t, func(f *fakeRegistry) srCodec { return avroCodec(t, f) })
+	runStageTwo(t, func(f *fakeRegistry) srCodec { return avroCodec(t, f) }, false)
 }
 
 func TestProtobufInputThroughStageTwo(t *testing.T) {
-	runStageTwo(t, func(f *fakeRegistry) srCodec { return protoCodec(t, f) })
+	runStageTwo(t, func(f *fakeRegistry) srCodec { return protoCodec(t, f) }, false)
 }
 
-func runStageTwo(t *testing.T, codec func(*fakeRegistry) srCodec) {
+// TestAvroInputThroughDirectStageTwo: the window route with repartition:
+// false (the input keyed by the group key), so stage two runs in the
+// input partition's batch on stage one's records in process.
+func TestAvroInputThroughDirectStageTwo(t *testing.T) {
+	runStageTwo(t, func(f *fakeRegistry) srCodec { return avroCodec(t, f) }, true)
+}
+
+func runStageTwo(t *testing.T, codec func(*fakeRegistry) srCodec, direct bool) {
 	n := stageTwoRecords
 	if testing.Short() {
 		n = 5_000
@@ -342,8 +359,8 @@ func runStageTwo(t *testing.T, codec func(*fakeRegistry) srCodec) {
 	brokers := newCluster(t, kfake.SeedTopics(4, "events")).ListenAddrs()
 	f := newFakeRegistry(t)
 	c := codec(f)
-	top := pipelinetest.CompileAt(t, "stage-two.yaml", fmt.Sprintf(stageTwoTopology, c.format, f.URL()), brokers, ".")
-	in := produceStageTwo(t, brokers, c, n)
+	top := pipelinetest.CompileAt(t, "stage-two.yaml", fmt.Sprintf(stageTwoTopology, c.format, f.URL(), !direct), brokers, ".")
+	in := produceStageTwo(t, brokers, c, n, direct)
 	r := start(t, top, "a")
 	waitStageTwo(t, r, top, in.total, 5*time.Minute)
 	r.stop(t)
