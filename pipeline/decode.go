@@ -52,6 +52,10 @@ type Decoded struct {
 	// Clamped: the event time was beyond event_time.max_ahead and
 	// on_ahead is clamp; EventTime is the bound.
 	Clamped bool
+	// whole is a registry-backed input's whole decoded value (its
+	// top-level fields), nil for JSON: an assembly part of the input
+	// nests it as JSON (partValue), not the Avro or Protobuf bytes.
+	whole map[string]any
 }
 
 // decoder reads only what the topology needs from a JSON value: a fast

@@ -6,9 +6,11 @@
 // the connect-json format), takes the assembly parts and stamps the
 // records bound for a repartition topic with the headers stage two reads
 // (wire.HeaderEventTime, wire.HeaderSourceKey, the source's maximum event
-// time). Stage two (the window and assembly tasks) reads those records
-// back with SourceKey, DecodeFields and AggregateValues, and sends its own
-// bad records through Engine.Dirty.
+// time, and for a window route the fields its aggregates read,
+// wire.HeaderFields). Stage two (the window and assembly tasks) reads
+// those records back with SourceKey, RepartitionedFields (the fields
+// header; the JSON value decoded again only without it) and
+// AggregateValues, and sends its own bad records through Engine.Dirty.
 //
 // It is pure by construction: it takes a *kgo.Record as a value and never
 // talks to Kafka (no client, no admin), holds no state store and imports

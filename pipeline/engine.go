@@ -30,6 +30,8 @@ type Engine struct {
 	tombstones []*topology.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
+	// winFields are the fields each window route's aggregates read.
+	winFields map[*topology.RouteNode][]string
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -52,6 +54,7 @@ func New(t *topology.Topology, opts ...Option) *Engine {
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
+		winFields:  windowFields(t),
 	}
 	for _, o := range opts {
 		o(e)
@@ -211,7 +214,10 @@ func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tra
 		if o.Route.Window != nil {
 			rec.Topic = o.Route.Window.RepartitionTopic
 			aligned := tracked && o.Route.Window.Config.Watermark == topology.WatermarkAligned
-			rec.Headers = repartitionHeaders(r, d.EventTime, before, aligned)
+			var rerr *RecordError
+			if rec.Headers, rerr = e.windowHeaders(r, o.Route, d, before, aligned); rerr != nil {
+				return nil, rerr
+			}
 		}
 		if RecordSize(rec) > e.maxRec {
 			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/expr-lang/expr/vm"
+	gojson "github.com/goccy/go-json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/processor/assembly"
@@ -18,22 +19,11 @@ import (
 func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []output) ([]*kgo.Record, *RecordError) {
 	var recs []*kgo.Record
 	var machine vm.VM
+	var js []byte // the registry-backed value as JSON, rendered once
 	for _, rt := range e.assemblies {
 		for _, pn := range rt.Assembly.Parts {
-			value := r.Value
-			if pn.SourceRoute != nil {
-				i := -1
-				for j := range outs {
-					if outs[j].Route == pn.SourceRoute {
-						i = j
-						break
-					}
-				}
-				if i < 0 {
-					continue
-				}
-				value = outs[i].Value
-			} else if pn.SourceTopic != r.Topic {
+			value, original, ok := partSource(r, pn, outs)
+			if !ok {
 				continue
 			}
 			if pn.When != nil {
@@ -57,13 +47,21 @@ func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []outp
 			if err != nil {
 				return nil, recErr(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q part %q: id %q: %v", rt.Name, pn.Name, pn.ID.Source, err)
 			}
-			if len(pn.Project) > 0 {
+			switch {
+			case len(pn.Project) > 0:
 				v, rerr := project(&machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
 				if rerr != nil {
 					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
 					return nil, rerr
 				}
 				value = v
+			case original && d.whole != nil:
+				if js == nil {
+					if js, err = gojson.Marshal(d.whole); err != nil {
+						return nil, recErr(wire.StageAssemble, wire.ReasonBadPartValue, "route %q part %q: the decoded value has no JSON form: %v", rt.Name, pn.Name, err)
+					}
+				}
+				value = js
 			}
 			hs := repartitionHeaders(r, d.EventTime, math.MinInt64, false)
 			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: []byte(pn.Name)})
@@ -71,4 +69,22 @@ func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []outp
 		}
 	}
 	return recs, nil
+}
+
+// partSource is the value part pn takes from record r: its source
+// route's output (ok false when r did not take that route) or r's value
+// (ok false when r is not of its source topic). original says the value
+// is the input's own bytes, which for a registry-backed input are Avro or
+// Protobuf: the part nests the decoded value's JSON instead (parts).
+func partSource(r *kgo.Record, pn *topology.PartNode, outs []output) (value []byte, original, ok bool) {
+	if pn.SourceRoute == nil {
+		return r.Value, true, pn.SourceTopic == r.Topic
+	}
+	for j := range outs {
+		if outs[j].Route == pn.SourceRoute {
+			src := pn.SourceRoute
+			return outs[j].Value, src.Connect == nil && src.Value != topology.ValueProjection, true
+		}
+	}
+	return nil, false, false
 }

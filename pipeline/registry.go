@@ -64,7 +64,7 @@ func (d *decoder) decodeRegistry(ctx context.Context, dec RegistryDecoder, topic
 		}
 		return nil, nil, err
 	}
-	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
+	out := &Decoded{Fields: make(map[string]any, len(d.fields)), whole: v.Fields}
 	for f := range d.fields {
 		if x, ok := v.Fields[f]; ok {
 			out.Fields[f] = x

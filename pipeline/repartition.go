@@ -1,7 +1,11 @@
 package pipeline
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/expr-lang/expr/vm"
@@ -17,9 +21,14 @@ import (
 
 // repartitionHeaders carry what stage two needs from stage one: the event
 // time (extracted once), where the record came from and, when aligned,
-// its source's maximum event time before it.
+// its source's maximum event time before it; with room for one more (the
+// fields of a window route, the part name of an assembly part).
 func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []kgo.RecordHeader {
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
+	n := len(r.Headers) + 6
+	if aligned {
+		n++
+	}
+	hs := make([]kgo.RecordHeader, 0, n)
 	hs = append(hs, r.Headers...)
 	if aligned {
 		var b []byte
@@ -35,6 +44,76 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
 		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
 	)
+}
+
+// windowFields are, by window route, the input fields its aggregates
+// read, sorted: what stage one carries to stage two (wire.HeaderFields).
+func windowFields(t *topology.Topology) map[*topology.RouteNode][]string {
+	out := map[*topology.RouteNode][]string{}
+	for _, rt := range t.Windows() {
+		set := map[string]bool{}
+		for _, a := range rt.Window.Aggregates {
+			if a.Of != nil {
+				for _, f := range a.Of.Fields {
+					set[f] = true
+				}
+			}
+		}
+		out[rt] = slices.Sorted(maps.Keys(set))
+	}
+	return out
+}
+
+// noFields is the fields header of a route whose aggregates read none.
+var noFields, _ = wire.AppendFields(nil, nil, nil)
+
+// windowHeaders are the stage-one headers of a window route's record
+// (repartitionHeaders) and the fields its aggregates read, as decoded
+// (wire.HeaderFields): stage two evaluates the aggregates on those, so
+// it never decodes the value again, whatever the input's format.
+func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
+	hs := repartitionHeaders(r, d.EventTime, before, aligned)
+	names := e.winFields[rt]
+	if len(names) == 0 {
+		// A route of bare counts reads no field: one shared header value
+		// (nothing writes to a record's headers once built).
+		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
+	}
+	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, d.Fields)
+	if err != nil {
+		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
+	}
+	return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: b}), nil
+}
+
+// RepartitionedFields are the fields of a repartitioned record that
+// window route aggregates read: those stage one carried
+// (wire.HeaderFields; the last one, as stage one appends it after the
+// input's own headers), or, for a record without them (written by an
+// older version or a foreign writer) or of a fields version this build
+// does not know, its JSON value decoded (DecodeFields). A fields header
+// that does not decode makes the record dirty (wire.ReasonBadFields).
+func (e *Engine) RepartitionedFields(r *kgo.Record) (*Decoded, *RecordError) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key != wire.HeaderFields {
+			continue
+		}
+		m, err := wire.DecodeFields(r.Headers[i].Value)
+		if err == nil {
+			return &Decoded{Fields: m}, nil
+		}
+		if !errors.Is(err, wire.ErrFieldsVersion) {
+			return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "repartitioned record: %v", err)
+		}
+		break
+	}
+	d, rerr := e.DecodeFields(r.Value)
+	if rerr != nil {
+		if f, ok := e.dec.formats[wire.String(r.Headers, wire.HeaderTopic)]; ok {
+			rerr.Err = fmt.Errorf("%w: its input is %s, and the record has no readable %s header (written by an older version?)", rerr.Err, f, wire.HeaderFields)
+		}
+	}
+	return d, rerr
 }
 
 // SourceKey is the key of the input record a repartitioned record came

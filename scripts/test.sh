@@ -43,6 +43,11 @@ step "bounded memory: 1,000,000 distinct keys under GOMEMLIMIT and a state limit
 # is excluded from race builds, so the run above does not skip it).
 go test -count=1 -timeout 10m -v -run TestMillionKeysBoundedMemory ./internal/membound 2>&1 | grep -E '^(---|ok|FAIL|panic)|keys in'
 
+step "registry-backed inputs through stage two: 100,000 Avro and 100,000 Protobuf records"
+# Without -race: under the race detector each takes about a minute, so the
+# race run above takes 10,000 records (processor/registry_stagetwo_size*_test.go).
+go test -count=1 -timeout 10m -v -run 'InputThroughStageTwo' ./processor 2>&1 | grep -E '^(---|ok|FAIL|panic)'
+
 step "fuzz ($FUZZTIME each)"
 for pkg in $(go list ./... | grep -v /itest); do
   dir=$(go list -f '{{.Dir}}' "$pkg")

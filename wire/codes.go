@@ -75,6 +75,11 @@ const (
 	// (repartition: false) got a record whose group key belongs to
 	// another partition: the input is not partitioned by the group key.
 	ReasonNotPartitioned = "not_partitioned_by_group_key"
+	// ReasonBadFields: a repartitioned record's fields header
+	// (HeaderFields) does not decode (a foreign writer or a corrupted
+	// record), or stage one could not encode a field (a value outside
+	// the value model, nested too deep).
+	ReasonBadFields = "bad_repartition_fields"
 
 	ReasonEventTimeRange = "event_time_out_of_range"
 	ReasonValueCount     = "value_count"

@@ -29,6 +29,11 @@ const (
 	HeaderLateRoute = "sidestream.late.route"
 	HeaderRevision  = "sidestream.window.revision"
 	HeaderFinal     = "sidestream.window.final"
+	// HeaderFields carries the input fields the route's aggregates read,
+	// as stage one decoded them (AppendFields, DecodeFields): stage two
+	// reads them instead of decoding the value again. A record without
+	// it (an older writer, a foreign one) is decoded from its JSON value.
+	HeaderFields = "sidestream.fields"
 )
 
 // Headers of the watermark sources.

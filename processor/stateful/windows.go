@@ -167,7 +167,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if !ok {
 		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
-	d, rerr := e.DecodeFields(r.Value)
+	d, rerr := e.RepartitionedFields(r)
 	if rerr != nil {
 		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	}

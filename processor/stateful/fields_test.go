@@ -1,0 +1,65 @@
+package stateful
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
+)
+
+// TestWindowStageTwoBadFields: a repartitioned record whose fields header
+// does not decode goes to dirty with bad_repartition_fields, counted
+// once, its value and headers kept; a record without the header is
+// decoded from its JSON value as before; both go on to the next record.
+func TestWindowStageTwoBadFields(t *testing.T) {
+	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Routes[3].Window.Aggregates = []topology.Aggregate{{Name: "latency", Fn: "sum", Of: "latency_ms"}}
+	top, err := topology.Compile(cfg, "../../bench/topologies/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(top)
+	_, reps := stageTwoInputs(t, e, top)
+	task := benchWindowTask(t, top)
+	corrupt := func(r *kgo.Record, v []byte) *kgo.Record {
+		c := *r
+		c.Headers = nil
+		for _, h := range r.Headers {
+			if h.Key == wire.HeaderFields {
+				h.Value = v
+			}
+			c.Headers = append(c.Headers, h)
+		}
+		return &c
+	}
+	for name, v := range map[string][]byte{"truncated": {1, 1, 10}, "empty": {}, "unknown tag": {1, 1, 1, 'x', 0x99}} {
+		tally := metrics.NewTally()
+		r := corrupt(reps[0], v)
+		outs, err := e.processRepartitioned(r, task, tally)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || string(outs[0].Value) != string(r.Value) ||
+			wire.String(outs[0].Headers, wire.HeaderReason) != wire.ReasonBadFields || wire.String(outs[0].Headers, wire.HeaderStage) != wire.StageWindow {
+			t.Fatalf("%s: outputs %v, want one dirty record (%s/%s) with the value", name, outs, wire.StageWindow, wire.ReasonBadFields)
+		}
+		if tally.Dirty[[2]string{wire.StageWindow, wire.ReasonBadFields}] != 1 || tally.Consumed[r.Topic] != 1 {
+			t.Fatalf("%s: tally %+v", name, tally)
+		}
+	}
+	tally := metrics.NewTally()
+	for _, r := range append(withoutFields(reps[:10]), reps[10:20]...) {
+		if _, err := e.processRepartitioned(r, task, tally); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tally.Aggregated[top.Routes[3].Name] != 20 || len(tally.Dirty) != 0 {
+		t.Fatalf("tally %+v: want 20 aggregated (10 decoded from JSON, 10 from the header)", tally)
+	}
+}
