@@ -246,8 +246,11 @@ func keyString(v any) (string, error) {
 // with a cast to bool, which fails with "invalid operation: bool(T)"
 // rather than returning the value.
 func notBool(err error) (typ string, ok bool) {
+	if err == nil {
+		return "", false // before fe, which escapes: no allocation per run
+	}
 	var fe *file.Error
-	if err == nil || !errors.As(err, &fe) {
+	if !errors.As(err, &fe) {
 		return "", false
 	}
 	const prefix = "invalid operation: bool("
