@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -30,6 +31,10 @@ type Engine struct {
 	tombstones []*topology.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
+	// evals lends each record the VM and variables map it evaluates
+	// with; headers: some expression reads _headers.
+	evals   evalPool
+	headers bool
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -52,6 +57,7 @@ func New(t *topology.Topology, opts ...Option) *Engine {
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
+		headers:    slices.Contains(t.Meta, topology.MetaHeaders),
 	}
 	for _, o := range opts {
 		o(e)
@@ -180,23 +186,22 @@ func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tal
 // route evaluates the routes and the assembly parts of a decoded record.
 func (e *Engine) route(r *kgo.Record, d *Decoded) (routed, *RecordError) {
 	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
-	if len(r.Headers) > 0 {
+	if e.headers && len(r.Headers) > 0 {
 		m.Headers = make(map[string]string, len(r.Headers))
 		for _, h := range r.Headers {
 			m.Headers[h.Key] = string(h.Value)
 		}
 	}
+	st := e.evals.get()
+	defer e.evals.put(st)
+	re := &recordEval{evalState: st, r: e.rt, m: m, value: r.Value, d: d}
 	var to routed
 	var rerr *RecordError
-	if len(e.assemblies) == 0 {
-		to.outs, rerr = e.rt.route(m, r.Value, d)
+	if to.outs, rerr = e.rt.route(re); rerr != nil || len(e.assemblies) == 0 {
 		return to, rerr
 	}
-	ev := env(m, d) // shared by the routes and the parts
-	if to.outs, rerr = e.rt.routeEnv(ev, m, r.Value, d); rerr != nil {
-		return to, rerr
-	}
-	to.parts, rerr = e.parts(r, ev, d, to.outs)
+	// The parts read the same variables as the routes.
+	to.parts, rerr = e.parts(r, st.vars(e.rt.metas, m, d), d, to.outs)
 	return to, rerr
 }
 

@@ -38,66 +38,66 @@ type router struct {
 	routes []*topology.RouteNode
 	def    *topology.RouteNode
 	all    bool
+	// metas are the metadata variables any expression reads.
+	metas []string
 }
 
 func newRouter(t *topology.Topology) *router {
-	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll}
+	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, metas: t.Meta}
 }
 
-// env is the variables one record's expressions see. It is built once per
-// record and shared by every route's expressions.
+// allMeta is every metadata variable, for env.
+var allMeta = []string{topology.MetaKey, topology.MetaTopic, topology.MetaPartition, topology.MetaOffset,
+	topology.MetaTimestamp, topology.MetaEventTime, topology.MetaHeaders}
+
+// env is the variables one record's expressions see, every metadata
+// variable included, in a new map (stage two's aggregates; stage one
+// reuses one map per goroutine, evalState.vars).
 func env(m *Meta, d *Decoded) map[string]any {
-	e := make(map[string]any, len(d.Fields)+7)
+	e := make(map[string]any, len(d.Fields)+len(allMeta))
 	for k, v := range d.Fields {
 		e[k] = v
 	}
-	e[topology.MetaKey] = string(m.Key)
-	e[topology.MetaTopic] = m.Topic
-	e[topology.MetaPartition] = int(m.Partition)
-	e[topology.MetaOffset] = int(m.Offset)
-	e[topology.MetaTimestamp] = int(m.Timestamp)
-	e[topology.MetaEventTime] = int(d.EventTime)
-	h := m.Headers
-	if h == nil {
-		h = map[string]string{}
+	for _, name := range allMeta {
+		e[name] = metaValue(name, m, d)
 	}
-	e[topology.MetaHeaders] = h
 	return e
+}
+
+// recordEval is one record's evaluation: its Kafka side, its value and
+// decoded fields, and the state it borrows (the VM, the variables).
+type recordEval struct {
+	*evalState
+	r     *router
+	m     *Meta
+	value []byte
+	d     *Decoded
+}
+
+// run runs an expression's program on the record's variables.
+func (re *recordEval) run(x *topology.Expr) (any, error) {
+	return re.machine.Run(x.Program, re.vars(re.r.metas, re.m, re.d))
 }
 
 // route returns the outputs of one decoded record; no outputs and no error
 // means the record is dropped (routing.default: drop). An expression that
 // fails makes the whole record dirty: partial fan-out is never written.
-func (r *router) route(m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
-	return r.routeEnv(env(m, d), m, value, d)
-}
-
-// routeEnv is route with the record's expression variables already built
-// (the assembly parts reuse them).
-func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
+func (r *router) route(re *recordEval) ([]output, *RecordError) {
 	var outs []output
-	var machine vm.VM
 	for _, rt := range r.routes {
 		if rt.Assembly != nil {
 			continue // its parts are taken after routing (Engine.parts)
 		}
 		if rt.When != nil {
-			res, err := machine.Run(rt.When.Program, e)
-			if typ, ok := notBool(err); ok {
-				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
-			}
-			if err != nil {
-				return nil, recErr(wire.StageRoute, wire.ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
-			}
-			ok, isBool := res.(bool)
-			if !isBool {
-				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
+			ok, rerr := re.when(rt)
+			if rerr != nil {
+				return nil, rerr
 			}
 			if !ok {
 				continue
 			}
 		}
-		o, rerr := r.outputFor(&machine, rt, m, value, e, d)
+		o, rerr := re.outputFor(rt)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -109,20 +109,36 @@ func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) (
 	if len(outs) > 0 || r.def == nil {
 		return outs, nil
 	}
-	o, rerr := r.outputFor(&machine, r.def, m, value, e, d)
+	o, rerr := re.outputFor(r.def)
 	if rerr != nil {
 		return nil, rerr
 	}
 	return []output{o}, nil
 }
 
-func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any, d *Decoded) (output, *RecordError) {
-	o := output{Route: rt, Key: m.Key, Value: value}
+// when is route rt's predicate on the record.
+func (re *recordEval) when(rt *topology.RouteNode) (bool, *RecordError) {
+	res, err := re.run(rt.When)
+	if typ, ok := notBool(err); ok {
+		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
+	}
+	if err != nil {
+		return false, recErr(wire.StageRoute, wire.ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
+	}
+	ok, isBool := res.(bool)
+	if !isBool {
+		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
+	}
+	return ok, nil
+}
+
+func (re *recordEval) outputFor(rt *topology.RouteNode) (output, *RecordError) {
+	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
 		// its group key for the repartition topic.
 		if g := rt.Window.GroupBy; g != nil {
-			res, err := machine.Run(g.Program, e)
+			res, err := re.run(g)
 			if err != nil {
 				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
 			}
@@ -135,7 +151,7 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		return o, nil
 	}
 	if rt.Key != nil {
-		res, err := machine.Run(rt.Key.Program, e)
+		res, err := re.run(rt.Key)
 		if err != nil {
 			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %s", rt.Name, rt.Key.Source, firstLine(err))
 		}
@@ -151,11 +167,11 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		if rt.Connect.FromInput {
 			vals = make([]any, len(rt.Connect.Fields))
 			for i, f := range rt.Connect.Fields {
-				vals[i] = d.Fields[f.Name]
+				vals[i] = re.d.Fields[f.Name]
 			}
 		} else {
 			var rerr *RecordError
-			if vals, rerr = projectValues(machine, rt, e); rerr != nil {
+			if vals, rerr = projectValues(&re.machine, rt, re.vars(re.r.metas, re.m, re.d)); rerr != nil {
 				return o, rerr
 			}
 		}
@@ -165,7 +181,7 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		}
 		o.Value = v
 	case rt.Value == topology.ValueProjection:
-		v, rerr := project(machine, rt, e)
+		v, rerr := project(&re.machine, rt, re.vars(re.r.metas, re.m, re.d))
 		if rerr != nil {
 			return o, rerr
 		}
