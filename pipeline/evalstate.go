@@ -8,52 +8,82 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
-// evalState is what the evaluation of one record reuses from the one
-// before: the expression VM (its stack) and the variables map, cleared
-// per record. A record holds one for the whole of stage one and returns
-// it; the Engine stays safe for concurrent use (evalPool).
+// evalState is one record's evaluation in stage one, and what it
+// reuses from the record before: the decoded fields (vals), the
+// expression VM (its stack), the variables map, the outputs. A record
+// holds one from decode to its counts and returns it; the Engine stays
+// safe for concurrent use (evalPool).
 type evalState struct {
 	machine vm.VM
 	env     map[string]any
 	// built: env holds this record's variables (it is filled on the
 	// first expression the VM runs, and not at all when none does).
 	built bool
+	dec   Decoded  // the JSON decode's target; dec.vals by field number
+	outs  []output // the routes' outputs
+
+	// The record: its router, Kafka side, value and decoded fields.
+	rt    *router
+	m     Meta
+	value []byte
+	d     *Decoded
 }
 
 // evalPool hands each goroutine an evalState of its own.
-type evalPool struct{ p sync.Pool }
+type evalPool struct {
+	p      sync.Pool
+	fields int // len(topology.Fields)
+}
 
 func (p *evalPool) get() *evalState {
 	if s, ok := p.p.Get().(*evalState); ok {
 		return s
 	}
-	return &evalState{env: map[string]any{}}
+	return &evalState{env: map[string]any{}, dec: Decoded{vals: make([]any, p.fields)}}
 }
 
-// put returns s; nothing of a record may be read from it afterwards.
+// put returns s; nothing of its record may be read from it afterwards.
+// What the record referenced is let go, not kept for the next.
 func (p *evalPool) put(s *evalState) {
 	s.built = false
-	clear(s.env) // the values of the record go with it, not to the next
+	clear(s.env)
+	clear(s.dec.vals)
+	s.dec.EventTime, s.dec.Clamped = 0, false
+	clear(s.outs)
+	s.outs = s.outs[:0]
+	s.rt, s.m, s.value, s.d = nil, Meta{}, nil, nil
 	p.p.Put(s)
 }
 
 // vars is the record's expression variables: the decoded fields and the
-// metadata variables the topology's expressions read (metas), built
-// once per record. A variable no expression reads is left out: expr-lang
-// reads an absent variable as nil, and none is read.
-func (s *evalState) vars(metas []string, m *Meta, d *Decoded) map[string]any {
+// metadata variables the topology's expressions read, built once per
+// record. A variable no expression reads is left out, and so is an
+// absent or null field: expr-lang reads an absent variable as nil.
+func (s *evalState) vars() map[string]any {
 	if s.built {
 		return s.env
 	}
-	clear(s.env)
-	for k, v := range d.Fields {
-		s.env[k] = v
+	if s.d.vals != nil {
+		for i, v := range s.d.vals {
+			if v != nil {
+				s.env[s.rt.fields[i]] = v
+			}
+		}
+	} else {
+		for k, v := range s.d.Fields {
+			s.env[k] = v
+		}
 	}
-	for _, name := range metas {
-		s.env[name] = metaValue(name, m, d)
+	for _, name := range s.rt.metas {
+		s.env[name] = metaValue(name, &s.m, s.d)
 	}
 	s.built = true
 	return s.env
+}
+
+// run runs an expression's program on the record's variables.
+func (s *evalState) run(x *topology.Expr) (any, error) {
+	return s.machine.Run(x.Program, s.vars())
 }
 
 // metaValue is metadata variable name of a record.

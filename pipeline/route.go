@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,12 +39,22 @@ type router struct {
 	routes []*topology.RouteNode
 	def    *topology.RouteNode
 	all    bool
-	// metas are the metadata variables any expression reads.
-	metas []string
+	// fields are the record fields any expression reads, by number
+	// (topology.Fields); metas the metadata variables.
+	fields, metas []string
 }
 
 func newRouter(t *topology.Topology) *router {
-	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, metas: t.Meta}
+	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, fields: t.Fields, metas: t.Meta}
+}
+
+// index is the number of field name (topology.Fields), -1 when no
+// expression reads it.
+func (r *router) index(name string) int {
+	if i, ok := slices.BinarySearch(r.fields, name); ok {
+		return i
+	}
+	return -1
 }
 
 // allMeta is every metadata variable, for env.
@@ -64,26 +75,11 @@ func env(m *Meta, d *Decoded) map[string]any {
 	return e
 }
 
-// recordEval is one record's evaluation: its Kafka side, its value and
-// decoded fields, and the state it borrows (the VM, the variables).
-type recordEval struct {
-	*evalState
-	r     *router
-	m     *Meta
-	value []byte
-	d     *Decoded
-}
-
-// run runs an expression's program on the record's variables.
-func (re *recordEval) run(x *topology.Expr) (any, error) {
-	return re.machine.Run(x.Program, re.vars(re.r.metas, re.m, re.d))
-}
-
 // route returns the outputs of one decoded record; no outputs and no error
 // means the record is dropped (routing.default: drop). An expression that
 // fails makes the whole record dirty: partial fan-out is never written.
-func (r *router) route(re *recordEval) ([]output, *RecordError) {
-	var outs []output
+func (r *router) route(re *evalState) ([]output, *RecordError) {
+	outs := re.outs[:0]
 	for _, rt := range r.routes {
 		if rt.Assembly != nil {
 			continue // its parts are taken after routing (Engine.parts)
@@ -103,21 +99,22 @@ func (r *router) route(re *recordEval) ([]output, *RecordError) {
 		}
 		outs = append(outs, o)
 		if !r.all {
-			return outs, nil
+			break
 		}
 	}
-	if len(outs) > 0 || r.def == nil {
-		return outs, nil
+	if len(outs) == 0 && r.def != nil {
+		o, rerr := re.outputFor(r.def)
+		if rerr != nil {
+			return nil, rerr
+		}
+		outs = append(outs, o)
 	}
-	o, rerr := re.outputFor(r.def)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return []output{o}, nil
+	re.outs = outs // the backing array, for the next record
+	return outs, nil
 }
 
 // when is route rt's predicate on the record.
-func (re *recordEval) when(rt *topology.RouteNode) (bool, *RecordError) {
+func (re *evalState) when(rt *topology.RouteNode) (bool, *RecordError) {
 	res, err := re.run(rt.When)
 	if typ, ok := notBool(err); ok {
 		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
@@ -132,7 +129,7 @@ func (re *recordEval) when(rt *topology.RouteNode) (bool, *RecordError) {
 	return ok, nil
 }
 
-func (re *recordEval) outputFor(rt *topology.RouteNode) (output, *RecordError) {
+func (re *evalState) outputFor(rt *topology.RouteNode) (output, *RecordError) {
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
@@ -167,11 +164,11 @@ func (re *recordEval) outputFor(rt *topology.RouteNode) (output, *RecordError) {
 		if rt.Connect.FromInput {
 			vals = make([]any, len(rt.Connect.Fields))
 			for i, f := range rt.Connect.Fields {
-				vals[i] = re.d.Fields[f.Name]
+				vals[i] = re.d.field(re.rt.index(f.Name), f.Name)
 			}
 		} else {
 			var rerr *RecordError
-			if vals, rerr = projectValues(&re.machine, rt, re.vars(re.r.metas, re.m, re.d)); rerr != nil {
+			if vals, rerr = projectValues(&re.machine, rt, re.vars()); rerr != nil {
 				return o, rerr
 			}
 		}
@@ -181,7 +178,7 @@ func (re *recordEval) outputFor(rt *topology.RouteNode) (output, *RecordError) {
 		}
 		o.Value = v
 	case rt.Value == topology.ValueProjection:
-		v, rerr := project(&re.machine, rt, re.vars(re.r.metas, re.m, re.d))
+		v, rerr := project(&re.machine, rt, re.vars())
 		if rerr != nil {
 			return o, rerr
 		}
