@@ -81,8 +81,14 @@ func (s *evalState) vars() map[string]any {
 	return s.env
 }
 
-// run runs an expression's program on the record's variables.
-func (s *evalState) run(x *topology.Expr) (any, error) {
+// eval is expression x on the record: its fast form when it has one
+// and decides (on a JSON input's fields), else the VM.
+func (s *evalState) eval(x *topology.Expr, fast topology.Fast) (any, error) {
+	if fast != nil && s.d.vals != nil {
+		if v, ok := fast(s.d.vals); ok {
+			return v, nil
+		}
+	}
 	return s.machine.Run(x.Program, s.vars())
 }
 

@@ -42,10 +42,43 @@ type router struct {
 	// fields are the record fields any expression reads, by number
 	// (topology.Fields); metas the metadata variables.
 	fields, metas []string
+	fast          []fastRoute // by route, as routes
+	defFast       fastRoute
 }
 
 func newRouter(t *topology.Topology) *router {
-	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, fields: t.Fields, metas: t.Meta}
+	r := &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, fields: t.Fields, metas: t.Meta}
+	r.fast = make([]fastRoute, len(r.routes))
+	for i, rt := range r.routes {
+		r.fast[i] = r.fastRoute(rt)
+	}
+	if r.def != nil {
+		r.defFast = r.fastRoute(r.def)
+	}
+	return r
+}
+
+// fastRoute is the fast form (topology.Fast) of a route's predicate,
+// key and group key, each nil where it has none: the record's fields by
+// number are their variables, so a route that reads metadata runs the VM.
+type fastRoute struct{ when, key, group topology.Fast }
+
+func (r *router) fastRoute(rt *topology.RouteNode) fastRoute {
+	slot := func(name string) (int, bool) {
+		i := r.index(name)
+		return i, i >= 0
+	}
+	compile := func(x *topology.Expr, predicate bool) topology.Fast {
+		if x == nil {
+			return nil
+		}
+		return topology.CompileFast(x.Program, predicate, slot)
+	}
+	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
+	if rt.Window != nil {
+		f.group = compile(rt.Window.GroupBy, false)
+	}
+	return f
 }
 
 // index is the number of field name (topology.Fields), -1 when no
@@ -80,12 +113,12 @@ func env(m *Meta, d *Decoded) map[string]any {
 // fails makes the whole record dirty: partial fan-out is never written.
 func (r *router) route(re *evalState) ([]output, *RecordError) {
 	outs := re.outs[:0]
-	for _, rt := range r.routes {
+	for i, rt := range r.routes {
 		if rt.Assembly != nil {
 			continue // its parts are taken after routing (Engine.parts)
 		}
 		if rt.When != nil {
-			ok, rerr := re.when(rt)
+			ok, rerr := re.when(rt, r.fast[i].when)
 			if rerr != nil {
 				return nil, rerr
 			}
@@ -93,7 +126,7 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 				continue
 			}
 		}
-		o, rerr := re.outputFor(rt)
+		o, rerr := re.outputFor(rt, r.fast[i])
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -103,7 +136,7 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 		}
 	}
 	if len(outs) == 0 && r.def != nil {
-		o, rerr := re.outputFor(r.def)
+		o, rerr := re.outputFor(r.def, r.defFast)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -114,8 +147,8 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 }
 
 // when is route rt's predicate on the record.
-func (re *evalState) when(rt *topology.RouteNode) (bool, *RecordError) {
-	res, err := re.run(rt.When)
+func (re *evalState) when(rt *topology.RouteNode, fast topology.Fast) (bool, *RecordError) {
+	res, err := re.eval(rt.When, fast)
 	if typ, ok := notBool(err); ok {
 		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
 	}
@@ -129,13 +162,13 @@ func (re *evalState) when(rt *topology.RouteNode) (bool, *RecordError) {
 	return ok, nil
 }
 
-func (re *evalState) outputFor(rt *topology.RouteNode) (output, *RecordError) {
+func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, *RecordError) {
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
 		// its group key for the repartition topic.
 		if g := rt.Window.GroupBy; g != nil {
-			res, err := re.run(g)
+			res, err := re.eval(g, fast.group)
 			if err != nil {
 				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
 			}
@@ -148,7 +181,7 @@ func (re *evalState) outputFor(rt *topology.RouteNode) (output, *RecordError) {
 		return o, nil
 	}
 	if rt.Key != nil {
-		res, err := re.run(rt.Key)
+		res, err := re.eval(rt.Key, fast.key)
 		if err != nil {
 			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %s", rt.Name, rt.Key.Source, firstLine(err))
 		}
