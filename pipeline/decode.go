@@ -126,23 +126,27 @@ func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.T
 	}
 	var timeRes gjson.Result
 	var ferr *RecordError
-	root := gjson.ParseBytes(value)
-	// One pass over the top-level keys. A repeated key: the last wins, as
-	// in most JSON decoders.
-	root.ForEach(func(k, v gjson.Result) bool {
-		name := k.Str
-		if i, ok := d.index[name]; ok {
-			fv, err := jsonValue(v)
+	// One pass over the top-level keys; only the values read are decoded,
+	// each from its own bytes. A repeated key: the last wins, as in most
+	// JSON decoders.
+	eachMember(value, func(key []byte, escaped bool, raw []byte) {
+		if len(key) < 2 {
+			return // not on a valid value: validate ran
+		}
+		name := key[1 : len(key)-1]
+		if escaped {
+			name = []byte(gjson.ParseBytes(key).Str)
+		}
+		if i, ok := d.index[string(name)]; ok && ferr == nil {
+			fv, err := jsonValue(gjson.ParseBytes(raw))
 			if err != nil {
 				ferr = recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", name, err)
-				return false
 			}
 			out.vals[i] = fv
 		}
-		if d.timeTop && name == d.timeField {
-			timeRes = v
+		if d.timeTop && string(name) == d.timeField {
+			timeRes = gjson.ParseBytes(raw)
 		}
-		return true
 	})
 	if ferr != nil {
 		return ferr
@@ -152,7 +156,7 @@ func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.T
 		out.EventTime = ts.UnixMilli()
 		return nil
 	case !d.timeTop:
-		timeRes = getLast(root, d.timeField)
+		timeRes = getLast(gjson.ParseBytes(value), d.timeField)
 	}
 	et, rerr := d.eventTime(timeRes)
 	if rerr != nil {
