@@ -47,8 +47,11 @@ func recErr(stage, reason string, format string, args ...any) *RecordError {
 // Decoded is one input record after decode: its event time and the JSON
 // fields the topology's expressions read, nothing more.
 type Decoded struct {
-	EventTime int64          // epoch ms
-	Fields    map[string]any // top-level fields any expression references
+	EventTime int64 // epoch ms
+	// Fields are the top-level fields any expression references, by name
+	// (stage two's DecodeFields, the registry inputs); nil when vals
+	// holds them.
+	Fields map[string]any
 	// Clamped: the event time was beyond event_time.max_ahead and
 	// on_ahead is clamp; EventTime is the bound.
 	Clamped bool
@@ -56,12 +59,29 @@ type Decoded struct {
 	// top-level fields), nil for JSON: an assembly part of the input
 	// nests it as JSON (partValue), not the Avro or Protobuf bytes.
 	whole map[string]any
+	// vals are the fields by number (topology.Fields) when stage one
+	// decoded a JSON value: reused from record to record, no map. An
+	// absent field is nil, as a JSON null is: expressions cannot tell
+	// them apart (expr-lang reads an absent variable as nil).
+	vals []any
+}
+
+// field is the value of field number i, name.
+func (d *Decoded) field(i int, name string) any {
+	if d.vals != nil {
+		if i < 0 {
+			return nil
+		}
+		return d.vals[i]
+	}
+	return d.Fields[name]
 }
 
 // decoder reads only what the topology needs from a JSON value: a fast
 // validity scan, then one pass over the top-level keys.
 type decoder struct {
 	fields    map[string]bool
+	index     map[string]int // field name -> number (topology.Fields)
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
 	timeFmt   string
@@ -75,6 +95,7 @@ type decoder struct {
 func newDecoder(t *topology.Topology) *decoder {
 	d := &decoder{
 		fields:    map[string]bool{},
+		index:     map[string]int{},
 		timeField: t.EventTime.Field,
 		timeFmt:   t.EventTime.Format,
 		maxAhead:  t.EventTime.MaxAhead.D().Milliseconds(),
@@ -83,8 +104,9 @@ func newDecoder(t *topology.Topology) *decoder {
 		topics:    map[string]bool{},
 		formats:   map[string]string{},
 	}
-	for _, f := range t.Fields {
+	for i, f := range t.Fields {
 		d.fields[f] = true
+		d.index[f] = i
 	}
 	d.timeTop = d.timeField != "" && !strings.ContainsAny(d.timeField, ".*?|#@\\")
 	for _, in := range t.Inputs {
@@ -99,73 +121,87 @@ func newDecoder(t *topology.Topology) *decoder {
 	return d
 }
 
-// decode validates value and extracts the event time and fields. ts is the
-// record's Kafka timestamp, used when the event-time format is kafka.
-func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *RecordError) {
+// decodeInto validates value and extracts the event time and fields
+// into out, whose vals are len(topology.Fields) nils. ts is the record's Kafka
+// timestamp, used when the event-time format is kafka.
+func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.Time) *RecordError {
+	if rerr := d.validate(topic, value); rerr != nil {
+		return rerr
+	}
+	var timeRes gjson.Result
+	var ferr *RecordError
+	// One pass over the top-level keys; only the values read are decoded,
+	// each from its own bytes. A repeated key: the last wins, as in most
+	// JSON decoders.
+	eachMember(value, func(key []byte, escaped bool, raw []byte) {
+		if len(key) < 2 {
+			return // not on a valid value: validate ran
+		}
+		name := key[1 : len(key)-1]
+		if escaped {
+			name = []byte(gjson.ParseBytes(key).Str)
+		}
+		if i, ok := d.index[string(name)]; ok && ferr == nil {
+			fv, err := jsonValue(gjson.ParseBytes(raw))
+			if err != nil {
+				ferr = recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", name, err)
+			}
+			out.vals[i] = fv
+		}
+		if d.timeTop && string(name) == d.timeField {
+			timeRes = gjson.ParseBytes(raw)
+		}
+	})
+	if ferr != nil {
+		return ferr
+	}
+	switch {
+	case d.timeFmt == topology.TimeKafka:
+		out.EventTime = ts.UnixMilli()
+		return nil
+	case !d.timeTop:
+		timeRes = getLast(gjson.ParseBytes(value), d.timeField)
+	}
+	et, rerr := d.eventTime(timeRes)
+	if rerr != nil {
+		return rerr
+	}
+	_, rerr = d.bounded(out, et, ts)
+	return rerr
+}
+
+// validate is what a JSON value must be before its fields are read: not
+// null or empty, UTF-8, JSON, an object, and valid against the input's
+// JSON Schema, if it has one.
+func (d *decoder) validate(topic string, value []byte) *RecordError {
 	if value == nil {
-		return nil, recErr(wire.StageDecode, wire.ReasonNullValue, "value is null (a tombstone); a JSON object is expected")
+		return recErr(wire.StageDecode, wire.ReasonNullValue, "value is null (a tombstone); a JSON object is expected")
 	}
 	// Only JSON's own whitespace: bytes.TrimSpace would also take a
 	// no-break space or a form feed, calling an invalid value empty.
 	trimmed := bytes.Trim(value, jsonSpace)
 	if len(trimmed) == 0 {
-		return nil, recErr(wire.StageDecode, wire.ReasonEmptyValue, "value is empty; a JSON object is expected")
+		return recErr(wire.StageDecode, wire.ReasonEmptyValue, "value is empty; a JSON object is expected")
 	}
 	if !utf8.Valid(value) {
-		return nil, recErr(wire.StageDecode, wire.ReasonInvalidUTF8, "value is not valid UTF-8")
+		return recErr(wire.StageDecode, wire.ReasonInvalidUTF8, "value is not valid UTF-8")
 	}
 	if !gjson.ValidBytes(value) {
-		return nil, recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON%s", jsonErrorHint(value))
+		return recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON%s", jsonErrorHint(value))
 	}
 	if trimmed[0] != '{' {
-		return nil, recErr(wire.StageDecode, wire.ReasonNotObject, "value is JSON %s, not an object", jsonKind(trimmed[0]))
+		return recErr(wire.StageDecode, wire.ReasonNotObject, "value is JSON %s, not an object", jsonKind(trimmed[0]))
 	}
 	if s := d.schemas[topic]; s != nil {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
 		if err != nil {
-			return nil, recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON: %v", err)
+			return recErr(wire.StageDecode, wire.ReasonInvalidJSON, "value is not valid JSON: %v", err)
 		}
 		if err := s.Validate(inst); err != nil {
-			return nil, &RecordError{Stage: wire.StageSchema, Reason: wire.ReasonSchema, Err: schemaErr(err)}
+			return &RecordError{Stage: wire.StageSchema, Reason: wire.ReasonSchema, Err: schemaErr(err)}
 		}
 	}
-
-	out := &Decoded{Fields: make(map[string]any, len(d.fields))}
-	var timeRes gjson.Result
-	var ferr *RecordError
-	root := gjson.ParseBytes(value)
-	// One pass over the top-level keys. A repeated key: the last wins, as
-	// in most JSON decoders.
-	root.ForEach(func(k, v gjson.Result) bool {
-		name := k.Str
-		if d.fields[name] {
-			fv, err := jsonValue(v)
-			if err != nil {
-				ferr = recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", name, err)
-				return false
-			}
-			out.Fields[name] = fv
-		}
-		if d.timeTop && name == d.timeField {
-			timeRes = v
-		}
-		return true
-	})
-	if ferr != nil {
-		return nil, ferr
-	}
-	switch {
-	case d.timeFmt == topology.TimeKafka:
-		out.EventTime = ts.UnixMilli()
-		return out, nil
-	case !d.timeTop:
-		timeRes = getLast(root, d.timeField)
-	}
-	et, rerr := d.eventTime(timeRes)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return d.bounded(out, et, ts)
+	return nil
 }
 
 // bounded sets out's event time et, within event_time.max_ahead of the

@@ -188,7 +188,7 @@ func TestDecodeFields(t *testing.T) {
 		{"negative zero", `{"x":-0}`, map[string]any{"x": 0}},
 		{"float", `{"x":1.5,"y":-2.25e-3}`, map[string]any{"x": 1.5, "y": -2.25e-3}},
 		{"integral float stays float", `{"x":42.0,"y":1e2}`, map[string]any{"x": 42.0, "y": 100.0}},
-		{"null, true, false", `{"x":null,"y":true,"n":false}`, map[string]any{"x": nil, "y": true, "n": false}},
+		{"null, true, false (null reads as absent)", `{"x":null,"y":true,"n":false}`, map[string]any{"y": true, "n": false}},
 		{"escaped string", `{"y":"a\nb\u00e9\ud83d\ude00\"q\""}`, map[string]any{"y": "a\nbé😀\"q\""}},
 		{"escaped key", `{"\u0078":3}`, map[string]any{"x": 3}},
 		{"key read through $env", `{"@t":"2026"}`, map[string]any{"@t": "2026"}},

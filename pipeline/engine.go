@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,10 @@ type Engine struct {
 	regs map[string]RegistryDecoder
 	// winFields are the fields each window route's aggregates read.
 	winFields map[*topology.RouteNode][]string
+	// evals lends each record the VM and variables map it evaluates
+	// with; headers: some expression reads _headers.
+	evals   evalPool
+	headers bool
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -55,6 +60,8 @@ func New(t *topology.Topology, opts ...Option) *Engine {
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
 		winFields:  windowFields(t),
+		headers:    slices.Contains(t.Meta, topology.MetaHeaders),
+		evals:      evalPool{fields: len(t.Fields)},
 	}
 	for _, o := range opts {
 		o(e)
@@ -100,7 +107,9 @@ func (e *Engine) Process(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
 // record's fault, so nothing of it is counted, srcMax is untouched, and
 // the caller aborts the batch and processes it again.
 func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, error) {
-	recs, to, rerr, err := e.stageOne(ctx, r, srcMax, tally)
+	st := e.evals.get()
+	defer e.evals.put(st) // after the counts: to.outs is st's
+	recs, to, rerr, err := e.stageOne(ctx, st, r, srcMax, tally)
 	if err != nil {
 		return nil, &BatchError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 	}
@@ -143,7 +152,7 @@ func (to routed) count(e *Engine, tally *metrics.Tally) {
 // stageOne returns r's outputs, none (dropped), the reason r is dirty,
 // or an error that is not r's (the schema registry's: nothing of r is
 // decided). It counts nothing but a clamped event time.
-func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError, error) {
+func (e *Engine) stageOne(ctx context.Context, st *evalState, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError, error) {
 	if !e.dec.topics[r.Topic] {
 		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), nil
 	}
@@ -159,7 +168,7 @@ func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tal
 			return nil, routed{}, nil, err
 		}
 	} else {
-		d, rerr = e.dec.decode(r.Topic, r.Value, r.Timestamp)
+		d, rerr = &st.dec, e.dec.decodeInto(&st.dec, r.Topic, r.Value, r.Timestamp)
 	}
 	if rerr != nil {
 		return nil, routed{}, rerr, nil
@@ -172,7 +181,7 @@ func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tal
 		before = *srcMax
 		*srcMax = max(*srcMax, d.EventTime)
 	}
-	to, rerr := e.route(r, d)
+	to, rerr := e.route(st, r, d)
 	if rerr != nil {
 		return nil, routed{}, rerr, nil
 	}
@@ -181,25 +190,22 @@ func (e *Engine) stageOne(ctx context.Context, r *kgo.Record, srcMax *int64, tal
 }
 
 // route evaluates the routes and the assembly parts of a decoded record.
-func (e *Engine) route(r *kgo.Record, d *Decoded) (routed, *RecordError) {
-	m := &Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
-	if len(r.Headers) > 0 {
-		m.Headers = make(map[string]string, len(r.Headers))
+func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *RecordError) {
+	st.rt, st.value, st.d = e.rt, r.Value, d
+	st.m = Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+	if e.headers && len(r.Headers) > 0 {
+		st.m.Headers = make(map[string]string, len(r.Headers))
 		for _, h := range r.Headers {
-			m.Headers[h.Key] = string(h.Value)
+			st.m.Headers[h.Key] = string(h.Value)
 		}
 	}
 	var to routed
 	var rerr *RecordError
-	if len(e.assemblies) == 0 {
-		to.outs, rerr = e.rt.route(m, r.Value, d)
+	if to.outs, rerr = e.rt.route(st); rerr != nil || len(e.assemblies) == 0 {
 		return to, rerr
 	}
-	ev := env(m, d) // shared by the routes and the parts
-	if to.outs, rerr = e.rt.routeEnv(ev, m, r.Value, d); rerr != nil {
-		return to, rerr
-	}
-	to.parts, rerr = e.parts(r, ev, d, to.outs)
+	// The parts read the same variables as the routes.
+	to.parts, rerr = e.parts(r, st.vars(), d, to.outs)
 	return to, rerr
 }
 

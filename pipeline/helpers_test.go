@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
@@ -39,4 +41,21 @@ var (
 func checkConserved(t fataler, top *topology.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
 	t.Helper()
 	pipelinetest.CheckConserved(t, top, r, outs, tally, RecordSize)
+}
+
+// decode is decodeInto on a fresh Decoded, with its fields also as a map
+// (Fields) of the fields the expressions see: a field absent or null is
+// left out, as both read as nil.
+func (d *decoder) decode(topic string, value []byte, ts time.Time) (*Decoded, *RecordError) {
+	out := &Decoded{vals: make([]any, len(d.index))}
+	if rerr := d.decodeInto(out, topic, value, ts); rerr != nil {
+		return nil, rerr
+	}
+	out.Fields = map[string]any{}
+	for name, i := range d.index {
+		if out.vals[i] != nil {
+			out.Fields[name] = out.vals[i]
+		}
+	}
+	return out, nil
 }

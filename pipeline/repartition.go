@@ -79,7 +79,23 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 		// (nothing writes to a record's headers once built).
 		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
 	}
-	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, d.Fields)
+	fields := d.Fields
+	if d.vals != nil {
+		// A JSON input's fields are by number (decode.go): the few the
+		// aggregates read, by name. A null and an absent field are both
+		// nil there, as they are to an expression: neither is carried.
+		fields = make(map[string]any, len(names))
+		for _, n := range names {
+			i, ok := e.dec.index[n]
+			if !ok {
+				i = -1
+			}
+			if v := d.field(i, n); v != nil {
+				fields[n] = v
+			}
+		}
+	}
+	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, fields)
 	if err != nil {
 		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,91 +39,136 @@ type router struct {
 	routes []*topology.RouteNode
 	def    *topology.RouteNode
 	all    bool
+	// fields are the record fields any expression reads, by number
+	// (topology.Fields); metas the metadata variables.
+	fields, metas []string
+	fast          []fastRoute // by route, as routes
+	defFast       fastRoute
 }
 
 func newRouter(t *topology.Topology) *router {
-	return &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll}
+	r := &router{routes: t.Routes, def: t.Default, all: t.Match == topology.MatchAll, fields: t.Fields, metas: t.Meta}
+	r.fast = make([]fastRoute, len(r.routes))
+	for i, rt := range r.routes {
+		r.fast[i] = r.fastRoute(rt)
+	}
+	if r.def != nil {
+		r.defFast = r.fastRoute(r.def)
+	}
+	return r
 }
 
-// env is the variables one record's expressions see. It is built once per
-// record and shared by every route's expressions.
+// fastRoute is the fast form (topology.Fast) of a route's predicate,
+// key and group key, each nil where it has none: the record's fields by
+// number are their variables, so a route that reads metadata runs the VM.
+type fastRoute struct{ when, key, group topology.Fast }
+
+func (r *router) fastRoute(rt *topology.RouteNode) fastRoute {
+	slot := func(name string) (int, bool) {
+		i := r.index(name)
+		return i, i >= 0
+	}
+	compile := func(x *topology.Expr, predicate bool) topology.Fast {
+		if x == nil {
+			return nil
+		}
+		return topology.CompileFast(x.Program, predicate, slot)
+	}
+	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
+	if rt.Window != nil {
+		f.group = compile(rt.Window.GroupBy, false)
+	}
+	return f
+}
+
+// index is the number of field name (topology.Fields), -1 when no
+// expression reads it.
+func (r *router) index(name string) int {
+	if i, ok := slices.BinarySearch(r.fields, name); ok {
+		return i
+	}
+	return -1
+}
+
+// allMeta is every metadata variable, for env.
+var allMeta = []string{topology.MetaKey, topology.MetaTopic, topology.MetaPartition, topology.MetaOffset,
+	topology.MetaTimestamp, topology.MetaEventTime, topology.MetaHeaders}
+
+// env is the variables one record's expressions see, every metadata
+// variable included, in a new map (stage two's aggregates; stage one
+// reuses one map per goroutine, evalState.vars).
 func env(m *Meta, d *Decoded) map[string]any {
-	e := make(map[string]any, len(d.Fields)+7)
+	e := make(map[string]any, len(d.Fields)+len(allMeta))
 	for k, v := range d.Fields {
 		e[k] = v
 	}
-	e[topology.MetaKey] = string(m.Key)
-	e[topology.MetaTopic] = m.Topic
-	e[topology.MetaPartition] = int(m.Partition)
-	e[topology.MetaOffset] = int(m.Offset)
-	e[topology.MetaTimestamp] = int(m.Timestamp)
-	e[topology.MetaEventTime] = int(d.EventTime)
-	h := m.Headers
-	if h == nil {
-		h = map[string]string{}
+	for _, name := range allMeta {
+		e[name] = metaValue(name, m, d)
 	}
-	e[topology.MetaHeaders] = h
 	return e
 }
 
 // route returns the outputs of one decoded record; no outputs and no error
 // means the record is dropped (routing.default: drop). An expression that
 // fails makes the whole record dirty: partial fan-out is never written.
-func (r *router) route(m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
-	return r.routeEnv(env(m, d), m, value, d)
-}
-
-// routeEnv is route with the record's expression variables already built
-// (the assembly parts reuse them).
-func (r *router) routeEnv(e map[string]any, m *Meta, value []byte, d *Decoded) ([]output, *RecordError) {
-	var outs []output
-	var machine vm.VM
-	for _, rt := range r.routes {
+func (r *router) route(re *evalState) ([]output, *RecordError) {
+	outs := re.outs[:0]
+	for i, rt := range r.routes {
 		if rt.Assembly != nil {
 			continue // its parts are taken after routing (Engine.parts)
 		}
 		if rt.When != nil {
-			res, err := machine.Run(rt.When.Program, e)
-			if typ, ok := notBool(err); ok {
-				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
-			}
-			if err != nil {
-				return nil, recErr(wire.StageRoute, wire.ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
-			}
-			ok, isBool := res.(bool)
-			if !isBool {
-				return nil, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
+			ok, rerr := re.when(rt, r.fast[i].when)
+			if rerr != nil {
+				return nil, rerr
 			}
 			if !ok {
 				continue
 			}
 		}
-		o, rerr := r.outputFor(&machine, rt, m, value, e, d)
+		o, rerr := re.outputFor(rt, r.fast[i])
 		if rerr != nil {
 			return nil, rerr
 		}
 		outs = append(outs, o)
 		if !r.all {
-			return outs, nil
+			break
 		}
 	}
-	if len(outs) > 0 || r.def == nil {
-		return outs, nil
+	if len(outs) == 0 && r.def != nil {
+		o, rerr := re.outputFor(r.def, r.defFast)
+		if rerr != nil {
+			return nil, rerr
+		}
+		outs = append(outs, o)
 	}
-	o, rerr := r.outputFor(&machine, r.def, m, value, e, d)
-	if rerr != nil {
-		return nil, rerr
-	}
-	return []output{o}, nil
+	re.outs = outs // the backing array, for the next record
+	return outs, nil
 }
 
-func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, value []byte, e map[string]any, d *Decoded) (output, *RecordError) {
-	o := output{Route: rt, Key: m.Key, Value: value}
+// when is route rt's predicate on the record.
+func (re *evalState) when(rt *topology.RouteNode, fast topology.Fast) (bool, *RecordError) {
+	res, err := re.eval(rt.When, fast)
+	if typ, ok := notBool(err); ok {
+		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
+	}
+	if err != nil {
+		return false, recErr(wire.StageRoute, wire.ReasonExprError, "route %q: when %q: %s", rt.Name, rt.When.Source, firstLine(err))
+	}
+	ok, isBool := res.(bool)
+	if !isBool {
+		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %T, not bool", rt.Name, rt.When.Source, res)
+	}
+	return ok, nil
+}
+
+func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, *RecordError) {
+	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
 		// its group key for the repartition topic.
 		if g := rt.Window.GroupBy; g != nil {
-			res, err := machine.Run(g.Program, e)
+			res, err := re.eval(g, fast.group)
 			if err != nil {
 				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %s", rt.Name, g.Source, firstLine(err))
 			}
@@ -135,7 +181,7 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		return o, nil
 	}
 	if rt.Key != nil {
-		res, err := machine.Run(rt.Key.Program, e)
+		res, err := re.eval(rt.Key, fast.key)
 		if err != nil {
 			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %s", rt.Name, rt.Key.Source, firstLine(err))
 		}
@@ -151,11 +197,11 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		if rt.Connect.FromInput {
 			vals = make([]any, len(rt.Connect.Fields))
 			for i, f := range rt.Connect.Fields {
-				vals[i] = d.Fields[f.Name]
+				vals[i] = re.d.field(re.rt.index(f.Name), f.Name)
 			}
 		} else {
 			var rerr *RecordError
-			if vals, rerr = projectValues(machine, rt, e); rerr != nil {
+			if vals, rerr = projectValues(&re.machine, rt, re.vars()); rerr != nil {
 				return o, rerr
 			}
 		}
@@ -165,7 +211,7 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		}
 		o.Value = v
 	case rt.Value == topology.ValueProjection:
-		v, rerr := project(machine, rt, e)
+		v, rerr := project(&re.machine, rt, re.vars())
 		if rerr != nil {
 			return o, rerr
 		}
@@ -246,8 +292,11 @@ func keyString(v any) (string, error) {
 // with a cast to bool, which fails with "invalid operation: bool(T)"
 // rather than returning the value.
 func notBool(err error) (typ string, ok bool) {
+	if err == nil {
+		return "", false // before fe, which escapes: no allocation per run
+	}
 	var fe *file.Error
-	if err == nil || !errors.As(err, &fe) {
+	if !errors.As(err, &fe) {
 		return "", false
 	}
 	const prefix = "invalid operation: bool("

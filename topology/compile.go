@@ -23,6 +23,8 @@ type Topology struct {
 	Dirty   Dirty
 	// Fields is every top-level JSON field any expression reads, sorted.
 	Fields []string
+	// Meta is every metadata variable any expression reads, sorted.
+	Meta []string
 }
 
 // InputNode is a compiled input.
@@ -90,10 +92,13 @@ type ProjectedField struct {
 // (it is validated there); dir resolves relative schema paths.
 func Compile(cfg *Config, dir string) (*Topology, error) {
 	t := &Topology{Config: cfg, EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
-	fields := map[string]bool{}
+	fields, meta := map[string]bool{}, map[string]bool{}
 	add := func(e *Expr) {
 		for _, f := range e.Fields {
 			fields[f] = true
+		}
+		for _, m := range e.Meta {
+			meta[m] = true
 		}
 	}
 	for _, in := range cfg.Inputs {
@@ -133,6 +138,10 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		t.Fields = append(t.Fields, f)
 	}
 	sort.Strings(t.Fields)
+	for m := range meta {
+		t.Meta = append(t.Meta, m)
+	}
+	sort.Strings(t.Meta)
 	return t, nil
 }
 

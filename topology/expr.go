@@ -48,6 +48,9 @@ type Expr struct {
 	Source  string
 	Program *vm.Program
 	Fields  []string
+	// Meta is the metadata variables it reads (MetaKey ...), sorted, so
+	// the runtime sets only those.
+	Meta []string
 }
 
 // ExprError is an expression that does not compile.
@@ -109,7 +112,8 @@ func compileExpr(src string, asBool bool, ft *fieldTypes) (*Expr, error) {
 	if ee := strictCheck(src, &tree.Node, asBool, ft); ee != nil {
 		return nil, ee
 	}
-	return &Expr{Source: src, Program: prog, Fields: c.result()}, nil
+	fields, meta := c.result()
+	return &Expr{Source: src, Program: prog, Fields: fields, Meta: meta}, nil
 }
 
 var notBoolRe = regexp.MustCompile(`^expected bool, but got (.+)$`)
@@ -222,7 +226,9 @@ func (c *fieldCollector) Visit(n *ast.Node) {
 	}
 }
 
-func (c *fieldCollector) result() []string {
+// result is the record fields and the metadata variables the expression
+// reads, each sorted.
+func (c *fieldCollector) result() (fields, meta []string) {
 	set := map[string]bool{}
 	for id := range c.ids {
 		if !c.notFields[id] {
@@ -232,14 +238,16 @@ func (c *fieldCollector) result() []string {
 	for k := range c.env {
 		set[k] = true
 	}
-	var out []string
 	for f := range set {
-		if !IsMeta(f) {
-			out = append(out, f)
+		if IsMeta(f) {
+			meta = append(meta, f)
+		} else {
+			fields = append(fields, f)
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(fields)
+	sort.Strings(meta)
+	return fields, meta
 }
 
 // builtinsAsFields lists, sorted, the built-in function names the

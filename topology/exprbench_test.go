@@ -20,6 +20,7 @@ package topology
 //   - cel: Program.Eval on the same map; Eval wraps it in an activation.
 
 import (
+	"slices"
 	"testing"
 
 	"cel.dev/cel-go/cel"
@@ -143,6 +144,32 @@ func TestExprBenchAgree(t *testing.T) {
 
 var sink any
 
+// benchFields numbers the benchmark records' fields for Fast.
+var benchFields = []string{"id", "latency_ms", "level", "service", "user_id"}
+
+// benchFast is e's fast form and each benchmark record's fields by
+// number, checked against the VM on every record.
+func benchFast(tb testing.TB, e *Expr, asBool bool) (Fast, [][]any) {
+	fast := CompileFast(e.Program, asBool, func(name string) (int, bool) {
+		i := slices.Index(benchFields, name)
+		return i, i >= 0
+	})
+	vars := make([][]any, len(benchRecords))
+	for i, r := range benchRecords {
+		for _, f := range benchFields {
+			vars[i] = append(vars[i], r[f])
+		}
+		if fast == nil {
+			continue
+		}
+		want, err := expr.Run(e.Program, benchEnv(r))
+		if got, ok := fast(vars[i]); ok && (err != nil || got != want) {
+			tb.Fatalf("%s on %v: Fast %v, VM %v (%v)", e.Source, r, got, want, err)
+		}
+	}
+	return fast, vars
+}
+
 func BenchmarkExpr(b *testing.B) {
 	celE := celEnv(b)
 	prebuilt := make([]map[string]any, len(benchRecords))
@@ -172,6 +199,19 @@ func BenchmarkExpr(b *testing.B) {
 				out, err := m.Run(e.Program, prebuilt[i%n])
 				if err != nil {
 					b.Fatal(err)
+				}
+				sink = out
+			}
+		})
+		b.Run(c.name+"/eval/fast", func(b *testing.B) {
+			fast, vars := benchFast(b, e, c.asBool)
+			if fast == nil {
+				b.Skip("not a shape Fast covers")
+			}
+			for i := 0; b.Loop(); i++ {
+				out, ok := fast(vars[i%n])
+				if !ok {
+					b.Fatal("Fast did not decide")
 				}
 				sink = out
 			}

@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"pgregory.net/rapid"
+)
+
+// jsonGen draws a JSON value as text: every kind, strings with escapes
+// (quotes, backslashes, brackets and commas inside), nesting, and the
+// whitespace JSON allows between tokens.
+func jsonGen(t *rapid.T, depth int) string {
+	ws := func() string { return rapid.SampledFrom([]string{"", " ", "\n\t", "\r\n "}).Draw(t, "ws") }
+	str := func() string {
+		return rapid.SampledFrom([]string{`""`, `"a"`, `"x"`, `"\""`, `"\\"`, `"a\\\"b"`, `"}],{["`, `"\u0078"`, `"é"`, `"\n"`}).Draw(t, "str")
+	}
+	n := 6
+	if depth <= 0 {
+		n = 4
+	}
+	switch rapid.IntRange(0, n).Draw(t, "kind") {
+	case 0:
+		return rapid.SampledFrom([]string{"null", "true", "false"}).Draw(t, "lit")
+	case 1:
+		return rapid.SampledFrom([]string{"0", "-1", "1.5e3", "9007199254740993", "-0.0", "1E-2"}).Draw(t, "num")
+	case 2, 3:
+		return str()
+	case 4:
+		var els []string
+		for range rapid.IntRange(0, 3).Draw(t, "len") {
+			els = append(els, ws()+jsonGen(t, depth-1)+ws())
+		}
+		return "[" + strings.Join(els, ",") + "]"
+	}
+	var ms []string
+	for range rapid.IntRange(0, 4).Draw(t, "members") {
+		ms = append(ms, ws()+str()+ws()+":"+ws()+jsonGen(t, depth-1)+ws())
+	}
+	return "{" + strings.Join(ms, ",") + "}"
+}
+
+// TestEachMemberAgreesWithForEach: on any valid JSON object, eachMember
+// finds the members gjson's ForEach does, in order, with the same keys
+// and the same raw values.
+func TestEachMemberAgreesWithForEach(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var obj string
+		for !strings.HasPrefix(obj, "{") {
+			obj = jsonGen(t, 3)
+		}
+		obj = rapid.SampledFrom([]string{"", " ", "\n"}).Draw(t, "lead") + obj + rapid.SampledFrom([]string{"", " \n"}).Draw(t, "trail")
+		if !gjson.Valid(obj) {
+			t.Fatalf("generated invalid JSON %s", obj)
+		}
+		type member struct{ key, raw string }
+		var want, got []member
+		gjson.Parse(obj).ForEach(func(k, v gjson.Result) bool {
+			want = append(want, member{k.Str, v.Raw})
+			return true
+		})
+		eachMember([]byte(obj), func(key []byte, escaped bool, raw []byte) {
+			k := string(key[1 : len(key)-1])
+			if escaped {
+				k = gjson.ParseBytes(key).Str
+			}
+			got = append(got, member{k, string(raw)})
+		})
+		if len(got) != len(want) {
+			t.Fatalf("%s: eachMember %q, ForEach %q", obj, got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%s: member %d: eachMember %q, ForEach %q", obj, i, got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestEachMemberInvalid: on bytes that are not a valid object (which
+// validate refuses first) it stops without panicking or reading past
+// the end.
+func TestEachMemberInvalid(t *testing.T) {
+	for _, v := range []string{"", "{", `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"a":{"b":`, `{"a\`, `[1]`, `{"a":1,`, `{,}`} {
+		eachMember([]byte(v), func(key []byte, _ bool, raw []byte) {
+			if len(key) == 0 || key[0] != '"' {
+				t.Fatalf("%q: key %q", v, key)
+			}
+		})
+	}
+}
