@@ -38,6 +38,7 @@ type router struct {
 	routes []*topology.RouteNode
 	def    *topology.RouteNode
 	all    bool
+	avro   *avroOutputs // the avro routes' schemas and ids (WithSchemaIDs)
 }
 
 func newRouter(t *topology.Topology) *router {
@@ -146,6 +147,12 @@ func (r *router) outputFor(machine *vm.VM, rt *topology.RouteNode, m *Meta, valu
 		o.Key = []byte(k)
 	}
 	switch {
+	case rt.Avro != nil:
+		v, rerr := r.avroOutput(machine, rt, e, d)
+		if rerr != nil {
+			return o, rerr
+		}
+		o.Value = v
 	case rt.Connect != nil:
 		var vals []any
 		if rt.Connect.FromInput {
