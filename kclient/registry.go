@@ -1,7 +1,9 @@
 package kclient
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/twmb/franz-go/pkg/sr"
 
@@ -58,4 +60,20 @@ func RegistryDecoders(t *topology.Topology, hooks registry.Hooks) (map[string]*r
 		decs[in.Topic] = d
 	}
 	return decs, nil
+}
+
+// RegistrationRefused reports whether a schema registration failed
+// because the registry refused it (a 4xx answer: an incompatible schema,
+// 409; an invalid one, 422; no such path or no permission), which a retry
+// does not heal, rather than because it could not answer (unreachable, a
+// timeout, 408, 429, 5xx), which it may. The answer is returned to name
+// the refusal.
+func RegistrationRefused(err error) (*sr.ResponseError, bool) {
+	var re *sr.ResponseError
+	if !errors.As(err, &re) {
+		return nil, false
+	}
+	s := re.StatusCode
+	refused := s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+	return re, refused
 }

@@ -162,6 +162,17 @@ func appendJSONString(b []byte, s string) []byte {
 // "key", renamed: KEY is a reserved word in SQL), window_start,
 // window_end, each aggregate as a field of its own, revision, final.
 func ConnectWindowValue(cs *topology.ConnectSchema, value []byte) ([]byte, error) {
+	vals, err := windowFieldValues(cs.Fields, value)
+	if err != nil {
+		return nil, err
+	}
+	return connectEnvelope(cs, vals)
+}
+
+// windowFieldValues takes the values of fields from one window result:
+// group_key from "key", the window's bounds, revision and final from
+// theirs, every other field from "aggregates" (absent: nil).
+func windowFieldValues(fields []topology.ConnectField, value []byte) ([]any, error) {
 	if !gjson.ValidBytes(value) {
 		return nil, fmt.Errorf("window result is not valid JSON")
 	}
@@ -171,8 +182,8 @@ func ConnectWindowValue(cs *topology.ConnectSchema, value []byte) ([]byte, error
 		aggs[k.Str] = v
 		return true
 	})
-	vals := make([]any, len(cs.Fields))
-	for i, f := range cs.Fields {
+	vals := make([]any, len(fields))
+	for i, f := range fields {
 		var r gjson.Result
 		switch f.Name {
 		case "group_key":
@@ -191,5 +202,5 @@ func ConnectWindowValue(cs *topology.ConnectSchema, value []byte) ([]byte, error
 		}
 		vals[i] = v
 	}
-	return connectEnvelope(cs, vals)
+	return vals, nil
 }

@@ -40,7 +40,7 @@ type Engine struct {
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
-// needs WithDecoders.
+// needs WithDecoders, one with avro routes WithSchemaIDs.
 func New(t *topology.Topology, opts ...Option) *Engine {
 	var tomb []*topology.RouteNode
 	for _, r := range t.Routes {

@@ -44,6 +44,7 @@ type router struct {
 	fields, metas []string
 	fast          []fastRoute // by route, as routes
 	defFast       fastRoute
+	avro          *avroOutputs // the avro routes' schemas and ids (WithSchemaIDs)
 }
 
 func newRouter(t *topology.Topology) *router {
@@ -192,6 +193,12 @@ func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, 
 		o.Key = []byte(k)
 	}
 	switch {
+	case rt.Avro != nil:
+		v, rerr := re.avroOutput(rt)
+		if rerr != nil {
+			return o, rerr
+		}
+		o.Value = v
 	case rt.Connect != nil:
 		var vals []any
 		if rt.Connect.FromInput {

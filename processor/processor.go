@@ -253,6 +253,10 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.st.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	if err := p.registerAvroOutputs(ctx); err != nil {
+		p.st.NotReady(err.Error())
+		return nilIfDone(ctx, err)
+	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
 	var purging sync.WaitGroup
 	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })

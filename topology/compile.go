@@ -47,10 +47,12 @@ type RouteNode struct {
 	Project []ProjectedField
 	// Window is set on window routes.
 	Window *WindowNode
-	// Format is raw, json or connect-json.
+	// Format is raw, json, connect-json or avro.
 	Format string
 	// Connect is the schema of a connect-json route, nil otherwise.
 	Connect *ConnectSchema
+	// Avro is the record schema of an avro route, nil otherwise.
+	Avro *AvroSchema
 	// Assembly is set on assembly routes.
 	Assembly *AssemblyNode
 	// ForwardTombstones: input tombstones are written to Topic as they
@@ -112,15 +114,19 @@ func Compile(cfg *Config, dir string) (*Topology, error) {
 		}
 		t.Inputs = append(t.Inputs, n)
 	}
-	for _, r := range cfg.Routes {
+	for i, r := range cfg.Routes {
 		rn, err := t.compileRoute(r, add)
 		if err != nil {
 			return nil, err
 		}
-		if r.Format == OutputConnectJSON {
+		if r.Format == OutputConnectJSON || r.Format == OutputAvro {
 			if err := t.compileConnect(rn, r, fields); err != nil {
 				return nil, err
 			}
+		}
+		if rn.Avro != nil {
+			rn.Avro.Path = fmt.Sprintf("routes[%d]", i)
+			rn.Avro.Line = cfg.routeLine(rn.Avro.Path)
 		}
 		t.Routes = append(t.Routes, rn)
 		if r.Name == cfg.Routing.Default {
@@ -206,8 +212,8 @@ func (t *Topology) compileWindow(r Route, add func(*Expr)) (*WindowNode, error) 
 	return wn, nil
 }
 
-// compileConnect derives a connect-json route's schema; the input fields
-// it reads join fields.
+// compileConnect derives a connect-json (or avro) route's schema; the
+// input fields it reads join fields.
 func (t *Topology) compileConnect(rn *RouteNode, r Route, fields map[string]bool) error {
 	var exprs, aggs []*Expr
 	for _, f := range rn.Project {
@@ -226,7 +232,11 @@ func (t *Topology) compileConnect(rn *RouteNode, r Route, fields map[string]bool
 	if len(probs) > 0 {
 		return fmt.Errorf("route %q: %s", r.Name, probs[0].msg)
 	}
-	rn.Connect = cs
+	if r.Format == OutputAvro {
+		rn.Avro = NewAvroSchema(r.Name, r.Topic, cs)
+	} else {
+		rn.Connect = cs
+	}
 	for _, f := range cs.inputFields() {
 		fields[f] = true
 	}

@@ -324,8 +324,9 @@ type Route struct {
 	Window *Window `yaml:"window"`
 	// Format is how the value is written: raw (the input bytes; the
 	// default without a projection), json (the projection or the window
-	// results; the default with either) or connect-json (the same fields
-	// in Kafka Connect's schema+payload envelope).
+	// results; the default with either), connect-json (the same fields
+	// in Kafka Connect's schema+payload envelope) or avro (the same typed
+	// fields in Avro, their schema registered under <topic>-value).
 	Format string `yaml:"format"`
 	// Assemble makes this an assembly route: parts from other routes or
 	// input topics are joined by ID, and the route's topic receives the

@@ -104,7 +104,8 @@ type connectProblem struct {
 	path, msg string
 }
 
-// connectSchema derives the connect-json schema of route r (at path p).
+// connectSchema derives the connect-json schema of route r (at path p);
+// an avro route's fields are the same (messages name r.Format).
 // exprs are the compiled projection expressions (nil where one did not
 // compile: its own error is reported elsewhere), aggs the compiled
 // aggregate expressions of a window route likewise.
@@ -121,7 +122,7 @@ func connectSchema(p string, r Route, exprs []*Expr, aggs []*Expr, inputs []inpu
 		fields, probs = projectConnectFields(p, r, exprs, inputs)
 	default:
 		from = true
-		fields, probs = inputConnectFields(p, inputs)
+		fields, probs = inputConnectFields(p, r.Format, inputs)
 	}
 	if len(probs) > 0 {
 		return nil, probs
@@ -147,7 +148,7 @@ func windowConnectFields(p string, r Route, aggs []*Expr, inputs []inputSchema) 
 	for i, a := range r.Window.Aggregates {
 		ap := fmt.Sprintf("%s.window.aggregates[%d]", p, i)
 		if reserved[a.Name] {
-			probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the connect-json window payload (group_key, window_start, window_end, revision, final); rename it", ap, a.Name)})
+			probs = append(probs, connectProblem{ap + ".name", fmt.Sprintf("%s: aggregate name %q is also a field of the %s window payload (group_key, window_start, window_end, revision, final); rename it", ap, a.Name, r.Format)})
 			continue
 		}
 		var t string
@@ -166,7 +167,7 @@ func windowConnectFields(p string, r Route, aggs []*Expr, inputs []inputSchema) 
 			}
 			var ok bool
 			if t, ok = exprConnectType(e, inputs); !ok {
-				probs = append(probs, connectProblem{ap + ".of", fmt.Sprintf("%s: format %s needs the type of %s(%s); %s", ap, OutputConnectJSON, a.Fn, a.Of, hint)})
+				probs = append(probs, connectProblem{ap + ".of", fmt.Sprintf("%s: format %s needs the type of %s(%s); %s", ap, r.Format, a.Fn, a.Of, hint)})
 				continue
 			}
 		}
@@ -190,7 +191,7 @@ func projectConnectFields(p string, r Route, exprs []*Expr, inputs []inputSchema
 		t, ok := exprConnectType(exprs[i], inputs)
 		if !ok {
 			fp := fieldPath(p+".project", f.Name)
-			probs = append(probs, connectProblem{fp, fmt.Sprintf("%s: format %s needs the type of %q; %s", fp, OutputConnectJSON, f.Expr, hint)})
+			probs = append(probs, connectProblem{fp, fmt.Sprintf("%s: format %s needs the type of %q; %s", fp, r.Format, f.Expr, hint)})
 			continue
 		}
 		fields = append(fields, ConnectField{Name: f.Name, Type: t})
@@ -200,23 +201,23 @@ func projectConnectFields(p string, r Route, exprs []*Expr, inputs []inputSchema
 
 // inputConnectFields: the input's own fields, from its JSON Schema (the
 // same on every input).
-func inputConnectFields(p string, inputs []inputSchema) ([]ConnectField, []connectProblem) {
+func inputConnectFields(p, format string, inputs []inputSchema) ([]ConnectField, []connectProblem) {
 	var probs []connectProblem
 	var first []ConnectField
 	for i, in := range inputs {
 		if in.schema == nil {
-			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s needs a projection (project) or a JSON Schema on every input; input %q has none", p, OutputConnectJSON, in.topic)})
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s needs a projection (project) or a JSON Schema on every input; input %q has none", p, format, in.topic)})
 			return nil, probs
 		}
 		fs, err := schemaFields(in.schema)
 		if err != nil {
-			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s from the JSON Schema of input %q: %v; project the fields instead", p, OutputConnectJSON, in.topic, err)})
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s from the JSON Schema of input %q: %v; project the fields instead", p, format, in.topic, err)})
 			return nil, probs
 		}
 		if i == 0 {
 			first = fs
 		} else if !reflect.DeepEqual(first, fs) {
-			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s: the JSON Schemas of inputs %q and %q give different fields; project the fields instead", p, OutputConnectJSON, inputs[0].topic, in.topic)})
+			probs = append(probs, connectProblem{p + ".format", fmt.Sprintf("%s: format %s: the JSON Schemas of inputs %q and %q give different fields; project the fields instead", p, format, inputs[0].topic, in.topic)})
 			return nil, probs
 		}
 	}
@@ -395,13 +396,13 @@ func (d *doc) validateFormat(p string, r Route, inputs []inputSchema) {
 			d.at(p+".format", "%s.format %q writes the projection: add project (or use %q to pass the input bytes through)", p, OutputJSON, OutputRaw)
 		}
 		return
-	case OutputConnectJSON:
+	case OutputConnectJSON, OutputAvro:
 	default:
-		d.at(p+".format", "%s.format must be %q, %q or %q, got %q", p, OutputRaw, OutputJSON, OutputConnectJSON, r.Format)
+		d.at(p+".format", "%s.format must be %q, %q, %q or %q, got %q", p, OutputRaw, OutputJSON, OutputConnectJSON, OutputAvro, r.Format)
 		return
 	}
 	if r.Window == nil && r.Value == ValueOriginal && len(r.Project) == 0 && d.has(p+".value") {
-		d.at(p+".value", "%s.value is %q (the input bytes, untouched) but format is %q, which rewrites them; remove value", p, ValueOriginal, OutputConnectJSON)
+		d.at(p+".value", "%s.value is %q (the input bytes, untouched) but format is %q, which rewrites them; remove value", p, ValueOriginal, r.Format)
 		return
 	}
 	var exprs, aggs []*Expr
@@ -418,7 +419,10 @@ func (d *doc) validateFormat(p string, r Route, inputs []inputSchema) {
 			aggs = append(aggs, e)
 		}
 	}
-	_, probs := connectSchema(p, r, exprs, aggs, inputs)
+	cs, probs := connectSchema(p, r, exprs, aggs, inputs)
+	if r.Format == OutputAvro && len(probs) == 0 {
+		probs = avroNameProblems(p, r, cs)
+	}
 	for _, pr := range probs {
 		d.at(pr.path, "%s", pr.msg)
 	}

@@ -82,7 +82,7 @@ type DescribedRoute struct {
 	When  string `json:"when"` // "" matches every record
 	Key   string `json:"key"`  // "" keeps the input key
 	Value string `json:"value"`
-	// Format is how the value is written: raw, json or connect-json.
+	// Format is how the value is written: raw, json, connect-json or avro.
 	Format string `json:"format"`
 	// Project is the projection in output order; empty unless value is
 	// projection.

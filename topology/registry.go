@@ -190,6 +190,7 @@ func (c *Config) applyRegistry(o RegistryOverrides) error {
 			}
 		}
 		k.probs = append(k.probs, in.probs...)
+		k.probs = append(k.probs, c.avroNeedsRegistry()...)
 	}
 	switch {
 	case s.Username != "" && s.Password == "":

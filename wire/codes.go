@@ -34,6 +34,10 @@ const (
 	// ReasonConnectType is the dirty reason of a record whose value does
 	// not fit its connect-json route's schema (a field's type is wrong).
 	ReasonConnectType = "connect_type"
+	// ReasonAvroEncode is the dirty reason of a record (StageRoute) or a
+	// window result (StageWindow) whose value does not fit its avro
+	// route's registered schema (a string where a long is, say).
+	ReasonAvroEncode = "avro_encode"
 	// ReasonBadMark: a record marked as a watermark mark that is not a
 	// valid one (a foreign writer on a repartition topic).
 	ReasonBadMark = "bad_watermark_mark"

@@ -45,7 +45,7 @@ func TestCodesDistinct(t *testing.T) {
 		"stage": {StageDecode, StageSchema, StageEventTime, StageRoute, StageProduce, StageWindow, StageAssemble},
 		"reason": {ReasonNullValue, ReasonEmptyValue, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonSchema,
 			ReasonMissingTime, ReasonBadTime, ReasonTimeAhead, ReasonExprError, ReasonPredicateType, ReasonKeyError,
-			ReasonProjectError, ReasonTooLarge, ReasonUnknownTopic, ReasonUnsupportedFmt, ReasonConnectType, ReasonBadMark,
+			ReasonProjectError, ReasonTooLarge, ReasonUnknownTopic, ReasonUnsupportedFmt, ReasonConnectType, ReasonAvroEncode, ReasonBadMark,
 			ReasonAggregate, ReasonStateError, ReasonNotPartitioned, ReasonBadFields, ReasonEventTimeRange, ReasonValueCount, ReasonValueType,
 			ReasonNonFinite, ReasonAggOverflow, ReasonBadAssemblyID, ReasonUnknownPart, ReasonBadPartValue,
 			ReasonPartPredicate, ReasonPartProjection, ReasonNotPartitionedByID,

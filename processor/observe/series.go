@@ -28,12 +28,13 @@ var (
 		{wire.StageSchema, wire.ReasonSchema},
 		{wire.StageEventTime, wire.ReasonMissingTime}, {wire.StageEventTime, wire.ReasonBadTime}, {wire.StageEventTime, wire.ReasonTimeAhead},
 		{wire.StageRoute, wire.ReasonExprError}, {wire.StageRoute, wire.ReasonPredicateType}, {wire.StageRoute, wire.ReasonKeyError},
-		{wire.StageRoute, wire.ReasonProjectError}, {wire.StageRoute, wire.ReasonConnectType},
+		{wire.StageRoute, wire.ReasonProjectError}, {wire.StageRoute, wire.ReasonConnectType}, {wire.StageRoute, wire.ReasonAvroEncode},
 		{wire.StageProduce, wire.ReasonTooLarge},
 	}
 	windowDirtyPairs = [][2]string{
 		{wire.StageWindow, wire.ReasonAggregate}, {wire.StageWindow, wire.ReasonBadMark}, {wire.StageWindow, wire.ReasonBadTime},
-		{wire.StageWindow, wire.ReasonConnectType}, {wire.StageWindow, wire.ReasonInvalidJSON}, {wire.StageWindow, wire.ReasonBadFields}, {wire.StageWindow, wire.ReasonNotPartitioned},
+		{wire.StageWindow, wire.ReasonConnectType}, {wire.StageWindow, wire.ReasonAvroEncode}, {wire.StageWindow, wire.ReasonInvalidJSON},
+		{wire.StageWindow, wire.ReasonBadFields}, {wire.StageWindow, wire.ReasonNotPartitioned},
 	}
 	assemblyDirtyPairs = [][2]string{
 		{wire.StageAssemble, wire.ReasonBadAssemblyID}, {wire.StageAssemble, wire.ReasonBadPartValue}, {wire.StageAssemble, wire.ReasonBadTime},

@@ -238,22 +238,17 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		case res.Revision == 1:
 			kind = "first"
 		}
-		value := res.Value
-		if rt.Connect != nil && value != nil {
-			// A retraction stays a tombstone: the sink deletes the row.
-			v, err := pipeline.ConnectWindowValue(rt.Connect, value)
-			if err != nil {
-				// The operator's own output does not fit the schema the
-				// topology derived (a first/last value of another type):
-				// the result goes to dirty with the reason, never away. It
-				// is counted as a window result of kind "dirty", not as a
-				// dirty input: the input it came from was aggregated.
-				src := &kgo.Record{Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts}
-				recs = append(recs, e.Dirty(src, pipeline.NewRecordError(wire.StageWindow, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err), metrics.NewTally()))
-				tally.WindowResults[[2]string{rt.Name, "dirty"}]++
-				continue
-			}
-			value = v
+		value, reason, err := e.resultValue(rt, res.Value)
+		if err != nil {
+			// The operator's own output does not fit the schema the
+			// topology derived (a first/last value of another type):
+			// the result goes to dirty with the reason, never away. It
+			// is counted as a window result of kind "dirty", not as a
+			// dirty input: the input it came from was aggregated.
+			src := &kgo.Record{Topic: rt.Topic, Key: []byte(res.Key), Value: res.Value, Timestamp: ts}
+			recs = append(recs, e.Dirty(src, pipeline.NewRecordError(wire.StageWindow, reason, "route %q: %s: %v", rt.Name, rt.Format, err), metrics.NewTally()))
+			tally.WindowResults[[2]string{rt.Name, "dirty"}]++
+			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
 		rec := &kgo.Record{
@@ -269,6 +264,26 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 		recs = append(recs, rec)
 	}
 	return recs
+}
+
+// resultValue is a window result's value in its route's format: the
+// operator's JSON, the connect-json envelope, or Avro behind the
+// registered schema's header; on error, the dirty reason. A retraction
+// (nil) stays a tombstone: the sink deletes the row.
+func (e *engine) resultValue(rt *topology.RouteNode, value []byte) ([]byte, string, error) {
+	var v []byte
+	var err error
+	switch {
+	case value == nil:
+		return nil, "", nil
+	case rt.Connect != nil:
+		v, err = pipeline.ConnectWindowValue(rt.Connect, value)
+		return v, wire.ReasonConnectType, err
+	case rt.Avro != nil:
+		v, err = e.AvroWindowValue(rt, value)
+		return v, wire.ReasonAvroEncode, err
+	}
+	return value, "", nil
 }
 
 // lateRecord is the input record, unchanged, on the late route, with the
