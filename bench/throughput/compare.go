@@ -63,7 +63,7 @@ var valueSuffixes = []string{"main", "warn", "error", "dirty"}
 // compareEnv is what a contender's command needs.
 type compareEnv struct {
 	self, topologies, streamsDir, gokaBin, javaHeap, logDir string
-	profileDir                                              string // Go contenders write <id>.pprof here
+	profileDir, heapDir                                     string // Go contenders write <id>.pprof, <id>.heap.pprof here
 }
 
 func (c contender) command(env compareEnv, brokers, input, prefix, group string) (*exec.Cmd, error) {
@@ -80,6 +80,9 @@ func (c contender) command(env compareEnv, brokers, input, prefix, group string)
 			"--brokers", brokers, "--input", input, "--prefix", prefix, "--group", group, "--topologies", env.topologies}
 		if env.profileDir != "" {
 			args = append(args, "--cpuprofile", filepath.Join(env.profileDir, group+".pprof"))
+		}
+		if env.heapDir != "" {
+			args = append(args, "--heapprofile", filepath.Join(env.heapDir, group+".heap.pprof"))
 		}
 		return exec.Command(env.self, args...), nil
 	case "kafka-streams":
@@ -191,6 +194,7 @@ type goal struct {
 type compareFlags struct {
 	brokers, only, topologies, streamsDir, gokaBin, javaHeap string
 	kafkaVersion, docs, jsonOut, png, command, profileDir    string
+	heapDir                                                  string
 	records, reps, parallel                                  int
 	latSecs                                                  float64
 	smoke, verify                                            bool
@@ -219,6 +223,7 @@ func parseCompareFlags(args []string) *compareFlags {
 	fs.StringVar(&f.command, "command", "bench/compare.sh", "the command line to record")
 	fs.DurationVar(&f.timeout, "run-timeout", 5*time.Minute, "give up a run after")
 	fs.BoolVar(&f.verify, "verify", false, "read every run's outputs back and check every input id is there, once under exactly-once (always on with --smoke; slow at 1 M records)")
+	fs.StringVar(&f.heapDir, "heapprofile-dir", "", "the Go contenders write the heap profile of their largest live heap to DIR/<run id>.heap.pprof (a few profiles per run: it costs a little CPU)")
 	fs.StringVar(&f.profileDir, "cpuprofile-dir", "", "the Go contenders (limit, sidestream) write a CPU profile of each process to DIR/<run id>.pprof")
 	_ = fs.Parse(args)
 	if f.smoke {
@@ -269,7 +274,7 @@ func cmdCompare(args []string) error {
 	stamp := strconv.FormatInt(time.Now().Unix(), 36)
 	s := &compareSession{
 		f: f, ctx: context.Background(), adm: kadm.NewClient(cl), bs: bs, stamp: stamp, input: "bench-logs-" + stamp,
-		env:    compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir},
+		env:    compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir, heapDir: f.heapDir},
 		latDur: time.Duration(f.latSecs * float64(time.Second)), logDir: logDir, skipped: map[string]string{},
 		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs,
 			Machine: describeMachine(f.kafkaVersion)},

@@ -32,7 +32,12 @@ func cmdContender(args []string) error {
 	group := fs.String("group", "", "consumer group, application id and transactional id")
 	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole process life to this file")
+	heapProfile := fs.String("heapprofile", "", "write the heap profile of the moment the live heap was largest to this file")
 	_ = fs.Parse(args)
+	if *heapProfile != "" {
+		stop := peakHeapProfile(*heapProfile)
+		defer func() { _ = stop() }()
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {

@@ -284,6 +284,7 @@ func cmdRun(args []string) error {
 	verify := fs.Bool("verify", true, "read the outputs back read_committed and check every input appears once")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	heapProfile := fs.String("heapprofile", "", "write the heap profile of the moment the live heap was largest to this file")
 	label := fs.String("label", "", "name the run in the results instead of the mode (e.g. router-eos-noschema)")
 	maxPoll := fs.Int("max-poll", 0, "router: records per poll (0: the processor's default)")
 	noSchema := fs.Bool("no-schema", false, "router: drop the inputs' JSON Schemas from the topology (to measure what validation costs)")
@@ -298,6 +299,10 @@ func cmdRun(args []string) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *heapProfile != "" {
+		stop := peakHeapProfile(*heapProfile)
+		defer func() { _ = stop() }()
 	}
 	if !slices.Contains(modes, *mode) {
 		return fmt.Errorf("unknown mode %q (modes: %s)", *mode, strings.Join(modes, ", "))
