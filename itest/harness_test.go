@@ -872,20 +872,7 @@ func (s *scenario) report(tl tally, extra ...string) {
 // kcatIDs reads topic with kcat, read_committed, and counts each id.
 func (s *scenario) kcatIDs(topic string) map[string]int {
 	s.t.Helper()
-	bin, err := exec.LookPath("kcat")
-	if err != nil {
-		s.t.Fatalf("kcat not found (run scripts/install-deps.sh): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-b", strings.Join(s.brokers, ","), "-C", "-t", topic,
-		"-o", "beginning", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%k\t%s\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		s.t.Fatalf("kcat on %s: %v: %s", topic, err, stderr.String())
-	}
+	out := s.kcat(topic, "%k\t%s\n")
 	ids := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -900,6 +887,27 @@ func (s *scenario) kcatIDs(topic string) map[string]int {
 		s.t.Fatal(err)
 	}
 	return ids
+}
+
+// kcat is what kcat prints of topic, read from the beginning to its end,
+// read_committed, each record in format (kcat's -f).
+func (s *scenario) kcat(topic, format string) []byte {
+	s.t.Helper()
+	bin, err := exec.LookPath("kcat")
+	if err != nil {
+		s.t.Fatalf("kcat not found (run scripts/install-deps.sh): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-b", strings.Join(s.brokers, ","), "-C", "-t", topic,
+		"-o", "beginning", "-e", "-q", "-X", "isolation.level=read_committed", "-f", format)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		s.t.Fatalf("kcat on %s: %v: %s", topic, err, stderr.String())
+	}
+	return out
 }
 
 // connect opens the scenario's client and admin (closed at cleanup, with

@@ -322,20 +322,7 @@ func (a *avroScenario) kcatCheck(recs []outRec) (records, diff int) {
 // length-prefixed ("%K\t%k%S\t%s") rather than one a line.
 func (s *scenario) kcatRecords(topic string) [][2][]byte {
 	s.t.Helper()
-	bin, err := exec.LookPath("kcat")
-	if err != nil {
-		s.t.Fatalf("kcat not found (run scripts/install-deps.sh): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-b", strings.Join(s.brokers, ","), "-C", "-t", topic,
-		"-o", "beginning", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%K\t%k%S\t%s")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		s.t.Fatalf("kcat on %s: %v: %s", topic, err, stderr.String())
-	}
+	out := s.kcat(topic, "%K\t%k%S\t%s")
 	var recs [][2][]byte
 	for len(out) > 0 {
 		var kv [2][]byte

@@ -150,17 +150,9 @@ func avroValue(typ string, v any) (any, error) {
 // avroOutput is an avro route's value for one record: the projection's
 // values (or the input fields the route writes), encoded.
 func (re *evalState) avroOutput(rt *topology.RouteNode) ([]byte, *RecordError) {
-	var vals []any
-	if rt.Avro.FromInput {
-		vals = make([]any, len(rt.Avro.Fields))
-		for i, f := range rt.Avro.Fields {
-			vals[i] = re.d.field(re.rt.index(f.Name), f.Name)
-		}
-	} else {
-		var rerr *RecordError
-		if vals, rerr = projectValues(&re.machine, rt, re.vars()); rerr != nil {
-			return nil, rerr
-		}
+	vals, rerr := re.typedValues(rt, rt.Avro.Fields, rt.Avro.FromInput)
+	if rerr != nil {
+		return nil, rerr
 	}
 	v, err := re.rt.avro.encode(rt, vals)
 	if err != nil {

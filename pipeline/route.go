@@ -200,17 +200,9 @@ func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, 
 		}
 		o.Value = v
 	case rt.Connect != nil:
-		var vals []any
-		if rt.Connect.FromInput {
-			vals = make([]any, len(rt.Connect.Fields))
-			for i, f := range rt.Connect.Fields {
-				vals[i] = re.d.field(re.rt.index(f.Name), f.Name)
-			}
-		} else {
-			var rerr *RecordError
-			if vals, rerr = projectValues(&re.machine, rt, re.vars()); rerr != nil {
-				return o, rerr
-			}
+		vals, rerr := re.typedValues(rt, rt.Connect.Fields, rt.Connect.FromInput)
+		if rerr != nil {
+			return o, rerr
 		}
 		v, err := connectEnvelope(rt.Connect, vals)
 		if err != nil {
@@ -225,6 +217,20 @@ func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, 
 		o.Value = v
 	}
 	return o, nil
+}
+
+// typedValues are the values of a typed route's fields (connect-json,
+// avro), in order: the input's own fields when the route writes them as
+// they are (fromInput), else the projection's.
+func (re *evalState) typedValues(rt *topology.RouteNode, fields []topology.ConnectField, fromInput bool) ([]any, *RecordError) {
+	if !fromInput {
+		return projectValues(&re.machine, rt, re.vars())
+	}
+	vals := make([]any, len(fields))
+	for i, f := range fields {
+		vals[i] = re.d.field(re.rt.index(f.Name), f.Name)
+	}
+	return vals, nil
 }
 
 // projectValues evaluates the route's projection, fields in order.
