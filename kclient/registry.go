@@ -33,6 +33,12 @@ func RegistryClient(s topology.SchemaRegistry) (*sr.Client, error) {
 	return cl, nil
 }
 
+// RegistryOpts are the schema cache's settings from the section:
+// fetch_timeout and unknown_id_ttl (their defaults when unset).
+func RegistryOpts(s topology.SchemaRegistry) []registry.Opt {
+	return []registry.Opt{registry.WithFetchTimeout(s.FetchTimeoutOrDefault()), registry.WithUnknownTTL(s.UnknownIDTTLOrDefault())}
+}
+
 // RegistryDecoders builds the decoders of a topology's registry-backed
 // inputs (avro, protobuf, json_schema), by input topic: one registry
 // client and one schema cache shared by all of them. None when no input
@@ -49,7 +55,7 @@ func RegistryDecoders(t *topology.Topology, hooks registry.Hooks) (map[string]*r
 			if err != nil {
 				return nil, err
 			}
-			if reg, err = registry.New(cl, registry.WithHooks(hooks)); err != nil {
+			if reg, err = registry.New(cl, append(RegistryOpts(t.Config.SchemaRegistry), registry.WithHooks(hooks))...); err != nil {
 				return nil, err
 			}
 		}

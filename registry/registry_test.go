@@ -64,6 +64,40 @@ func TestUnknownID(t *testing.T) {
 	}
 }
 
+// TestUnknownTTLConfigured: the TTL given with WithUnknownTTL, not the
+// default, decides when an unknown id is asked again; 0 asks every time.
+func TestUnknownTTLConfigured(t *testing.T) {
+	for _, c := range []struct {
+		ttl   time.Duration
+		steps []time.Duration // clock moves before each lookup after the first
+		want  []int64         // registry requests after each lookup
+	}{
+		// 5s: still remembered just before, asked again at the TTL, then
+		// remembered for another 5s from that answer.
+		{5 * time.Second, []time.Duration{4999 * time.Millisecond, time.Millisecond, 4 * time.Second, time.Second}, []int64{1, 1, 2, 2, 3}},
+		// 2m: the default's 30s does not expire it.
+		{2 * time.Minute, []time.Duration{31 * time.Second, 88 * time.Second, time.Second}, []int64{1, 1, 1, 2}},
+		{0, []time.Duration{0, 0, time.Millisecond}, []int64{1, 2, 3, 4}},
+	} {
+		t.Run(c.ttl.String(), func(t *testing.T) {
+			f := newFake(t)
+			r := newRegistry(t, f.client(t), WithUnknownTTL(c.ttl))
+			now := time.Unix(1000, 0)
+			r.now = func() time.Time { return now }
+			for i, want := range c.want {
+				if i > 0 {
+					now = now.Add(c.steps[i-1])
+				}
+				_, err := r.Lookup(context.Background(), 404)
+				recordErr(t, err, wire.ReasonUnknownSchemaID)
+				if n := f.byID.Load(); n != want {
+					t.Fatalf("lookup %d at +%s: %d registry requests, want %d", i, now.Sub(time.Unix(1000, 0)), n, want)
+				}
+			}
+		})
+	}
+}
+
 // TestRegistry500Then200: a 5xx is retryable (its own type, nothing
 // cached), then the same record decodes.
 func TestRegistry500Then200(t *testing.T) {

@@ -19,6 +19,8 @@ var knownEnv = map[string]bool{
 	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true,
 	topology.EnvSecurityProtocol: true, topology.EnvSASLMechanism: true, topology.EnvSASLUsername: true,
 	topology.EnvRegistryURL: true, topology.EnvRegistryUsername: true, topology.EnvRegistryPassword: true,
+	topology.EnvRegistryFetchTimeout: true, topology.EnvRegistryUnknownIDTTL: true, topology.EnvRegistryTLSCAFile: true,
+	topology.EnvRegistryTLSCertFile: true, topology.EnvRegistryTLSKeyFile: true,
 	topology.EnvSASLPassword: true, topology.EnvSASLOAuthTokenURL: true, topology.EnvSASLOAuthClientID: true,
 	topology.EnvSASLOAuthClientSecret: true, topology.EnvSASLOAuthScopes: true, topology.EnvTLSCAFile: true, topology.EnvTLSCertFile: true,
 	topology.EnvTLSKeyFile: true, topology.EnvTLSServerName: true, topology.EnvTLSInsecureSkipVer: true,

@@ -308,7 +308,7 @@ func validateRegistry(s topology.SchemaRegistry) (*registry.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return registry.New(cl)
+	return registry.New(cl, kclient.RegistryOpts(s)...)
 }
 
 // fetch looks up one input's subject: its fields, a problem (no such

@@ -129,7 +129,7 @@ func valueSets(t *testing.T) []valueSet {
 		rel, _ := filepath.Rel(root, f)
 		sets = append(sets, valueSet{name: name, args: []string{"-f", rel}})
 	}
-	for _, want := range []string{"deployment", "keda", "monitoring", "persistence", "podmonitor", "tls"} {
+	for _, want := range []string{"deployment", "keda", "monitoring", "persistence", "podmonitor", "registry", "tls"} {
 		if !slices.ContainsFunc(sets, func(s valueSet) bool { return s.name == want }) {
 			t.Fatalf("missing value set ci/%s-values.yaml", want)
 		}
@@ -161,7 +161,9 @@ func template(t *testing.T, args ...string) string {
 func TestHelmLint(t *testing.T) {
 	requireHelm(t)
 	sets := append(valueSets(t), valueSet{name: "notes warnings", // the NOTES.txt branches
-		args: []string{"--set", "replicaCount=8", "--set", "kafka.existingSecret=kafka-credentials", "--set", "kafka.tls.existingSecret=kafka-tls"}})
+		args: []string{"--set", "replicaCount=8", "--set", "kafka.existingSecret=kafka-credentials", "--set", "kafka.tls.existingSecret=kafka-tls",
+			"--set", "schemaRegistry.existingSecret=registry-credentials", "--set", "schemaRegistry.tls.existingSecret=registry-tls"}},
+		valueSet{name: "notes registry over http", args: []string{"--set", "schemaRegistry.url=http://registry:8081", "--set", "schemaRegistry.tls.existingSecret=registry-tls"}})
 	for _, s := range sets {
 		t.Run(s.name, func(t *testing.T) {
 			args := append([]string{"lint", "--strict", chartDir}, s.args...)
@@ -260,6 +262,11 @@ func TestHelmTemplateFails(t *testing.T) {
 		{"schema file name", []string{"--set", "schemas.a/b=x"}, `schemas: "a/b" is not a plain file name`},
 		{"client cert without secret", []string{"--set", "kafka.tls.clientCert=true"}, "kafka.tls.clientCert needs kafka.tls.existingSecret"},
 		{"unknown security protocol", []string{"--set", "kafka.securityProtocol=tls"}, "securityProtocol"},
+		{"registry client cert without secret", []string{"--set", "schemaRegistry.tls.clientCert=true"},
+			"schemaRegistry.tls.clientCert needs schemaRegistry.tls.existingSecret"},
+		{"registry url not http", []string{"--set", "schemaRegistry.url=registry:8081"}, "/schemaRegistry/url"},
+		{"registry url with credentials", []string{"--set", "schemaRegistry.url=https://u:p@registry:8081"}, "/schemaRegistry/url"},
+		{"registry empty secret key", []string{"--set", "schemaRegistry.secretKeys.password="}, "password"},
 		{"persistence with a deployment", []string{"--set", "persistence.enabled=true", "--set", "workload=deployment"},
 			"persistence.enabled needs workload: statefulset: a Deployment's pods would share one volume"},
 		{"persistence under /tmp", []string{"--set", "persistence.enabled=true", "--set", "persistence.mountPath=/tmp/state"},

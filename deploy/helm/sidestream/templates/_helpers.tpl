@@ -143,6 +143,9 @@ once, from the workload.
 {{- if and .Values.kafka.tls.clientCert (not .Values.kafka.tls.existingSecret) }}
 {{- fail "kafka.tls.clientCert needs kafka.tls.existingSecret: the Secret with ca.crt, tls.crt and tls.key to mount" }}
 {{- end }}
+{{- if and .Values.schemaRegistry.tls.clientCert (not .Values.schemaRegistry.tls.existingSecret) }}
+{{- fail "schemaRegistry.tls.clientCert needs schemaRegistry.tls.existingSecret: the Secret with ca.crt, tls.crt and tls.key to mount" }}
+{{- end }}
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are mutually exclusive: every series would be scraped twice; enable one of them" }}
 {{- end }}
