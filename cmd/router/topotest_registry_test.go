@@ -123,3 +123,47 @@ func TestTopologyTestAvroBadInput(t *testing.T) {
 		t.Errorf("no schema: exit %d\n%s", code, out)
 	}
 }
+
+// TestTopologyTestJSONSchema: a json_schema input's object values are
+// framed with the registered id as they are (not validated: the router
+// sends what its schema refuses to dirty), and read back as JSON.
+func TestTopologyTestJSONSchema(t *testing.T) {
+	dir := t.TempDir()
+	top, err := os.ReadFile("../../examples/logs-by-level.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := strings.Replace(string(top), "\ninputs:\n  - topic: logs\n    format: json\n    schema: schemas/log-event.json\n",
+		"\nschema_registry: {url: http://registry.invalid:8081}\ninputs:\n  - topic: logs\n    format: json_schema\n", 1)
+	if !strings.Contains(topo, "format: json_schema") {
+		t.Fatalf("the topology was not rewritten:\n%s", topo)
+	}
+	schema, err := filepath.Abs("../../examples/schemas/log-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(topo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "t.test.yaml")
+	src := "topology: t.yaml\nschemas: {logs: " + schema + `}
+tests:
+  - name: framed JSON
+    input:
+      - value: {id: e-1, ts: 1790000000000, level: WARN, service: s, message: m}
+      - value: {id: e-2, ts: 1790000000000, level: TRACE, service: s, message: m}
+      - value: '{"id":"e-3"}'
+    expect:
+      warn:
+        - value: {id: e-1, ts: 1790000000000, level: WARN, service: s, message: m}
+      dirty:
+        - {reason: json_schema_invalid}
+        - {reason: not_registry_framed, value: '{"id":"e-3"}'}
+`
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, "test", f); code != 0 || !strings.Contains(out, "ok   "+f+": framed JSON") {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
+	}
+}
