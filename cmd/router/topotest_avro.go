@@ -62,7 +62,7 @@ func avroNative(s avro.Schema, v any, path string) (any, error) {
 		}
 		out := make(map[string]any, len(m))
 		for k, e := range m {
-			x, err := avroNative(s.Values(), e, path+"."+k)
+			x, err := avroNative(s.Values(), e, fieldPath(path, k))
 			if err != nil {
 				return nil, err
 			}

@@ -139,7 +139,7 @@ func (r *testRegistry) encode(topic string, js []byte, schemaID int) (b []byte, 
 			payload, err = avro.Marshal(in.avro, native)
 		}
 		if err != nil {
-			return nil, true, fmt.Errorf("the value does not fit the Avro schema %s (%s): %s", filepath.Base(in.path), in.avro.(avro.NamedSchema).FullName(), strings.TrimPrefix(err.Error(), ": "))
+			return nil, true, fmt.Errorf("the value does not fit the Avro schema %s (%s): %s", filepath.Base(in.path), strings.TrimPrefix(avroTypeText(in.avro), "a "), strings.TrimPrefix(err.Error(), ": "))
 		}
 	}
 	var h sr.ConfluentHeader
