@@ -24,7 +24,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
-	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/examples"
@@ -186,10 +185,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 // relative to the topology file.
 const demoAvroSchema = "schemas/log-event.avsc"
 
-// demoRegistry is the demo's in-process schema registry: franz-go's
-// srfake on 127.0.0.1, with the generator's Avro schema registered.
+// demoRegistry is the demo's in-process schema registry (localRegistry)
+// with the generator's Avro schema registered.
 type demoRegistry struct {
-	*srfake.Registry
+	*localRegistry
 	schema string // the Avro log events' schema text
 	id     int    // its id
 }
@@ -199,30 +198,30 @@ type demoRegistry struct {
 // input's <topic>-value subject; nil for a topology without one. The
 // demo generates Avro only: a protobuf or json_schema input is refused.
 func startDemoRegistry(cfg *topology.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
+	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
+	var schemas []localSchema
 	var subjects []string
 	for _, in := range cfg.Inputs {
 		switch {
 		case in.Format == topology.InputAvro:
+			schemas = append(schemas, localSchema{subject: in.Topic + "-value", path: path, typ: sr.TypeAvro})
 			subjects = append(subjects, in.Topic+"-value")
 		case topology.RegistryFormat(in.Format):
 			return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)}
 		}
 	}
-	if len(subjects) == 0 {
+	if len(schemas) == 0 {
 		return nil, nil
 	}
-	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, exitError{code: 1, msg: fmt.Sprintf("router demo: the Avro generator's schema: %v", err)}
 	}
-	r := &demoRegistry{Registry: srfake.New(), schema: string(text)}
-	for _, s := range subjects {
-		if r.id, _, err = r.RegisterSchema(s, sr.Schema{Schema: r.schema, Type: sr.TypeAvro}); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("register %s under %s: %w", path, s, err)
-		}
+	lr, err := startLocalRegistry(schemas)
+	if err != nil {
+		return nil, err
 	}
+	r := &demoRegistry{localRegistry: lr, schema: string(text), id: lr.ids[subjects[0]]}
 	ignored := ""
 	if cfg.SchemaRegistry.URL != "" || os.Getenv(topology.EnvRegistryURL) != "" {
 		ignored = "; the schema_registry settings of the file and " + topology.EnvRegistryURL + " do not apply"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,8 +32,12 @@ import (
 // topologyTests is a test file of `router test`: a topology and cases of
 // input records with the records each route must receive.
 type topologyTests struct {
-	Topology string     `yaml:"topology"` // relative to the test file
-	Tests    []testCase `yaml:"tests"`
+	Topology string `yaml:"topology"` // relative to the test file
+	// Schemas names the writer schema of each registry-backed input (input
+	// topic: schema file, relative to the test file), registered under
+	// <topic>-value in the in-process registry a case runs with.
+	Schemas map[string]string `yaml:"schemas"`
+	Tests   []testCase        `yaml:"tests"`
 }
 
 type testCase struct {
@@ -49,13 +54,17 @@ type testCase struct {
 }
 
 type testInput struct {
-	Topic     string            `yaml:"topic"`     // default: the first input
-	Partition *int32            `yaml:"partition"` // default: by key, as Kafka's producers do
-	Key       *string           `yaml:"key"`
-	Value     yaml.Node         `yaml:"value"`      // a string is written as is; anything else as JSON
-	ValueFile string            `yaml:"value_file"` // raw bytes, relative to the test file
-	Headers   map[string]string `yaml:"headers"`
-	Timestamp int64             `yaml:"timestamp"` // epoch ms; default now
+	Topic     string  `yaml:"topic"`     // default: the first input
+	Partition *int32  `yaml:"partition"` // default: by key, as Kafka's producers do
+	Key       *string `yaml:"key"`
+	// Value: a string is written as is; anything else as JSON, or, to a
+	// registry-backed input, framed with its schema (Avro: encoded).
+	Value       yaml.Node         `yaml:"value"`
+	ValueFile   string            `yaml:"value_file"`   // raw bytes, relative to the test file
+	ValueBase64 string            `yaml:"value_base64"` // raw bytes (a hostile frame)
+	SchemaID    int               `yaml:"schema_id"`    // framed instead of the registered id
+	Headers     map[string]string `yaml:"headers"`
+	Timestamp   int64             `yaml:"timestamp"` // epoch ms; default now
 }
 
 // expected is one expected record; a field left out is not compared.
@@ -198,7 +207,16 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
-	top, err := loadTopology(topoPath, topology.Overrides{Brokers: brokers}, true)
+	o := topology.Overrides{Brokers: brokers}
+	reg, err := startTestRegistry(dir, cfg, tf.Schemas)
+	if err != nil {
+		return "", err
+	}
+	if reg != nil {
+		defer reg.Close()
+		o.Registry = topology.RegistryOverrides{URL: reg.URL()}
+	}
+	top, err := loadTopology(topoPath, o, true)
 	if err != nil {
 		return "", err
 	}
@@ -206,7 +224,7 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	if err != nil {
 		return "", err
 	}
-	recs, err := inputRecords(dir, top, tc.Input)
+	recs, err := inputRecords(dir, top, tc.Input, reg)
 	if err != nil {
 		return "", err
 	}
@@ -224,7 +242,7 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	if err := runUntilProcessed(ctx, top, len(recs), wait, timeout); err != nil {
 		return "", err
 	}
-	return compareRoutes(ctx, brokers, top, expect)
+	return compareRoutes(ctx, brokers, top, expect, reg)
 }
 
 // writeInputs writes a case's records one by one, in the file's order:
@@ -312,7 +330,7 @@ func processed(top *topology.Topology, m *metrics.Metrics, n int64) bool {
 	return true
 }
 
-func inputRecords(dir string, top *topology.Topology, in []testInput) ([]*kgo.Record, error) {
+func inputRecords(dir string, top *topology.Topology, in []testInput, reg *testRegistry) ([]*kgo.Record, error) {
 	inputs := top.InputTopics()
 	var out []*kgo.Record
 	for i, x := range in {
@@ -326,20 +344,11 @@ func inputRecords(dir string, top *topology.Topology, in []testInput) ([]*kgo.Re
 		if x.Key != nil {
 			r.Key = []byte(*x.Key)
 		}
-		switch {
-		case x.ValueFile != "":
-			b, err := os.ReadFile(filepath.Join(dir, x.ValueFile))
-			if err != nil {
-				return nil, fmt.Errorf("input[%d]: %w", i, err)
-			}
-			r.Value = b
-		case x.Value.Kind != 0:
-			b, err := nodeBytes(&x.Value)
-			if err != nil {
-				return nil, fmt.Errorf("input[%d]: value: %w", i, err)
-			}
-			r.Value = b
+		v, err := inputValue(dir, r.Topic, x, reg)
+		if err != nil {
+			return nil, fmt.Errorf("input[%d]: %w", i, err)
 		}
+		r.Value = v
 		for k, v := range x.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 		}
@@ -350,6 +359,49 @@ func inputRecords(dir string, top *topology.Topology, in []testInput) ([]*kgo.Re
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// inputValue is one input record's value: raw bytes (value_file,
+// value_base64, a string value), or a JSON value, framed with the
+// input's schema when the input is registry-backed.
+func inputValue(dir, topic string, x testInput, reg *testRegistry) ([]byte, error) {
+	n := 0
+	for _, set := range []bool{x.Value.Kind != 0, x.ValueFile != "", x.ValueBase64 != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return nil, errors.New("give one of value, value_file and value_base64")
+	case x.SchemaID != 0 && (x.Value.Kind != yaml.MappingNode || reg == nil || reg.inputs[topic] == nil):
+		return nil, fmt.Errorf("schema_id frames a JSON object value written to a registry-backed input (%s is not one, or the value is raw)", topic)
+	case x.ValueFile != "":
+		return os.ReadFile(filepath.Join(dir, x.ValueFile))
+	case x.ValueBase64 != "":
+		b, err := base64.StdEncoding.DecodeString(x.ValueBase64)
+		if err != nil {
+			return nil, fmt.Errorf("value_base64: %v", err)
+		}
+		return b, nil
+	case x.Value.Kind == 0:
+		return nil, nil
+	}
+	b, err := nodeBytes(&x.Value)
+	if err != nil {
+		return nil, fmt.Errorf("value: %w", err)
+	}
+	if x.Value.Kind == yaml.ScalarNode && (x.Value.ShortTag() == "!!str" || x.Value.ShortTag() == "!!null") {
+		return b, nil // raw: as it is, also to a registry-backed input
+	}
+	framed, ok, err := reg.encode(topic, b, x.SchemaID)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("value (line %d): %w", x.Value.Line, err)
+	case ok:
+		return framed, nil
+	}
+	return b, nil
 }
 
 // nodeBytes is a YAML value as record bytes: a string as it is, null as a
@@ -408,7 +460,7 @@ func parseExpect(top *topology.Topology, exp map[string]yaml.Node) (map[string]*
 
 // compareRoutes reads every route's topic back (read_committed) and
 // returns the differences, route by route.
-func compareRoutes(ctx context.Context, brokers []string, top *topology.Topology, exp map[string]*routeExpect) (string, error) {
+func compareRoutes(ctx context.Context, brokers []string, top *topology.Topology, exp map[string]*routeExpect, reg *testRegistry) (string, error) {
 	names := make([]string, 0, len(exp))
 	for n := range exp {
 		names = append(names, n)
@@ -423,7 +475,7 @@ func compareRoutes(ctx context.Context, brokers []string, top *topology.Topology
 		}
 		var gots []got
 		for _, r := range recs {
-			g := got{Value: r.Value, Reason: wire.Decode(r.Headers).Code()}
+			g := got{Value: reg.view(ctx, r.Value), Reason: wire.Decode(r.Headers).Code()}
 			if r.Key != nil {
 				k := string(r.Key)
 				g.Key = &k
