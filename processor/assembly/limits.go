@@ -138,7 +138,7 @@ func (o *Operator) evict(k []byte, out *Output) error {
 		return fmt.Errorf("assembly %q: %w", id, err)
 	}
 	// Emitted before the delete: a aliases b.
-	out.Incomplete = append(out.Incomplete, o.emit(id, a, false, true, at))
+	o.addIncomplete(out, o.emit(id, a, false, true, at))
 	out.Evicted++
 	o.bytes -= assemblyCost(len(id), len(b))
 	o.open--

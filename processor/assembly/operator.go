@@ -111,7 +111,9 @@ type Assembly struct {
 	Evicted bool
 }
 
-// Output is what one call produced.
+// Output is what one call produced. Assembled and Incomplete point into
+// the operator's own memory, reused by its next call: read them before
+// (an Assembly's Value, Parts and Missing are the caller's to keep).
 type Output struct {
 	// Assembled holds the assembly this part completed, if any.
 	Assembled *Assembly
@@ -177,6 +179,14 @@ type Operator struct {
 	due    []byte
 	dueEnd []int
 	tbuf   [8]byte
+	fresh  [1]Part // the parts of an assembly a part opens
+	// What a call hands out (Output's contract).
+	assembled  Assembly
+	incomplete []Assembly
+	// collectDue's visitor, bound once (a closure per call would escape).
+	dueFn  func(k, v []byte) bool
+	dueAt  int64
+	dueErr error
 }
 
 // RecordError is a part the operator refuses; the caller sends the record
@@ -209,6 +219,7 @@ func New(spec Spec, st Store) (*Operator, error) {
 		o.index[p] = i
 		o.quoted = append(o.quoted, appendString(nil, p))
 	}
+	o.dueFn = o.visitDue
 	if len(spec.Required) == 0 {
 		for i := range o.required {
 			o.required[i] = true
@@ -273,6 +284,7 @@ func (o *Operator) Process(id, part string, t int64, value []byte) (Output, erro
 		return out, err
 	}
 	err = o.advance(t, &out)
+	o.keep(&out)
 	return out, err
 }
 
@@ -280,7 +292,23 @@ func (o *Operator) Process(id, part string, t int64, value []byte) (Output, erro
 func (o *Operator) Advance(c int64) (Output, error) {
 	var out Output
 	err := o.advance(min(max(c, minTime), maxTime), &out)
+	o.keep(&out)
 	return out, err
+}
+
+// keep holds on to out.Incomplete's array for the next call.
+func (o *Operator) keep(out *Output) {
+	if cap(out.Incomplete) > cap(o.incomplete) {
+		o.incomplete = out.Incomplete[:0]
+	}
+}
+
+// addIncomplete appends a to out.Incomplete, in the operator's array.
+func (o *Operator) addIncomplete(out *Output, a Assembly) {
+	if out.Incomplete == nil {
+		out.Incomplete = o.incomplete[:0]
+	}
+	out.Incomplete = append(out.Incomplete, a)
 }
 
 // Bounds of accepted times: far enough from the int64 limits that
@@ -304,7 +332,7 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 			return fmt.Errorf("assembly %q: %w", id, err)
 		}
 	} else {
-		a = state{first: t, deadline: t + o.s.TTL.Milliseconds()}
+		a = state{first: t, deadline: t + o.s.TTL.Milliseconds(), parts: o.fresh[:0]}
 		out.Opened = true
 	}
 	var oldCost int64
@@ -332,8 +360,8 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		}
 	}
 	if o.complete(a) {
-		as := o.emit(id, a, true, false, t)
-		out.Assembled = &as
+		o.assembled = o.emit(id, a, true, false, t)
+		out.Assembled = &o.assembled
 		if ok {
 			o.bytes -= oldCost
 			o.open--
@@ -403,24 +431,25 @@ func (o *Operator) advance(c int64, out *Output) error {
 // collectDue copies the keys of the timers at or before c into o.due
 // (ends in o.dueEnd): the store's keys are valid only during Range.
 func (o *Operator) collectDue(c int64) error {
-	o.due, o.dueEnd = o.due[:0], o.dueEnd[:0]
-	var ierr error
-	if err := o.st.Range(timerPrefix, func(k, _ []byte) bool {
-		at, _, ok := readTime(k[1:])
-		if !ok {
-			ierr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
-			return false
-		}
-		if at > c {
-			return false
-		}
-		o.due = append(o.due, k...)
-		o.dueEnd = append(o.dueEnd, len(o.due))
-		return true
-	}); err != nil {
+	o.due, o.dueEnd, o.dueAt, o.dueErr = o.due[:0], o.dueEnd[:0], c, nil
+	if err := o.st.Range(timerPrefix, o.dueFn); err != nil {
 		return err
 	}
-	return ierr
+	return o.dueErr
+}
+
+func (o *Operator) visitDue(k, _ []byte) bool {
+	at, _, ok := readTime(k[1:])
+	if !ok {
+		o.dueErr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
+		return false
+	}
+	if at > o.dueAt {
+		return false
+	}
+	o.due = append(o.due, k...)
+	o.dueEnd = append(o.dueEnd, len(o.due))
+	return true
 }
 
 // fire handles one due timer k: a completed marker is forgotten, an open
@@ -448,7 +477,7 @@ func (o *Operator) fire(k []byte, out *Output) error {
 			return fmt.Errorf("assembly %q: %w", id, err)
 		}
 		// Emitted before the delete: a aliases b.
-		out.Incomplete = append(out.Incomplete, o.emit(string(id), a, false, false, at))
+		o.addIncomplete(out, o.emit(string(id), a, false, false, at))
 		o.open--
 		o.bytes -= assemblyCost(len(id), len(b))
 		return o.st.Delete(akey)

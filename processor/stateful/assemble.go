@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -327,12 +328,15 @@ func (s *Stage) AssemblyTick(now time.Time, produce func(*kgo.Record), tally *me
 		}
 		t.mu.Lock()
 		out, err := t.op.Advance(now.UnixMilli())
+		// The operator reuses out's array on its next call: copied
+		// before the lock goes.
+		expired := slices.Clone(out.Incomplete)
 		t.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("route %q partition %d: assembly ttl: %w", t.route.rt.Name, t.part, err)
 		}
-		for i := range out.Incomplete {
-			produce(s.eng.assemblyRecord(t.route, &out.Incomplete[i], now, tally))
+		for i := range expired {
+			produce(s.eng.assemblyRecord(t.route, &expired[i], now, tally))
 		}
 		s.observeAssemblyTask(t)
 	}
