@@ -341,3 +341,33 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// TestStateOfAnotherSpec: state written under one spec and read under
+// another (a part renamed between runs) neither panics nor counts the
+// part the spec no longer has: it is left out of the emitted assembly.
+func TestStateOfAnotherSpec(t *testing.T) {
+	st := changelog.NewMemory()
+	old, err := New(Spec{Parts: []string{"x", "y"}, TTL: 100 * time.Millisecond}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Process("1", "y", 1000, []byte(`{"b":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	op, err := New(Spec{Parts: []string{"x", "z"}, TTL: 100 * time.Millisecond}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ok, err := op.Held("1")
+	if err != nil || !ok || !h.Open || len(h.Parts) != 0 || !reflect.DeepEqual(h.Missing, []string{"x", "z"}) {
+		t.Fatalf("held: %+v ok=%v err=%v", h, ok, err)
+	}
+	o, err := op.Advance(1100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"id":"1","complete":false,"parts":{},"missing":["x","z"],"first_ms":1000,"last_ms":1000,"done_ms":1100}`
+	if len(o.Incomplete) != 1 || string(o.Incomplete[0].Value) != want || len(o.Incomplete[0].Parts) != 0 {
+		t.Fatalf("incomplete: %+v", o.Incomplete)
+	}
+}
