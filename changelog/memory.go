@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"unsafe"
 )
 
 // Chunk bounds of Memory's ordered index. A chunk is split when it grows
@@ -25,6 +26,8 @@ type Memory struct {
 	closed bool
 	// changed maps each key changed since the last reset to whether it
 	// existed at that reset; its current value is read from the index.
+	// Its strings share the bytes of the store's own key copies (keyString),
+	// so tracking a change allocates only when the map grows.
 	changed map[string]bool
 }
 
@@ -83,8 +86,8 @@ func (m *Memory) Set(key, value []byte) error {
 	if m.closed {
 		return ErrClosed
 	}
-	existed := m.put(key, value)
-	m.track(key, existed)
+	stored, existed := m.put(key, value)
+	m.track(stored, true, existed)
 	return nil
 }
 
@@ -93,8 +96,11 @@ func (m *Memory) Delete(key []byte) error {
 	if m.closed {
 		return ErrClosed
 	}
-	existed := m.remove(key)
-	m.track(key, existed)
+	if stored, existed := m.remove(key); existed {
+		m.track(stored, true, true)
+	} else {
+		m.track(key, false, false)
+	}
 	return nil
 }
 
@@ -111,14 +117,34 @@ func (m *Memory) Restore(key, value []byte) error {
 	return nil
 }
 
-func (m *Memory) track(key []byte, existed bool) {
-	if _, seen := m.changed[string(key)]; !seen {
-		m.changed[string(key)] = existed
+// track records that key changed and whether it existed before (so at
+// the last reset, when it is not tracked yet). own: key is the store's
+// copy (never written to again, so the map may keep its bytes); else the
+// caller's, copied.
+func (m *Memory) track(key []byte, own, existed bool) {
+	if _, seen := m.changed[string(key)]; seen {
+		return
 	}
+	if own {
+		m.changed[keyString(key)] = existed
+		return
+	}
+	m.changed[string(key)] = existed
+}
+
+// keyString is key's bytes as a string without a copy. Only for the
+// store's own key copies: Memory never writes to one after storing it,
+// and a caller must not modify a slice the store hands out.
+func keyString(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(key), len(key))
 }
 
 // put stores copies of key and value and reports whether key existed.
-func (m *Memory) put(key, value []byte) bool {
+// stored is the store's copy of key.
+func (m *Memory) put(key, value []byte) (stored []byte, existed bool) {
 	v := make([]byte, len(value))
 	copy(v, value)
 	ci, pos, ok := m.lookup(key)
@@ -126,7 +152,7 @@ func (m *Memory) put(key, value []byte) bool {
 		e := &m.chunks[ci][pos]
 		m.size += int64(len(v) - len(e.value))
 		e.value = v
-		return true
+		return e.key, true
 	}
 	k := bytes.Clone(key)
 	if k == nil {
@@ -136,7 +162,7 @@ func (m *Memory) put(key, value []byte) bool {
 	m.size += int64(len(k) + len(v))
 	if len(m.chunks) == 0 {
 		m.chunks = append(m.chunks, []entry{{k, v}})
-		return false
+		return k, false
 	}
 	if ci == len(m.chunks) { // greater than every key: append to the last chunk
 		ci = len(m.chunks) - 1
@@ -149,22 +175,32 @@ func (m *Memory) put(key, value []byte) bool {
 		clear(c[half:])
 		m.chunks[ci] = c[:half:half]
 		m.chunks = slices.Insert(m.chunks, ci+1, right)
-		return false
+		return k, false
 	}
 	m.chunks[ci] = c
-	return false
+	return k, false
 }
 
-// remove deletes key and reports whether it existed.
-func (m *Memory) remove(key []byte) bool {
+// remove deletes key and reports whether it existed; stored is the
+// store's copy of the key it removed.
+func (m *Memory) remove(key []byte) (stored []byte, existed bool) {
 	ci, pos, ok := m.lookup(key)
 	if !ok {
-		return false
+		return nil, false
 	}
 	c := m.chunks[ci]
+	stored = c[pos].key
 	m.n--
 	m.size -= int64(len(c[pos].key) + len(c[pos].value))
-	c = slices.Delete(c, pos, pos+1)
+	if pos < len(c)/2 {
+		// Nearer the front (a timer's, deleted oldest first): shift the
+		// entries before it instead of those after.
+		copy(c[1:pos+1], c[:pos])
+		c[0] = entry{}
+		c = c[1:]
+	} else {
+		c = slices.Delete(c, pos, pos+1)
+	}
 	m.chunks[ci] = c
 	switch {
 	case len(c) == 0:
@@ -176,7 +212,7 @@ func (m *Memory) remove(key []byte) bool {
 		m.chunks[ci-1] = append(m.chunks[ci-1], c...)
 		m.chunks = slices.Delete(m.chunks, ci, ci+1)
 	}
-	return true
+	return stored, true
 }
 
 // Range implements Store.
@@ -217,13 +253,13 @@ func (m *Memory) Changes() []Change {
 	}
 	out := make([]Change, 0, len(m.changed))
 	for k, existed := range m.changed {
-		key := []byte(k)
-		ci, pos, ok := m.lookup(key)
+		// A read-only view: lookup only compares it.
+		ci, pos, ok := m.lookup(unsafe.Slice(unsafe.StringData(k), len(k)))
 		switch {
 		case ok:
 			out = append(out, Change{Key: m.chunks[ci][pos].key, Value: m.chunks[ci][pos].value})
 		case existed:
-			out = append(out, Change{Key: key})
+			out = append(out, Change{Key: []byte(k)})
 		}
 	}
 	slices.SortFunc(out, func(a, b Change) int { return bytes.Compare(a.Key, b.Key) })

@@ -133,19 +133,14 @@ func (o *Operator) evict(k []byte, out *Output) error {
 	if !ok {
 		return fmt.Errorf("timer for missing assembly %q: %w", id, errCorrupt)
 	}
-	a, err := decodeState(b)
+	a, err := o.decode(b)
 	if err != nil {
 		return fmt.Errorf("assembly %q: %w", id, err)
 	}
-	o.bytes -= assemblyCost(len(id), len(b))
-	if err := o.st.Delete(o.key(nsAssembly, id)); err != nil {
-		return err
-	}
-	o.open--
-	as := o.emit(id, a, false, at)
-	as.Evicted = true
-	as.Value = append(as.Value[:len(as.Value)-1], `,"evicted":true}`...)
-	out.Incomplete = append(out.Incomplete, as)
+	// Emitted before the delete: a aliases b.
+	o.addIncomplete(out, o.emit(id, a, false, true, at))
 	out.Evicted++
-	return nil
+	o.bytes -= assemblyCost(len(id), len(b))
+	o.open--
+	return o.st.Delete(o.key(nsAssembly, id))
 }

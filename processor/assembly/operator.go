@@ -111,7 +111,9 @@ type Assembly struct {
 	Evicted bool
 }
 
-// Output is what one call produced.
+// Output is what one call produced. Assembled and Incomplete point into
+// the operator's own memory, reused by its next call: read them before
+// (an Assembly's Value, Parts and Missing are the caller's to keep).
 type Output struct {
 	// Assembled holds the assembly this part completed, if any.
 	Assembled *Assembly
@@ -165,6 +167,26 @@ type Operator struct {
 	bytes    int64 // StateBytes
 	kbuf     []byte
 	vbuf     []byte
+	// Scratch reused across calls (the hot path allocates only what it
+	// hands out): quoted holds each part's name as a JSON string, by
+	// position; parts backs the decoded state; held maps a part position
+	// to its index in a state's parts; obuf is the emitted value under
+	// construction; due holds the due timer keys of one advance.
+	quoted [][]byte
+	parts  []Part
+	held   []int
+	obuf   []byte
+	due    []byte
+	dueEnd []int
+	tbuf   [8]byte
+	fresh  [1]Part // the parts of an assembly a part opens
+	// What a call hands out (Output's contract).
+	assembled  Assembly
+	incomplete []Assembly
+	// collectDue's visitor, bound once (a closure per call would escape).
+	dueFn  func(k, v []byte) bool
+	dueAt  int64
+	dueErr error
 }
 
 // RecordError is a part the operator refuses; the caller sends the record
@@ -191,10 +213,13 @@ func New(spec Spec, st Store) (*Operator, error) {
 	if st == nil {
 		return nil, errors.New("assembly: nil store")
 	}
-	o := &Operator{s: spec, st: st, clock: math.MinInt64, index: map[string]int{}, required: make([]bool, len(spec.Parts))}
+	o := &Operator{s: spec, st: st, clock: math.MinInt64, index: map[string]int{}, required: make([]bool, len(spec.Parts)),
+		held: make([]int, len(spec.Parts))}
 	for i, p := range spec.Parts {
 		o.index[p] = i
+		o.quoted = append(o.quoted, appendString(nil, p))
 	}
+	o.dueFn = o.visitDue
 	if len(spec.Required) == 0 {
 		for i := range o.required {
 			o.required[i] = true
@@ -259,6 +284,7 @@ func (o *Operator) Process(id, part string, t int64, value []byte) (Output, erro
 		return out, err
 	}
 	err = o.advance(t, &out)
+	o.keep(&out)
 	return out, err
 }
 
@@ -266,7 +292,23 @@ func (o *Operator) Process(id, part string, t int64, value []byte) (Output, erro
 func (o *Operator) Advance(c int64) (Output, error) {
 	var out Output
 	err := o.advance(min(max(c, minTime), maxTime), &out)
+	o.keep(&out)
 	return out, err
+}
+
+// keep holds on to out.Incomplete's array for the next call.
+func (o *Operator) keep(out *Output) {
+	if cap(out.Incomplete) > cap(o.incomplete) {
+		o.incomplete = out.Incomplete[:0]
+	}
+}
+
+// addIncomplete appends a to out.Incomplete, in the operator's array.
+func (o *Operator) addIncomplete(out *Output, a Assembly) {
+	if out.Incomplete == nil {
+		out.Incomplete = o.incomplete[:0]
+	}
+	out.Incomplete = append(out.Incomplete, a)
 }
 
 // Bounds of accepted times: far enough from the int64 limits that
@@ -284,11 +326,13 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 	}
 	var a state
 	if ok {
-		if a, err = decodeState(b); err != nil {
+		// a aliases b, valid until the store's next write: it is encoded
+		// (or emitted) before any.
+		if a, err = o.decode(b); err != nil {
 			return fmt.Errorf("assembly %q: %w", id, err)
 		}
 	} else {
-		a = state{first: t, deadline: t + o.s.TTL.Milliseconds()}
+		a = state{first: t, deadline: t + o.s.TTL.Milliseconds(), parts: o.fresh[:0]}
 		out.Opened = true
 	}
 	var oldCost int64
@@ -316,6 +360,8 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		}
 	}
 	if o.complete(a) {
+		o.assembled = o.emit(id, a, true, false, t)
+		out.Assembled = &o.assembled
 		if ok {
 			o.bytes -= oldCost
 			o.open--
@@ -326,8 +372,6 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 				return err
 			}
 		}
-		as := o.emit(id, a, true, t)
-		out.Assembled = &as
 		if r := o.s.Retention.Milliseconds(); r > 0 {
 			o.vbuf = appendTime(o.vbuf[:0], t+r)
 			if err := o.st.Set(o.key(nsDone, id), o.vbuf); err != nil {
@@ -353,7 +397,7 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 func (o *Operator) complete(a state) bool {
 	n := 0
 	for _, p := range a.parts {
-		if o.required[o.index[p.Name]] {
+		if i, ok := o.index[p.Name]; ok && o.required[i] {
 			n++
 		}
 	}
@@ -367,85 +411,169 @@ func (o *Operator) advance(c int64, out *Output) error {
 		return nil
 	}
 	o.clock = c
-	if err := o.st.Set(metaKey, appendTime(nil, c)); err != nil {
+	if err := o.st.Set(metaKey, appendTime(o.tbuf[:0], c)); err != nil {
 		return err
 	}
-	var due [][]byte
-	var ierr error
-	if err := o.st.Range(timerPrefix, func(k, _ []byte) bool {
-		at, _, ok := readTime(k[1:])
-		if !ok {
-			ierr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
-			return false
-		}
-		if at > c {
-			return false
-		}
-		due = append(due, bytes.Clone(k))
-		return true
-	}); err != nil {
+	if err := o.collectDue(c); err != nil {
 		return err
 	}
-	if ierr != nil {
-		return ierr
-	}
-	for _, k := range due {
-		if len(k) < 10 {
-			return fmt.Errorf("timer key %q: %w", k, errCorrupt)
-		}
-		at, _, _ := readTime(k[1:])
-		kind, id := k[9], string(k[10:])
-		if err := o.st.Delete(k); err != nil {
+	start := 0
+	for _, end := range o.dueEnd {
+		k := o.due[start:end]
+		start = end
+		if err := o.fire(k, out); err != nil {
 			return err
-		}
-		switch kind {
-		case nsDone:
-			if err := o.st.Delete(o.key(nsDone, id)); err != nil {
-				return err
-			}
-		case nsAssembly:
-			akey := o.key(nsAssembly, id)
-			b, ok, err := o.st.Get(akey)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			a, err := decodeState(b)
-			if err != nil {
-				return fmt.Errorf("assembly %q: %w", id, err)
-			}
-			if err := o.st.Delete(akey); err != nil {
-				return err
-			}
-			o.open--
-			o.bytes -= assemblyCost(len(id), len(b))
-			out.Incomplete = append(out.Incomplete, o.emit(id, a, false, at))
-		default:
-			return fmt.Errorf("timer key %q: %w", k, errCorrupt)
 		}
 	}
 	return nil
 }
 
-// emit builds the emitted assembly, parts in spec order.
-func (o *Operator) emit(id string, a state, complete bool, done int64) Assembly {
-	as := Assembly{ID: id, Complete: complete, First: a.first, Last: a.last, Done: done}
-	held := make([]bool, len(o.s.Parts))
-	for _, p := range a.parts {
-		held[o.index[p.Name]] = true
+// collectDue copies the keys of the timers at or before c into o.due
+// (ends in o.dueEnd): the store's keys are valid only during Range.
+func (o *Operator) collectDue(c int64) error {
+	o.due, o.dueEnd, o.dueAt, o.dueErr = o.due[:0], o.dueEnd[:0], c, nil
+	if err := o.st.Range(timerPrefix, o.dueFn); err != nil {
+		return err
 	}
-	for i, name := range o.s.Parts {
-		if held[i] {
-			j := slices.IndexFunc(a.parts, func(p Part) bool { return p.Name == name })
-			as.Parts = append(as.Parts, a.parts[j])
-		} else if o.required[i] {
-			as.Missing = append(as.Missing, name)
+	return o.dueErr
+}
+
+func (o *Operator) visitDue(k, _ []byte) bool {
+	at, _, ok := readTime(k[1:])
+	if !ok {
+		o.dueErr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
+		return false
+	}
+	if at > o.dueAt {
+		return false
+	}
+	o.due = append(o.due, k...)
+	o.dueEnd = append(o.dueEnd, len(o.due))
+	return true
+}
+
+// fire handles one due timer k: a completed marker is forgotten, an open
+// assembly is emitted as incomplete and deleted.
+func (o *Operator) fire(k []byte, out *Output) error {
+	if len(k) < 10 {
+		return fmt.Errorf("timer key %q: %w", k, errCorrupt)
+	}
+	at, _, _ := readTime(k[1:])
+	kind, id := k[9], k[10:]
+	if err := o.st.Delete(k); err != nil {
+		return err
+	}
+	switch kind {
+	case nsDone:
+		return o.st.Delete(o.keyBytes(nsDone, id))
+	case nsAssembly:
+		akey := o.keyBytes(nsAssembly, id)
+		b, ok, err := o.st.Get(akey)
+		if err != nil || !ok {
+			return err
+		}
+		a, err := o.decode(b)
+		if err != nil {
+			return fmt.Errorf("assembly %q: %w", id, err)
+		}
+		// Emitted before the delete: a aliases b.
+		o.addIncomplete(out, o.emit(string(id), a, false, false, at))
+		o.open--
+		o.bytes -= assemblyCost(len(id), len(b))
+		return o.st.Delete(akey)
+	default:
+		return fmt.Errorf("timer key %q: %w", k, errCorrupt)
+	}
+}
+
+// emit builds the emitted assembly, parts in spec order. Its parts'
+// values are slices of its own value (a's may alias the store). A held
+// part whose name is not in the spec (state written under another spec)
+// is left out.
+func (o *Operator) emit(id string, a state, complete, evicted bool, done int64) Assembly {
+	as := Assembly{ID: id, Complete: complete, First: a.first, Last: a.last, Done: done, Evicted: evicted}
+	nheld := 0
+	for i := range o.held {
+		o.held[i] = -1
+	}
+	for j, p := range a.parts {
+		if i, ok := o.index[p.Name]; ok && o.held[i] < 0 {
+			o.held[i] = j
+			nheld++
 		}
 	}
-	as.Value = appendValue(nil, &as)
+	if nmissing := o.nreq - o.heldRequired(); nmissing > 0 {
+		as.Missing = make([]string, 0, nmissing)
+	}
+	if nheld > 0 {
+		as.Parts = make([]Part, 0, nheld)
+	}
+	b := append(o.obuf[:0], `{"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"complete":`...)
+	b = strconv.AppendBool(b, complete)
+	b = append(b, `,"parts":{`...)
+	// offsets of the parts' values in b, resolved once b is final
+	type span struct{ from, to int }
+	var spansArr [8]span
+	spans := spansArr[:0]
+	for i, j := range o.held {
+		if j < 0 {
+			if o.required[i] {
+				as.Missing = append(as.Missing, o.s.Parts[i])
+			}
+			continue
+		}
+		p := a.parts[j]
+		if len(as.Parts) > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(b, o.quoted[i]...), ':')
+		from := len(b)
+		if len(p.Value) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, p.Value...)
+		}
+		spans = append(spans, span{from, len(b)})
+		as.Parts = append(as.Parts, Part{Name: o.s.Parts[i], Time: p.Time, Value: p.Value})
+	}
+	b = append(b, `},"missing":[`...)
+	for i, m := range as.Missing {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, o.quoted[o.index[m]]...)
+	}
+	b = append(b, `],"first_ms":`...)
+	b = strconv.AppendInt(b, a.first, 10)
+	b = append(b, `,"last_ms":`...)
+	b = strconv.AppendInt(b, a.last, 10)
+	b = append(b, `,"done_ms":`...)
+	b = strconv.AppendInt(b, done, 10)
+	if evicted {
+		b = append(b, `,"evicted":true`...)
+	}
+	b = append(b, '}')
+	o.obuf = b
+	as.Value = bytes.Clone(b)
+	for k := range as.Parts {
+		if len(as.Parts[k].Value) > 0 {
+			as.Parts[k].Value = as.Value[spans[k].from:spans[k].to:spans[k].to]
+		}
+	}
 	return as
+}
+
+// heldRequired counts the required parts o.held marks as held.
+func (o *Operator) heldRequired() int {
+	n := 0
+	for i, j := range o.held {
+		if j >= 0 && o.required[i] {
+			n++
+		}
+	}
+	return n
 }
 
 // Held returns what the store holds for id: its open assembly and parts,
@@ -457,11 +585,11 @@ func (o *Operator) Held(id string) (h Held, ok bool, err error) {
 		return h, false, err
 	}
 	if open {
-		a, err := decodeState(b)
+		a, err := o.decode(b)
 		if err != nil {
 			return h, false, fmt.Errorf("assembly %q: %w", id, err)
 		}
-		as := o.emit(id, a, false, 0)
+		as := o.emit(id, a, false, false, 0)
 		h.Open, h.Parts, h.Missing, h.First, h.Last, h.Deadline = true, as.Parts, as.Missing, a.first, a.last, a.deadline
 	}
 	b, done, err := o.st.Get(o.key(nsDone, id))
@@ -478,49 +606,12 @@ func (o *Operator) Held(id string) (h Held, ok bool, err error) {
 	return h, open || done, nil
 }
 
-// appendValue renders the assembled JSON value.
-func appendValue(b []byte, a *Assembly) []byte {
-	b = append(b, `{"id":`...)
-	b = appendString(b, a.ID)
-	b = append(b, `,"complete":`...)
-	b = strconv.AppendBool(b, a.Complete)
-	b = append(b, `,"parts":{`...)
-	for i, p := range a.Parts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, p.Name)
-		b = append(b, ':')
-		if len(p.Value) == 0 {
-			b = append(b, "null"...)
-		} else {
-			b = append(b, p.Value...)
-		}
-	}
-	b = append(b, `},"missing":[`...)
-	for i, m := range a.Missing {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, m)
-	}
-	b = append(b, `],"first_ms":`...)
-	b = strconv.AppendInt(b, a.First, 10)
-	b = append(b, `,"last_ms":`...)
-	b = strconv.AppendInt(b, a.Last, 10)
-	b = append(b, `,"done_ms":`...)
-	b = strconv.AppendInt(b, a.Done, 10)
-	return append(b, '}')
-}
-
-// appendString appends s as a JSON string (encoding/json's escaping;
-// invalid UTF-8 becomes U+FFFD).
-func appendString(b []byte, s string) []byte {
-	j, _ := json.Marshal(s) // a string always marshals
-	return append(b, j...)
-}
-
 func (o *Operator) key(ns byte, id string) []byte {
+	o.kbuf = append(append(o.kbuf[:0], ns), id...)
+	return o.kbuf
+}
+
+func (o *Operator) keyBytes(ns byte, id []byte) []byte {
 	o.kbuf = append(append(o.kbuf[:0], ns), id...)
 	return o.kbuf
 }
@@ -575,8 +666,21 @@ func (a state) append(b []byte) []byte {
 	return b
 }
 
-func decodeState(b []byte) (state, error) {
-	var a state
+// decode decodes a stored assembly into the operator's scratch: its
+// parts' values alias b and their names are the spec's strings when
+// known, so decoding allocates nothing once the scratch has grown.
+func (o *Operator) decode(b []byte) (state, error) {
+	a, err := decodeState(b, o.parts[:0], o.s.Parts)
+	if cap(a.parts) > cap(o.parts) {
+		o.parts = a.parts[:0]
+	}
+	return a, err
+}
+
+// decodeState decodes b, appending its parts to parts. The values alias
+// b; a name equal to one of names is that string (no allocation).
+func decodeState(b []byte, parts []Part, names []string) (state, error) {
+	a := state{parts: parts}
 	var ok bool
 	rv := func() int64 {
 		v, n := binary.Varint(b)
@@ -602,7 +706,7 @@ func decodeState(b []byte) (state, error) {
 			ok = false
 			return nil
 		}
-		v := bytes.Clone(b[:n])
+		v := b[:n:n]
 		b = b[n:]
 		return v
 	}
@@ -612,7 +716,6 @@ func decodeState(b []byte) (state, error) {
 	if !ok || n > uint64(len(b)) {
 		return a, errCorrupt
 	}
-	a.parts = make([]Part, 0, n)
 	for range n {
 		name := rb()
 		t := rv()
@@ -620,12 +723,22 @@ func decodeState(b []byte) (state, error) {
 		if !ok {
 			return a, errCorrupt
 		}
-		a.parts = append(a.parts, Part{Name: string(name), Time: t, Value: v})
+		a.parts = append(a.parts, Part{Name: intern(name, names), Time: t, Value: v})
 	}
 	if len(b) != 0 {
 		return a, errCorrupt
 	}
 	return a, nil
+}
+
+// intern returns the string of b, one of names when equal.
+func intern(b []byte, names []string) string {
+	for _, n := range names {
+		if n == string(b) {
+			return n
+		}
+	}
+	return string(b)
 }
 
 func appendTime(b []byte, t int64) []byte {

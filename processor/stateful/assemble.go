@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +27,9 @@ type assemblyRoute struct {
 	rt    *topology.RouteNode
 	spec  assembly.Spec
 	event bool // the TTL runs on event time
+	// name is the route's name as a header value, shared by every record
+	// the route emits (header values are never written to).
+	name []byte
 }
 
 // assemblyTask is the operator of one partition of an assembly's
@@ -74,7 +77,8 @@ func newAssemblyStage(t *topology.Topology) (*assemblyStage, error) {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
-		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == topology.ClockEvent}
+		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == topology.ClockEvent,
+			name: []byte(r.Name)[:len(r.Name):len(r.Name)]}
 		if r.Assembly.Direct {
 			as.direct[r.Assembly.RepartitionTopic] = as.routes[r.Assembly.RepartitionTopic]
 		}
@@ -143,7 +147,7 @@ func (s *Stage) AssemblyHeld(route, id string) (h assembly.Held, ok bool, err er
 func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
 	ar := t.route
 	name := ar.rt.Name
-	part := wire.String(r.Headers, wire.HeaderPart)
+	part := partName(r, ar.spec.Parts)
 	if part == "" {
 		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
 	}
@@ -210,10 +214,6 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 // complete, to the incomplete route otherwise; keyed by the ID.
 func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
 	name := ar.rt.Name
-	names := make([]string, len(a.Parts))
-	for i, p := range a.Parts {
-		names[i] = p.Name
-	}
 	topic, result := ar.rt.Topic, metrics.ResultCompleted
 	if !a.Complete {
 		topic, result = ar.rt.Assembly.Config.IncompleteTopic, metrics.ResultExpired
@@ -224,13 +224,82 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 	tally.Assemblies[[2]string{name, result}]++
 	tally.AssemblyObs = append(tally.AssemblyObs, metrics.AssemblyObs{Route: name, Parts: len(a.Parts), Complete: a.Complete,
 		Seconds: float64(a.Done-a.First) / 1000})
-	return e.fit(ar, &kgo.Record{Topic: topic, Key: []byte(a.ID), Value: a.Value, Timestamp: ts, Headers: []kgo.RecordHeader{
-		{Key: wire.HeaderAssemblyRoute, Value: []byte(name)},
-		{Key: wire.HeaderComplete, Value: []byte(strconv.FormatBool(a.Complete))},
-		{Key: wire.HeaderAssemblyParts, Value: []byte(strings.Join(names, ","))},
-		{Key: wire.HeaderMissing, Value: []byte(strings.Join(a.Missing, ","))},
-		{Key: wire.HeaderAssemblyEvicted, Value: []byte(strconv.FormatBool(a.Evicted))},
-	}}, tally)
+	key, parts, missing := assemblyHeaderValues(a)
+	o := &assemblyOut{rec: kgo.Record{Topic: topic, Key: key, Value: a.Value, Timestamp: ts}}
+	o.hs = [...]kgo.RecordHeader{
+		{Key: wire.HeaderAssemblyRoute, Value: ar.name},
+		{Key: wire.HeaderComplete, Value: boolValue(a.Complete)},
+		{Key: wire.HeaderAssemblyParts, Value: parts},
+		{Key: wire.HeaderMissing, Value: missing},
+		{Key: wire.HeaderAssemblyEvicted, Value: boolValue(a.Evicted)},
+	}
+	o.rec.Headers = o.hs[:]
+	return e.fit(ar, &o.rec, tally)
+}
+
+// assemblyOut is an emitted assembly's record and its headers, allocated
+// together.
+type assemblyOut struct {
+	rec kgo.Record
+	hs  [5]kgo.RecordHeader
+}
+
+// assemblyHeaderValues are an emitted assembly's key (its ID) and the
+// values of its parts and missing headers (names joined by commas), in
+// one allocation; each is capped, so an append never writes into the
+// next. None is nil: an empty header value is written as empty, not null.
+func assemblyHeaderValues(a *assembly.Assembly) (key, parts, missing []byte) {
+	n := len(a.ID)
+	for _, p := range a.Parts {
+		n += len(p.Name) + 1
+	}
+	for _, m := range a.Missing {
+		n += len(m) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, a.ID...)
+	key = b[:len(b):len(b)]
+	for i, p := range a.Parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.Name...)
+	}
+	parts = b[len(key):len(b):len(b)]
+	from := len(b)
+	for i, m := range a.Missing {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m...)
+	}
+	return key, parts, b[from:len(b):len(b)]
+}
+
+var (
+	headerTrue  = []byte("true")[:4:4]
+	headerFalse = []byte("false")[:5:5]
+)
+
+// boolValue is a boolean header value, shared (never written to).
+func boolValue(v bool) []byte {
+	if v {
+		return headerTrue
+	}
+	return headerFalse
+}
+
+// partName is the value of r's part header (wire.HeaderPart: the first
+// one), as the spec's string when it names a part, so the common case
+// allocates nothing; "" when there is none.
+func partName(r *kgo.Record, parts []string) string {
+	v, _ := wire.Value(r.Headers, wire.HeaderPart)
+	for _, p := range parts {
+		if p == string(v) {
+			return p
+		}
+	}
+	return string(v)
 }
 
 // fit returns rec, or, when it is over max_record_bytes (many large
@@ -259,12 +328,15 @@ func (s *Stage) AssemblyTick(now time.Time, produce func(*kgo.Record), tally *me
 		}
 		t.mu.Lock()
 		out, err := t.op.Advance(now.UnixMilli())
+		// The operator reuses out's array on its next call: copied
+		// before the lock goes.
+		expired := slices.Clone(out.Incomplete)
 		t.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("route %q partition %d: assembly ttl: %w", t.route.rt.Name, t.part, err)
 		}
-		for i := range out.Incomplete {
-			produce(s.eng.assemblyRecord(t.route, &out.Incomplete[i], now, tally))
+		for i := range expired {
+			produce(s.eng.assemblyRecord(t.route, &expired[i], now, tally))
 		}
 		s.observeAssemblyTask(t)
 	}
