@@ -60,13 +60,16 @@ func TestEachMemberAgreesWithForEach(t *testing.T) {
 			want = append(want, member{k.Str, v.Raw})
 			return true
 		})
-		eachMember([]byte(obj), func(key []byte, escaped bool, raw []byte) {
+		ok := eachMember([]byte(obj), func(key []byte, escaped bool, raw []byte) {
 			k := string(key[1 : len(key)-1])
 			if escaped {
 				k = gjson.ParseBytes(key).Str
 			}
 			got = append(got, member{k, string(raw)})
 		})
+		if !ok {
+			t.Fatalf("%s: eachMember refused a valid object", obj)
+		}
 		if len(got) != len(want) {
 			t.Fatalf("%s: eachMember %q, ForEach %q", obj, got, want)
 		}
@@ -78,15 +81,47 @@ func TestEachMemberAgreesWithForEach(t *testing.T) {
 	})
 }
 
-// TestEachMemberInvalid: on bytes that are not a valid object (which
-// validate refuses first) it stops without panicking or reading past
-// the end.
+// TestEachMemberInvalid: bytes that are not one valid JSON object are
+// refused, each at its fault, without panicking or reading past the end.
 func TestEachMemberInvalid(t *testing.T) {
-	for _, v := range []string{"", "{", `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"a":{"b":`, `{"a\`, `[1]`, `{"a":1,`, `{,}`} {
-		eachMember([]byte(v), func(key []byte, _ bool, raw []byte) {
-			if len(key) == 0 || key[0] != '"' {
-				t.Fatalf("%q: key %q", v, key)
+	for _, v := range []string{
+		"", " ", "{", `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"a":{"b":`, `{"a\`, `[1]`, `{"a":1,`, `{,}`,
+		`{"a":1}x`, `{"a":1}{}`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`,
+		`{"a":1e+}`, `{"a":+1}`, `{"a":tru}`, `{"a":nul}`, `{"a":True}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12G4"}`,
+		"{\"a\":\"\x00\"}", "{\"a\":\"\t\"}", "{\"a\":\"\xff\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"\xc3\":1}",
+		`{"a":[1,]}`, `{"a":[,1]}`, `{"a":[1 2]}`, `{"a":{"b":1]}`, `{"a":[1}}`, `{"a":{"b"}}`, `{"a":{"b":1,}}`,
+		`{"a":[[[]]}`, `{"a":[[[]]]]}`, "\u00a0{}", "\xef\xbb\xbf{}", "{}\x00", `{"a":1}` + "\f",
+	} {
+		if eachMember([]byte(v), func(key []byte, _ bool, raw []byte) {
+			if len(key) < 2 || key[0] != '"' || key[len(key)-1] != '"' || len(raw) == 0 {
+				t.Fatalf("%q: key %q raw %q", v, key, raw)
 			}
-		})
+		}) {
+			t.Fatalf("%q: accepted", v)
+		}
+	}
+	for _, v := range []string{`{}`, " {} ", "\t\r\n{\n}\n", `{"a":[]}`, `{"a":{}}`, `{"a":[{},[]]}`, `{"":""}`, `{"a":"\ud800"}`, `{"a":-0.0e-0}`, "{\"a\":\"\xef\xbf\xbd\"}"} {
+		if !eachMember([]byte(v), func([]byte, bool, []byte) {}) {
+			t.Fatalf("%q: refused", v)
+		}
+	}
+}
+
+// TestEachMemberDeep: nesting is not recursion, so a value nested
+// 300,000 deep is checked in linear time and refused when unbalanced.
+func TestEachMemberDeep(t *testing.T) {
+	const n = 300_000
+	for _, c := range []struct {
+		v  string
+		ok bool
+	}{
+		{`{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`, true},
+		{`{"a":` + strings.Repeat(`{"b":`, n) + "1" + strings.Repeat("}", n) + `}`, true},
+		{`{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n-1) + `}`, false},
+		{`{"a":` + strings.Repeat("[", n), false},
+	} {
+		if got := eachMember([]byte(c.v), func([]byte, bool, []byte) {}); got != c.ok || gjson.Valid(c.v) != c.ok {
+			t.Fatalf("%.20q...: eachMember %v, gjson %v, want %v", c.v, got, gjson.Valid(c.v), c.ok)
+		}
 	}
 }
