@@ -7,6 +7,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline/pipelinetest"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -281,5 +285,59 @@ func TestShortenKeepsUTF8(t *testing.T) {
 		if !utf8.ValidString(got) || len(got) > n+3 {
 			t.Fatalf("shorten(%q, %d) = %q", s, n, got)
 		}
+	}
+}
+
+// TestStrCache: the interned strings are the bytes asked for, whatever
+// collides in the cache, and a string asked again comes from it.
+func TestStrCache(t *testing.T) {
+	out := &Decoded{}
+	var words []string
+	for i := range 500 {
+		words = append(words, strings.Repeat(string(rune('a'+i%26)), i%40)+string(rune('A'+i%7)))
+	}
+	for range 3 {
+		for i, w := range words {
+			if got := out.str([]byte(w)); got != w {
+				t.Fatalf("word %d: %q, want %q", i, got, w)
+			}
+		}
+	}
+	w := []byte("checkout")
+	out.str(w)
+	if n := testing.AllocsPerRun(100, func() { out.str(w) }); n != 0 {
+		t.Fatalf("a cached string allocates %.0f times", n)
+	}
+}
+
+// TestDecodeAllocs: stage one of a W1 record (bench/topologies/w1.yaml)
+// allocates only its output record once the field values it reads are
+// interned: the decode nothing, the output record and its slice one
+// block.
+func TestDecodeAllocs(t *testing.T) {
+	top := pipelinetest.ExampleAt(t, "../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"})
+	dec := newDecoder(top)
+	out := &Decoded{vals: make([]any, len(dec.index))}
+	ts := time.UnixMilli(1_790_000_000_000)
+	v := []byte(good)
+	decode := func() {
+		clear(out.vals)
+		if rerr := dec.decodeInto(out, "logs", v, ts); rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	if n := testing.AllocsPerRun(100, decode); n != 0 {
+		t.Fatalf("decode allocates %.0f times per record", n)
+	}
+	eng := New(top)
+	r := &kgo.Record{Topic: "logs", Value: v, Timestamp: ts}
+	tally := metrics.NewTally()
+	// Under the race detector sync.Pool drops evaluation states at
+	// random, each a few allocations: the exact count is a plain build's.
+	if n := testing.AllocsPerRun(100, func() { eng.Process(r, tally) }); n != 1 && !raceBuild {
+		t.Fatalf("stage one allocates %.0f times per record, want 1", n)
+	}
+	if tally.Routes["main"] != 101 {
+		t.Fatalf("routes %v", tally.Routes)
 	}
 }

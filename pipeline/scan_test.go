@@ -125,3 +125,30 @@ func TestEachMemberDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowMembersAgree: the fallback decodeInto keeps for a value the
+// scan would refuse and validate accept (none is known) finds the
+// members the scan finds, so taking it changes no field.
+func TestSlowMembersAgree(t *testing.T) {
+	dec := newDecoder(topo(t, tsMillis, `routes: [{name: all, topic: out, when: 'a != nil || x != nil || ts != nil'}]`+"\n"))
+	rapid.Check(t, func(t *rapid.T) {
+		var obj string
+		for !strings.HasPrefix(obj, "{") {
+			obj = jsonGen(t, 3)
+		}
+		fast, slow := &Decoded{}, &Decoded{}
+		mf, ms := members{d: dec, out: fast}, members{d: dec, out: slow}
+		if !eachMember([]byte(obj), mf.member) {
+			t.Fatalf("%s: refused", obj)
+		}
+		ms.slowMembers([]byte(obj))
+		if len(fast.spans) != len(slow.spans) || string(mf.timeRaw) != string(ms.timeRaw) {
+			t.Fatalf("%s: scan %d spans, time %q; gjson %d spans, time %q", obj, len(fast.spans), mf.timeRaw, len(slow.spans), ms.timeRaw)
+		}
+		for i := range fast.spans {
+			if f, s := fast.spans[i], slow.spans[i]; f.field != s.field || string(f.raw) != string(s.raw) {
+				t.Fatalf("%s: span %d: scan %d %q, gjson %d %q", obj, i, f.field, f.raw, s.field, s.raw)
+			}
+		}
+	})
+}
