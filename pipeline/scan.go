@@ -1,6 +1,9 @@
 package pipeline
 
-import "unicode/utf8"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // eachMember calls fn with each top-level member of the JSON object v, in
 // order: its key as written, quotes included (escaped: the key has an
@@ -82,6 +85,9 @@ var plain = func() (t [256]bool) {
 // UTF-8.
 func stringEnd(v []byte, i int) (end int, esc, ok bool) {
 	for i < len(v) {
+		for i+8 <= len(v) && plain8(binary.LittleEndian.Uint64(v[i:])) {
+			i += 8
+		}
 		for i < len(v) && plain[v[i]] {
 			i++
 		}
@@ -109,6 +115,16 @@ func stringEnd(v []byte, i int) (end int, esc, ok bool) {
 		}
 	}
 	return len(v), esc, false
+}
+
+// plain8 reports whether the eight bytes of w are all plain, eight at a
+// time (the bit tricks are exact for "some byte is"): none is below
+// 0x20, a quote, a backslash or 0x80 and above.
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs } // a zero byte
+	below := (w - 0x20*ones) & ^w & highs                            // a byte < 0x20
+	return (below | zero(w^('"'*ones)) | zero(w^('\\'*ones)) | w&highs) == 0
 }
 
 // escapeLen is the length of the escape starting at v[i] (a backslash), 0

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"pgregory.net/rapid"
@@ -150,5 +152,44 @@ func TestSlowMembersAgree(t *testing.T) {
 				t.Fatalf("%s: span %d: scan %d %q, gjson %d %q", obj, i, f.field, f.raw, s.field, s.raw)
 			}
 		}
+	})
+}
+
+// TestPlain8: eight bytes at a time, plain8 says what the byte table
+// says of each of them, on words built from every kind of byte.
+func TestPlain8(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 0x1f, 0x20, 0x21, '"', '\\', 'a', 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' + 1, '"' - 1}), 8, 8).Draw(t, "bytes")
+		want := true
+		for _, c := range b {
+			want = want && plain[c]
+		}
+		if got := plain8(binary.LittleEndian.Uint64(b)); got != want {
+			t.Fatalf("% x: plain8 %v, table %v", b, got, want)
+		}
+	})
+	for c := range 256 {
+		w := uint64(0x6161616161616161) &^ (0xff << 24) | uint64(c)<<24
+		if got := plain8(w); got != plain[c] {
+			t.Fatalf("byte %#x among plain bytes: plain8 %v, table %v", c, got, plain[c])
+		}
+	}
+}
+
+// BenchmarkScan: the one pass (eachMember) against the two it replaced
+// (utf8.Valid + gjson.ValidBytes, then the trusting member walk), on the
+// generator's events.
+func BenchmarkScan(b *testing.B) {
+	evs := benchEvents(b, true)
+	b.Run("eachMember", func(b *testing.B) {
+		loop(b, func(i int) { eachMember(evs[i%len(evs)], func([]byte, bool, []byte) {}) })
+	})
+	b.Run("utf8+ValidBytes+walk", func(b *testing.B) {
+		loop(b, func(i int) {
+			v := evs[i%len(evs)]
+			if utf8.Valid(v) && gjson.ValidBytes(v) {
+				refEachMember(v, func([]byte, bool, []byte) {})
+			}
+		})
 	})
 }
