@@ -89,6 +89,9 @@ type decoder struct {
 	names     []string       // topology.Fields
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
+	// timeHead and timeRest: a nested event-time path getLast walks
+	// plainly ("meta.ts"), split at its first dot; "" otherwise.
+	timeHead, timeRest string
 	timeFmt   string
 	maxAhead  int64                         // ms; 0: no bound
 	clamp     bool                          // on_ahead: clamp (else dirty)
@@ -115,6 +118,9 @@ func newDecoder(t *topology.Topology) *decoder {
 		d.index[f] = i
 	}
 	d.timeTop = d.timeField != "" && !strings.ContainsAny(d.timeField, ".*?|#@\\")
+	if !d.timeTop && plainPath(d.timeField) {
+		d.timeHead, d.timeRest, _ = strings.Cut(d.timeField, ".")
+	}
 	for _, in := range t.Inputs {
 		d.topics[in.Topic] = true
 		if topology.RegistryFormat(in.Format) {
@@ -173,7 +179,8 @@ func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.T
 }
 
 // members collects, during the scan, the referenced members' values (in
-// out.spans, in order) and the event-time member's (the last one).
+// out.spans, in order) and the event-time member's (the last one; for a
+// nested path, its first segment's).
 type members struct {
 	d       *decoder
 	out     *Decoded
@@ -188,7 +195,7 @@ func (m *members) member(key []byte, escaped bool, raw []byte) {
 	if i := m.d.fieldNumber(name); i >= 0 {
 		m.out.spans = append(m.out.spans, span{field: i, raw: raw})
 	}
-	if m.d.timeTop && string(name) == m.d.timeField {
+	if m.d.timeTop && string(name) == m.d.timeField || m.d.timeHead != "" && string(name) == m.d.timeHead {
 		m.timeRaw = raw
 	}
 }
@@ -235,16 +242,19 @@ func (d *decoder) fieldValues(out *Decoded) *RecordError {
 
 // timeOf reads the event-time field of a valid JSON object: raw is the
 // top-level member's value the scan found (nil when absent); a nested
-// path is read with getLast.
+// path is read with getLast, from that member's value when the path is
+// plain (getLast's first step is that member: the last of its name).
 func (d *decoder) timeOf(value, raw []byte) (int64, *RecordError) {
-	if !d.timeTop {
+	switch {
+	case !d.timeTop && d.timeHead == "":
 		return d.eventTime(getLast(gjson.ParseBytes(value), d.timeField))
+	case raw == nil:
+		return d.eventTime(gjson.Result{})
+	case !d.timeTop:
+		return d.eventTime(getLast(gjson.ParseBytes(raw), d.timeRest))
 	}
 	if ms, ok := d.epochInt(raw); ok {
 		return ms, nil
-	}
-	if raw == nil {
-		return d.eventTime(gjson.Result{})
 	}
 	return d.eventTime(gjson.ParseBytes(raw))
 }
@@ -391,7 +401,7 @@ func compositeValue(raw string) (any, error) {
 // last one wins (gjson.Get takes the first). Paths using gjson's
 // wildcards, modifiers, queries or escapes are left to gjson.
 func getLast(root gjson.Result, path string) gjson.Result {
-	if strings.ContainsAny(path, "*?|#@\\!=<>%") || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+	if !plainPath(path) {
 		return root.Get(path)
 	}
 	cur := root
@@ -413,6 +423,11 @@ func getLast(root gjson.Result, path string) gjson.Result {
 		}
 	}
 	return cur
+}
+
+// plainPath: path is dotted names only, which getLast walks itself.
+func plainPath(path string) bool {
+	return !strings.ContainsAny(path, "*?|#@\\!=<>%") && !strings.HasPrefix(path, ".") && !strings.HasSuffix(path, ".") && !strings.Contains(path, "..")
 }
 
 // decimalFloor returns floor(raw × 10^shift) for a JSON number, computed

@@ -32,6 +32,8 @@ func scanSeeds() []string {
 		"{\"level\":\"\xed\xb0\x80\"}", "{\"level\":\"\xc0\xaf\"}", "{\"level\":\"\xf4\x90\x80\x80\"}",
 		"{\"level\":\"a\x00b\"}", "{\"le\\u0076el\":\"x\",\"level\":\"y\"}", `{"level":"a\"b","level":"\\"}`,
 		"{\"ts\":1}\x00", "{\"ts\":1} \n", "{\"ts\":1}\v", `{"ts":1}}`, `{"ts":1}]`, `{"ts":[1}`,
+		`{"meta":[{"ts":1}]}`, `{"meta":{"ts":1,"ts":2}}`, `{"me\u0074a":{"ts":5},"x":1}`, `{"meta":{"ts":1},"meta":7}`,
+		`{"meta":{"t\u0073":1790000000123}}`, `{"meta":{"ts":{"ts":1}}}`, `{"meta":null}`,
 		`{"flag":truefalse}`, `{"flag":nulll}`, `{"user_id":1.}`, `{"user_id":-01}`, `{"user_id":0x1}`,
 	)
 }
