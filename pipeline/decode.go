@@ -92,12 +92,12 @@ type decoder struct {
 	// timeHead and timeRest: a nested event-time path getLast walks
 	// plainly ("meta.ts"), split at its first dot; "" otherwise.
 	timeHead, timeRest string
-	timeFmt   string
-	maxAhead  int64                         // ms; 0: no bound
-	clamp     bool                          // on_ahead: clamp (else dirty)
-	schemas   map[string]*jsonschema.Schema // by input topic
-	topics    map[string]bool
-	formats   map[string]string // the registry-backed inputs' formats, by topic
+	timeFmt            string
+	maxAhead           int64                         // ms; 0: no bound
+	clamp              bool                          // on_ahead: clamp (else dirty)
+	schemas            map[string]*jsonschema.Schema // by input topic
+	topics             map[string]bool
+	formats            map[string]string // the registry-backed inputs' formats, by topic
 }
 
 func newDecoder(t *topology.Topology) *decoder {

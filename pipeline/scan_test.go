@@ -169,7 +169,7 @@ func TestPlain8(t *testing.T) {
 		}
 	})
 	for c := range 256 {
-		w := uint64(0x6161616161616161) &^ (0xff << 24) | uint64(c)<<24
+		w := uint64(0x6161616161616161)&^(0xff<<24) | uint64(c)<<24
 		if got := plain8(w); got != plain[c] {
 			t.Fatalf("byte %#x among plain bytes: plain8 %v, table %v", c, got, plain[c])
 		}
