@@ -89,15 +89,15 @@ type decoder struct {
 	names     []string       // topology.Fields
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
+	timeFmt   string
+	maxAhead  int64                         // ms; 0: no bound
+	clamp     bool                          // on_ahead: clamp (else dirty)
+	schemas   map[string]*jsonschema.Schema // by input topic
+	topics    map[string]bool
+	formats   map[string]string // the registry-backed inputs' formats, by topic
 	// timeHead and timeRest: a nested event-time path getLast walks
 	// plainly ("meta.ts"), split at its first dot; "" otherwise.
 	timeHead, timeRest string
-	timeFmt            string
-	maxAhead           int64                         // ms; 0: no bound
-	clamp              bool                          // on_ahead: clamp (else dirty)
-	schemas            map[string]*jsonschema.Schema // by input topic
-	topics             map[string]bool
-	formats            map[string]string // the registry-backed inputs' formats, by topic
 }
 
 func newDecoder(t *topology.Topology) *decoder {
