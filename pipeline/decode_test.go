@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,6 +309,42 @@ func TestStrCache(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { out.str(w) }); n != 0 {
 		t.Fatalf("a cached string allocates %.0f times", n)
 	}
+	// A miss costs what no cache cost: the string and its box.
+	var fresh [][]byte
+	for i := range 200 {
+		fresh = append(fresh, []byte("fresh-"+strconv.Itoa(i)))
+	}
+	next := 0
+	if n := testing.AllocsPerRun(100, func() { out.str(fresh[next]); next++ }); n != 2 {
+		t.Fatalf("a miss allocates %.0f times, want 2", n)
+	}
+	// Two values of one set both stay: find one that shares w's set.
+	other := findSetMate(t, w)
+	for range 3 {
+		out.str(w)
+		out.str(other)
+	}
+	if n := testing.AllocsPerRun(100, func() { out.str(w); out.str(other) }); n != 0 {
+		t.Fatalf("two values of one set allocate %.0f times", n)
+	}
+}
+
+// findSetMate is a short string whose strCache set is b's.
+func findSetMate(t *testing.T, b []byte) []byte {
+	set := func(b []byte) uint32 {
+		h := uint32(2166136261)
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return h % uint32(len(strCache{}))
+	}
+	for i := range 10000 {
+		if c := []byte("mate-" + strconv.Itoa(i)); set(c) == set(b) {
+			return c
+		}
+	}
+	t.Fatal("no set mate found")
+	return nil
 }
 
 // TestDecodeAllocs: stage one of a W1 record (bench/topologies/w1.yaml)

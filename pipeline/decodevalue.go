@@ -97,9 +97,10 @@ func (d *decoder) epochInt(raw []byte) (int64, bool) {
 // strCache keeps the short strings of referenced fields boxed for the
 // next records: what routes read is most often one of a few values (a
 // level, a service), and a hit costs no allocation where a miss costs
-// the two of a string in an interface. Direct-mapped, so its size is
-// fixed; it is one evalState's, so it needs no lock.
-type strCache [64]struct {
+// the two of a string in an interface. 32 sets of two ways, the newer
+// first, so two frequent values that hash alike do not evict each other;
+// its size is fixed, and it is one evalState's, so it needs no lock.
+type strCache [32][2]struct {
 	s string
 	v any
 }
@@ -119,11 +120,14 @@ func (out *Decoded) str(b []byte) any {
 	for _, c := range b {
 		h = (h ^ uint32(c)) * 16777619
 	}
-	e := &out.strs[h%uint32(len(out.strs))]
-	if e.v != nil && e.s == string(b) {
-		return e.v
+	set := &out.strs[h%uint32(len(out.strs))]
+	for i := range set {
+		if e := &set[i]; e.v != nil && e.s == string(b) {
+			return e.v
+		}
 	}
 	s := string(b)
-	e.s, e.v = s, s
-	return e.v
+	set[1] = set[0]
+	set[0].s, set[0].v = s, s
+	return set[0].v
 }
