@@ -64,6 +64,10 @@ type Decoded struct {
 	// absent field is nil, as a JSON null is: expressions cannot tell
 	// them apart (expr-lang reads an absent variable as nil).
 	vals []any
+	// spans and strs are decodeInto's own, reused from record to record:
+	// the referenced members the scan found, the short strings interned.
+	spans []span
+	strs  *strCache
 }
 
 // field is the value of field number i, name.
@@ -82,6 +86,7 @@ func (d *Decoded) field(i int, name string) any {
 type decoder struct {
 	fields    map[string]bool
 	index     map[string]int // field name -> number (topology.Fields)
+	names     []string       // topology.Fields
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
 	timeFmt   string
@@ -90,6 +95,9 @@ type decoder struct {
 	schemas   map[string]*jsonschema.Schema // by input topic
 	topics    map[string]bool
 	formats   map[string]string // the registry-backed inputs' formats, by topic
+	// timeHead and timeRest: a nested event-time path getLast walks
+	// plainly ("meta.ts"), split at its first dot; "" otherwise.
+	timeHead, timeRest string
 }
 
 func newDecoder(t *topology.Topology) *decoder {
@@ -104,11 +112,15 @@ func newDecoder(t *topology.Topology) *decoder {
 		topics:    map[string]bool{},
 		formats:   map[string]string{},
 	}
+	d.names = t.Fields
 	for i, f := range t.Fields {
 		d.fields[f] = true
 		d.index[f] = i
 	}
 	d.timeTop = d.timeField != "" && !strings.ContainsAny(d.timeField, ".*?|#@\\")
+	if !d.timeTop && plainPath(d.timeField) {
+		d.timeHead, d.timeRest, _ = strings.Cut(d.timeField, ".")
+	}
 	for _, in := range t.Inputs {
 		d.topics[in.Topic] = true
 		if topology.RegistryFormat(in.Format) {
@@ -124,50 +136,127 @@ func newDecoder(t *topology.Topology) *decoder {
 // decodeInto validates value and extracts the event time and fields
 // into out, whose vals are len(topology.Fields) nils. ts is the record's Kafka
 // timestamp, used when the event-time format is kafka.
+//
+// The value is read once: eachMember checks its grammar while it finds
+// the top-level members, and only the referenced members' values are
+// decoded, each from its own bytes, once the whole value is known to be
+// valid. A value the scan refuses gets its reason (and message) from
+// validate, the checks in their order. A repeated key: the last wins, as
+// in most JSON decoders.
 func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.Time) *RecordError {
-	if rerr := d.validate(topic, value); rerr != nil {
+	rerr := d.decodeOnce(out, topic, value, ts)
+	clear(out.spans) // they point into value: not kept past the record
+	out.spans = out.spans[:0]
+	return rerr
+}
+
+func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.Time) *RecordError {
+	m := members{d: d, out: out}
+	if !eachMember(value, m.member) {
+		if rerr := d.validate(topic, value); rerr != nil {
+			return rerr
+		}
+		// The scan refused a value validate accepts: it must not, and
+		// the fuzz targets say it does not; if it ever did, gjson's
+		// own walk reads the members.
+		m.slowMembers(value)
+	} else if rerr := d.checkSchema(topic, value); rerr != nil {
 		return rerr
 	}
-	var timeRes gjson.Result
-	var ferr *RecordError
-	// One pass over the top-level keys; only the values read are decoded,
-	// each from its own bytes. A repeated key: the last wins, as in most
-	// JSON decoders.
-	eachMember(value, func(key []byte, escaped bool, raw []byte) {
-		if len(key) < 2 {
-			return // not on a valid value: validate ran
-		}
-		name := key[1 : len(key)-1]
-		if escaped {
-			name = []byte(gjson.ParseBytes(key).Str)
-		}
-		if i, ok := d.index[string(name)]; ok && ferr == nil {
-			fv, err := jsonValue(gjson.ParseBytes(raw))
-			if err != nil {
-				ferr = recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", name, err)
-			}
-			out.vals[i] = fv
-		}
-		if d.timeTop && string(name) == d.timeField {
-			timeRes = gjson.ParseBytes(raw)
-		}
-	})
-	if ferr != nil {
-		return ferr
+	if rerr := d.fieldValues(out); rerr != nil {
+		return rerr
 	}
-	switch {
-	case d.timeFmt == topology.TimeKafka:
+	if d.timeFmt == topology.TimeKafka {
 		out.EventTime = ts.UnixMilli()
 		return nil
-	case !d.timeTop:
-		timeRes = getLast(gjson.ParseBytes(value), d.timeField)
 	}
-	et, rerr := d.eventTime(timeRes)
+	et, rerr := d.timeOf(value, m.timeRaw)
 	if rerr != nil {
 		return rerr
 	}
 	_, rerr = d.bounded(out, et, ts)
 	return rerr
+}
+
+// members collects, during the scan, the referenced members' values (in
+// out.spans, in order) and the event-time member's (the last one; for a
+// nested path, its first segment's).
+type members struct {
+	d       *decoder
+	out     *Decoded
+	timeRaw []byte
+}
+
+func (m *members) member(key []byte, escaped bool, raw []byte) {
+	name := key[1 : len(key)-1]
+	if escaped {
+		name = []byte(gjson.ParseBytes(key).Str)
+	}
+	if i := m.d.fieldNumber(name); i >= 0 {
+		m.out.spans = append(m.out.spans, span{field: i, raw: raw})
+	}
+	if m.d.timeTop && string(name) == m.d.timeField || m.d.timeHead != "" && string(name) == m.d.timeHead {
+		m.timeRaw = raw
+	}
+}
+
+// slowMembers is the scan's fallback: the members as gjson finds them.
+func (m *members) slowMembers(value []byte) {
+	m.out.spans, m.timeRaw = m.out.spans[:0], nil
+	gjson.ParseBytes(value).ForEach(func(k, v gjson.Result) bool {
+		m.member([]byte(k.Raw), strings.IndexByte(k.Raw, '\\') >= 0, []byte(v.Raw))
+		return true
+	})
+}
+
+// fieldNumber is the number of the referenced field name, -1 if none:
+// a few names are compared in turn, more are looked up in the map.
+func (d *decoder) fieldNumber(name []byte) int {
+	if len(d.names) > 8 {
+		if i, ok := d.index[string(name)]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, n := range d.names {
+		if n == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// fieldValues decodes the referenced members' values the scan found, in
+// member order, into out.vals: the first that does not decode makes the
+// record dirty.
+func (d *decoder) fieldValues(out *Decoded) *RecordError {
+	for _, s := range out.spans {
+		fv, err := out.fieldValue(s.raw)
+		if err != nil {
+			return recErr(wire.StageDecode, wire.ReasonInvalidJSON, "field %q: %v", d.names[s.field], err)
+		}
+		out.vals[s.field] = fv
+	}
+	return nil
+}
+
+// timeOf reads the event-time field of a valid JSON object: raw is the
+// top-level member's value the scan found (nil when absent); a nested
+// path is read with getLast, from that member's value when the path is
+// plain (getLast's first step is that member: the last of its name).
+func (d *decoder) timeOf(value, raw []byte) (int64, *RecordError) {
+	switch {
+	case !d.timeTop && d.timeHead == "":
+		return d.eventTime(getLast(gjson.ParseBytes(value), d.timeField))
+	case raw == nil:
+		return d.eventTime(gjson.Result{})
+	case !d.timeTop:
+		return d.eventTime(getLast(gjson.ParseBytes(raw), d.timeRest))
+	}
+	if ms, ok := d.epochInt(raw); ok {
+		return ms, nil
+	}
+	return d.eventTime(gjson.ParseBytes(raw))
 }
 
 // validate is what a JSON value must be before its fields are read: not
@@ -192,6 +281,12 @@ func (d *decoder) validate(topic string, value []byte) *RecordError {
 	if trimmed[0] != '{' {
 		return recErr(wire.StageDecode, wire.ReasonNotObject, "value is JSON %s, not an object", jsonKind(trimmed[0]))
 	}
+	return d.checkSchema(topic, value)
+}
+
+// checkSchema validates a JSON object against its input's JSON Schema,
+// if it has one.
+func (d *decoder) checkSchema(topic string, value []byte) *RecordError {
 	if s := d.schemas[topic]; s != nil {
 		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
 		if err != nil {
@@ -306,7 +401,7 @@ func compositeValue(raw string) (any, error) {
 // last one wins (gjson.Get takes the first). Paths using gjson's
 // wildcards, modifiers, queries or escapes are left to gjson.
 func getLast(root gjson.Result, path string) gjson.Result {
-	if strings.ContainsAny(path, "*?|#@\\!=<>%") || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+	if !plainPath(path) {
 		return root.Get(path)
 	}
 	cur := root
@@ -328,6 +423,11 @@ func getLast(root gjson.Result, path string) gjson.Result {
 		}
 	}
 	return cur
+}
+
+// plainPath: path is dotted names only, which getLast walks itself.
+func plainPath(path string) bool {
+	return !strings.ContainsAny(path, "*?|#@\\!=<>%") && !strings.HasPrefix(path, ".") && !strings.HasSuffix(path, ".") && !strings.Contains(path, "..")
 }
 
 // decimalFloor returns floor(raw × 10^shift) for a JSON number, computed

@@ -2,11 +2,16 @@ package pipeline
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline/pipelinetest"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -281,5 +286,95 @@ func TestShortenKeepsUTF8(t *testing.T) {
 		if !utf8.ValidString(got) || len(got) > n+3 {
 			t.Fatalf("shorten(%q, %d) = %q", s, n, got)
 		}
+	}
+}
+
+// TestStrCache: the interned strings are the bytes asked for, whatever
+// collides in the cache, and a string asked again comes from it.
+func TestStrCache(t *testing.T) {
+	out := &Decoded{}
+	var words []string
+	for i := range 500 {
+		words = append(words, strings.Repeat(string(rune('a'+i%26)), i%40)+string(rune('A'+i%7)))
+	}
+	for range 3 {
+		for i, w := range words {
+			if got := out.str([]byte(w)); got != w {
+				t.Fatalf("word %d: %q, want %q", i, got, w)
+			}
+		}
+	}
+	w := []byte("checkout")
+	out.str(w)
+	if n := testing.AllocsPerRun(100, func() { out.str(w) }); n != 0 {
+		t.Fatalf("a cached string allocates %.0f times", n)
+	}
+	// A miss costs what no cache cost: the string and its box.
+	var fresh [][]byte
+	for i := range 200 {
+		fresh = append(fresh, []byte("fresh-"+strconv.Itoa(i)))
+	}
+	next := 0
+	if n := testing.AllocsPerRun(100, func() { out.str(fresh[next]); next++ }); n != 2 {
+		t.Fatalf("a miss allocates %.0f times, want 2", n)
+	}
+	// Two values of one set both stay: find one that shares w's set.
+	other := findSetMate(t, w)
+	for range 3 {
+		out.str(w)
+		out.str(other)
+	}
+	if n := testing.AllocsPerRun(100, func() { out.str(w); out.str(other) }); n != 0 {
+		t.Fatalf("two values of one set allocate %.0f times", n)
+	}
+}
+
+// findSetMate is a short string whose strCache set is b's.
+func findSetMate(t *testing.T, b []byte) []byte {
+	set := func(b []byte) uint32 {
+		h := uint32(2166136261)
+		for _, c := range b {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		return h % uint32(len(strCache{}))
+	}
+	for i := range 10000 {
+		if c := []byte("mate-" + strconv.Itoa(i)); set(c) == set(b) {
+			return c
+		}
+	}
+	t.Fatal("no set mate found")
+	return nil
+}
+
+// TestDecodeAllocs: stage one of a W1 record (bench/topologies/w1.yaml)
+// allocates only its output record once the field values it reads are
+// interned: the decode nothing, the output record and its slice one
+// block.
+func TestDecodeAllocs(t *testing.T) {
+	top := pipelinetest.ExampleAt(t, "../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"})
+	dec := newDecoder(top)
+	out := &Decoded{vals: make([]any, len(dec.index))}
+	ts := time.UnixMilli(1_790_000_000_000)
+	v := []byte(good)
+	decode := func() {
+		clear(out.vals)
+		if rerr := dec.decodeInto(out, "logs", v, ts); rerr != nil {
+			t.Fatal(rerr)
+		}
+	}
+	if n := testing.AllocsPerRun(100, decode); n != 0 {
+		t.Fatalf("decode allocates %.0f times per record", n)
+	}
+	eng := New(top)
+	r := &kgo.Record{Topic: "logs", Value: v, Timestamp: ts}
+	tally := metrics.NewTally()
+	// Under the race detector sync.Pool drops evaluation states at
+	// random, each a few allocations: the exact count is a plain build's.
+	if n := testing.AllocsPerRun(100, func() { eng.Process(r, tally) }); n != 1 && !raceBuild {
+		t.Fatalf("stage one allocates %.0f times per record, want 1", n)
+	}
+	if tally.Routes["main"] != 101 {
+		t.Fatalf("routes %v", tally.Routes)
 	}
 }

@@ -214,9 +214,10 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 // headers), then the parts. One of them over max_record_bytes makes the
 // whole record dirty: writing the others would be a partial fan-out.
 func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
-	recs := make([]*kgo.Record, 0, len(to.outs)+len(to.parts))
-	for _, o := range to.outs {
-		rec := &kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+	recs, block := newRecords(len(to.outs), len(to.parts))
+	for j, o := range to.outs {
+		rec := &block[j]
+		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 		if o.Route.Window != nil {
 			rec.Topic = o.Route.Window.RepartitionTopic
 			aligned := tracked && o.Route.Window.Config.Watermark == topology.WatermarkAligned
@@ -238,6 +239,21 @@ func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tra
 		}
 	}
 	return append(recs, to.parts...), nil
+}
+
+// newRecords is room for n output records and a slice for them and
+// parts more, in two allocations whatever n, and one for the common
+// record with one output and no parts. A record of the block is kept
+// alive by the client as long as any of them is.
+func newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
+	if n == 1 && parts == 0 {
+		b := new(struct {
+			rec [1]kgo.Record
+			ptr [1]*kgo.Record
+		})
+		return b.ptr[:0], b.rec[:]
+	}
+	return make([]*kgo.Record, 0, n+parts), make([]kgo.Record, n)
 }
 
 // tombstone forwards an input tombstone to every route with tombstones:

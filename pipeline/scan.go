@@ -1,32 +1,63 @@
 package pipeline
 
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
+
 // eachMember calls fn with each top-level member of the JSON object v, in
 // order: its key as written, quotes included (escaped: the key has an
-// escape, to be decoded), and its value's raw bytes. v must have passed
-// gjson.ValidBytes and be an object: this only finds where members
-// start and end, skipping values without decoding them (gjson's ForEach
-// parses every value, numbers through ParseFloat, to hand each one
-// over). On bytes that are not valid JSON it stops early; it never reads
-// past v.
-func eachMember(v []byte, fn func(key []byte, escaped bool, raw []byte)) {
-	i := skipSpace(v, 0) + 1 // past '{'
+// escape, to be decoded), and its value's raw bytes. Values are skipped,
+// not decoded (gjson's ForEach parses every value, numbers through
+// ParseFloat, to hand each one over), but their grammar is checked on the
+// way: eachMember reports whether v is one JSON object, with only JSON
+// whitespace around it, whose strings are valid UTF-8. That is exactly
+// utf8.Valid(v) && gjson.ValidBytes(v) && v is an object (gjson's grammar:
+// no nesting limit, lone surrogate escapes allowed), so the value is read
+// once, not once to validate and once more to find the members.
+//
+// On bytes that are not, it returns false at the first fault, having
+// called fn for the members before it: the caller decides nothing from
+// those calls until the scan has succeeded. It never reads past v, and
+// nesting is tracked on a heap stack, not by recursion.
+func eachMember(v []byte, fn func(key []byte, escaped bool, raw []byte)) bool {
+	i := skipSpace(v, 0)
+	if i >= len(v) || v[i] != '{' {
+		return false
+	}
+	i = skipSpace(v, i+1)
+	if i < len(v) && v[i] == '}' {
+		return skipSpace(v, i+1) == len(v)
+	}
 	for {
-		i = skipSpace(v, i)
-		if i < len(v) && v[i] == ',' {
-			i = skipSpace(v, i+1)
-		}
 		if i >= len(v) || v[i] != '"' {
-			return // '}' (or not an object)
+			return false
 		}
-		ke, esc := stringEnd(v, i+1)
-		key := v[i:min(ke+1, len(v))]
-		i = skipSpace(v, ke+1)
-		if i >= len(v) || v[i] != ':' {
-			return
+		ke, esc, ok := stringEnd(v, i+1)
+		if !ok {
+			return false
+		}
+		key := v[i:ke]
+		if i = skipSpace(v, ke); i >= len(v) || v[i] != ':' {
+			return false
 		}
 		vs := skipSpace(v, i+1)
-		i = valueEnd(v, vs)
-		fn(key, esc, v[vs:min(i, len(v))])
+		ve, ok := valueEnd(v, vs)
+		if !ok {
+			return false
+		}
+		fn(key, esc, v[vs:ve])
+		if i = skipSpace(v, ve); i >= len(v) {
+			return false
+		}
+		switch v[i] {
+		case ',':
+			i = skipSpace(v, i+1)
+		case '}':
+			return skipSpace(v, i+1) == len(v)
+		default:
+			return false
+		}
 	}
 }
 
@@ -37,49 +68,233 @@ func skipSpace(v []byte, i int) int {
 	return i
 }
 
-// stringEnd is the index of the quote closing the string whose content
-// starts at i, and whether the string has an escape.
-func stringEnd(v []byte, i int) (int, bool) {
-	esc := false
-	for ; i < len(v); i++ {
-		switch v[i] {
-		case '"':
-			return i, esc
-		case '\\':
+// plain marks the bytes that stand for themselves inside a JSON string:
+// not a quote, a backslash, a control character or the start of a
+// multi-byte UTF-8 sequence.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// stringEnd checks the string whose content starts at v[i] (past its
+// opening quote) and returns the index just past its closing quote and
+// whether it has an escape. ok is false for an unterminated string, a
+// control character, an escape JSON does not have, or bytes that are not
+// UTF-8.
+func stringEnd(v []byte, i int) (end int, esc, ok bool) {
+	for i < len(v) {
+		for i+8 <= len(v) && plain8(binary.LittleEndian.Uint64(v[i:])) {
+			i += 8
+		}
+		for i < len(v) && plain[v[i]] {
+			i++
+		}
+		if i >= len(v) {
+			break
+		}
+		switch c := v[i]; {
+		case c == '"':
+			return i + 1, esc, true
+		case c == '\\':
 			esc = true
-			i++ // the escaped byte (\" or \\ among them)
+			n := escapeLen(v, i)
+			if n == 0 {
+				return i, esc, false
+			}
+			i += n
+		case c < 0x20:
+			return i, esc, false
+		default:
+			r, size := utf8.DecodeRune(v[i:])
+			if r == utf8.RuneError && size == 1 {
+				return i, esc, false
+			}
+			i += size
 		}
 	}
-	return len(v), esc
+	return len(v), esc, false
 }
 
-// valueEnd is the index just past the value starting at i.
-func valueEnd(v []byte, i int) int {
-	if i >= len(v) {
-		return i
+// plain8 reports whether the eight bytes of w are all plain, eight at a
+// time (the bit tricks are exact for "some byte is"): none is below
+// 0x20, a quote, a backslash or 0x80 and above.
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs } // a zero byte
+	below := (w - 0x20*ones) & ^w & highs                            // a byte < 0x20
+	return (below | zero(w^('"'*ones)) | zero(w^('\\'*ones)) | w&highs) == 0
+}
+
+// escapeLen is the length of the escape starting at v[i] (a backslash), 0
+// if it is not one of JSON's: \" \\ \/ \b \f \n \r \t \uXXXX.
+func escapeLen(v []byte, i int) int {
+	if i+1 >= len(v) {
+		return 0
 	}
-	switch v[i] {
-	case '"':
-		e, _ := stringEnd(v, i+1)
-		return e + 1
-	case '{', '[':
-		depth := 0
-		for ; i < len(v); i++ {
-			switch v[i] {
-			case '"':
-				i, _ = stringEnd(v, i+1)
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
+	switch v[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if i+6 > len(v) {
+			return 0
+		}
+		for _, h := range v[i+2 : i+6] {
+			if !isHex(h) {
+				return 0
 			}
 		}
-		return i
+		return 6
 	}
-	for i < len(v) && v[i] != ',' && v[i] != '}' && v[i] != ']' && v[i] != ' ' && v[i] != '\t' && v[i] != '\n' && v[i] != '\r' {
-		i++ // a number, true, false or null
+	return 0
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// valueEnd checks the JSON value starting at v[i] (no whitespace before
+// it) and returns the index just past it.
+func valueEnd(v []byte, i int) (int, bool) {
+	if i >= len(v) {
+		return i, false
+	}
+	switch c := v[i]; {
+	case c == '"':
+		e, _, ok := stringEnd(v, i+1)
+		return e, ok
+	case c == '{' || c == '[':
+		return nestedEnd(v, i)
+	case c == '-' || c >= '0' && c <= '9':
+		return numberEnd(v, i)
+	case c == 't':
+		return literalEnd(v, i, "true")
+	case c == 'f':
+		return literalEnd(v, i, "false")
+	case c == 'n':
+		return literalEnd(v, i, "null")
+	}
+	return i, false
+}
+
+func literalEnd(v []byte, i int, lit string) (int, bool) {
+	if len(v)-i >= len(lit) && string(v[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return i, false
+}
+
+// numberEnd checks the JSON number starting at v[i]:
+// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+// What may follow it is the caller's to check.
+func numberEnd(v []byte, i int) (int, bool) {
+	if v[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(v) || v[i] < '0' || v[i] > '9':
+		return i, false
+	case v[i] == '0':
+		i++
+	default:
+		i = digitsEnd(v, i)
+	}
+	if i < len(v) && v[i] == '.' {
+		if i++; i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return i, false
+		}
+		i = digitsEnd(v, i)
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		if i++; i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if i >= len(v) || v[i] < '0' || v[i] > '9' {
+			return i, false
+		}
+		i = digitsEnd(v, i)
+	}
+	return i, true
+}
+
+func digitsEnd(v []byte, i int) int {
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
 	}
 	return i
+}
+
+// nestedEnd checks the object or array starting at v[i] and returns the
+// index just past it. open holds the containers entered and not yet
+// closed, their opening bytes; a closing byte is its opening byte + 2
+// ('{' '}', '[' ']').
+func nestedEnd(v []byte, i int) (int, bool) {
+	var buf [32]byte
+	open := buf[:0]
+	var ok bool
+	for {
+		// v[i] starts a value.
+		if c := v[i]; c == '{' || c == '[' {
+			open = append(open, c)
+			if i = skipSpace(v, i+1); i < len(v) && v[i] == c+2 {
+				open, i = open[:len(open)-1], i+1
+			} else {
+				if c == '{' {
+					if i, ok = memberValue(v, i); !ok {
+						return i, false
+					}
+				}
+				if i >= len(v) {
+					return i, false
+				}
+				continue
+			}
+		} else if i, ok = valueEnd(v, i); !ok {
+			return i, false
+		}
+		// A value ended: close containers, or go on to the next element.
+		for {
+			if len(open) == 0 {
+				return i, true
+			}
+			if i = skipSpace(v, i); i >= len(v) {
+				return i, false
+			}
+			top := open[len(open)-1]
+			if v[i] == top+2 {
+				open, i = open[:len(open)-1], i+1
+				continue
+			}
+			if v[i] != ',' {
+				return i, false
+			}
+			i = skipSpace(v, i+1)
+			if top == '{' {
+				if i, ok = memberValue(v, i); !ok {
+					return i, false
+				}
+			}
+			if i >= len(v) {
+				return i, false
+			}
+			break
+		}
+	}
+}
+
+// memberValue checks a member's key and colon starting at v[i] and
+// returns the index of its value's first byte.
+func memberValue(v []byte, i int) (int, bool) {
+	if i >= len(v) || v[i] != '"' {
+		return i, false
+	}
+	e, _, ok := stringEnd(v, i+1)
+	if !ok {
+		return e, false
+	}
+	if i = skipSpace(v, e); i >= len(v) || v[i] != ':' {
+		return i, false
+	}
+	return skipSpace(v, i+1), true
 }

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"pgregory.net/rapid"
@@ -60,13 +62,16 @@ func TestEachMemberAgreesWithForEach(t *testing.T) {
 			want = append(want, member{k.Str, v.Raw})
 			return true
 		})
-		eachMember([]byte(obj), func(key []byte, escaped bool, raw []byte) {
+		ok := eachMember([]byte(obj), func(key []byte, escaped bool, raw []byte) {
 			k := string(key[1 : len(key)-1])
 			if escaped {
 				k = gjson.ParseBytes(key).Str
 			}
 			got = append(got, member{k, string(raw)})
 		})
+		if !ok {
+			t.Fatalf("%s: eachMember refused a valid object", obj)
+		}
 		if len(got) != len(want) {
 			t.Fatalf("%s: eachMember %q, ForEach %q", obj, got, want)
 		}
@@ -78,15 +83,113 @@ func TestEachMemberAgreesWithForEach(t *testing.T) {
 	})
 }
 
-// TestEachMemberInvalid: on bytes that are not a valid object (which
-// validate refuses first) it stops without panicking or reading past
-// the end.
+// TestEachMemberInvalid: bytes that are not one valid JSON object are
+// refused, each at its fault, without panicking or reading past the end.
 func TestEachMemberInvalid(t *testing.T) {
-	for _, v := range []string{"", "{", `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"a":{"b":`, `{"a\`, `[1]`, `{"a":1,`, `{,}`} {
-		eachMember([]byte(v), func(key []byte, _ bool, raw []byte) {
-			if len(key) == 0 || key[0] != '"' {
-				t.Fatalf("%q: key %q", v, key)
+	for _, v := range []string{
+		"", " ", "{", `{"`, `{"a`, `{"a"`, `{"a":`, `{"a":"`, `{"a":[`, `{"a":{"b":`, `{"a\`, `[1]`, `{"a":1,`, `{,}`,
+		`{"a":1}x`, `{"a":1}{}`, `{"a":1,}`, `{"a" 1}`, `{a:1}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`,
+		`{"a":1e+}`, `{"a":+1}`, `{"a":tru}`, `{"a":nul}`, `{"a":True}`, `{"a":"\x"}`, `{"a":"\u12"}`, `{"a":"\u12G4"}`,
+		"{\"a\":\"\x00\"}", "{\"a\":\"\t\"}", "{\"a\":\"\xff\"}", "{\"a\":\"\xed\xa0\x80\"}", "{\"\xc3\":1}",
+		`{"a":[1,]}`, `{"a":[,1]}`, `{"a":[1 2]}`, `{"a":{"b":1]}`, `{"a":[1}}`, `{"a":{"b"}}`, `{"a":{"b":1,}}`,
+		`{"a":[[[]]}`, `{"a":[[[]]]]}`, "\u00a0{}", "\xef\xbb\xbf{}", "{}\x00", `{"a":1}` + "\f",
+	} {
+		if eachMember([]byte(v), func(key []byte, _ bool, raw []byte) {
+			if len(key) < 2 || key[0] != '"' || key[len(key)-1] != '"' || len(raw) == 0 {
+				t.Fatalf("%q: key %q raw %q", v, key, raw)
+			}
+		}) {
+			t.Fatalf("%q: accepted", v)
+		}
+	}
+	for _, v := range []string{`{}`, " {} ", "\t\r\n{\n}\n", `{"a":[]}`, `{"a":{}}`, `{"a":[{},[]]}`, `{"":""}`, `{"a":"\ud800"}`, `{"a":-0.0e-0}`, "{\"a\":\"\xef\xbf\xbd\"}"} {
+		if !eachMember([]byte(v), func([]byte, bool, []byte) {}) {
+			t.Fatalf("%q: refused", v)
+		}
+	}
+}
+
+// TestEachMemberDeep: nesting is not recursion, so a value nested
+// 300,000 deep is checked in linear time and refused when unbalanced.
+func TestEachMemberDeep(t *testing.T) {
+	const n = 300_000
+	for _, c := range []struct {
+		v  string
+		ok bool
+	}{
+		{`{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}`, true},
+		{`{"a":` + strings.Repeat(`{"b":`, n) + "1" + strings.Repeat("}", n) + `}`, true},
+		{`{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n-1) + `}`, false},
+		{`{"a":` + strings.Repeat("[", n), false},
+	} {
+		if got := eachMember([]byte(c.v), func([]byte, bool, []byte) {}); got != c.ok || gjson.Valid(c.v) != c.ok {
+			t.Fatalf("%.20q...: eachMember %v, gjson %v, want %v", c.v, got, gjson.Valid(c.v), c.ok)
+		}
+	}
+}
+
+// TestSlowMembersAgree: the fallback decodeInto keeps for a value the
+// scan would refuse and validate accept (none is known) finds the
+// members the scan finds, so taking it changes no field.
+func TestSlowMembersAgree(t *testing.T) {
+	dec := newDecoder(topo(t, tsMillis, `routes: [{name: all, topic: out, when: 'a != nil || x != nil || ts != nil'}]`+"\n"))
+	rapid.Check(t, func(t *rapid.T) {
+		var obj string
+		for !strings.HasPrefix(obj, "{") {
+			obj = jsonGen(t, 3)
+		}
+		fast, slow := &Decoded{}, &Decoded{}
+		mf, ms := members{d: dec, out: fast}, members{d: dec, out: slow}
+		if !eachMember([]byte(obj), mf.member) {
+			t.Fatalf("%s: refused", obj)
+		}
+		ms.slowMembers([]byte(obj))
+		if len(fast.spans) != len(slow.spans) || string(mf.timeRaw) != string(ms.timeRaw) {
+			t.Fatalf("%s: scan %d spans, time %q; gjson %d spans, time %q", obj, len(fast.spans), mf.timeRaw, len(slow.spans), ms.timeRaw)
+		}
+		for i := range fast.spans {
+			if f, s := fast.spans[i], slow.spans[i]; f.field != s.field || string(f.raw) != string(s.raw) {
+				t.Fatalf("%s: span %d: scan %d %q, gjson %d %q", obj, i, f.field, f.raw, s.field, s.raw)
+			}
+		}
+	})
+}
+
+// TestPlain8: eight bytes at a time, plain8 says what the byte table
+// says of each of them, on words built from every kind of byte.
+func TestPlain8(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 0x1f, 0x20, 0x21, '"', '\\', 'a', 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' + 1, '"' - 1}), 8, 8).Draw(t, "bytes")
+		want := true
+		for _, c := range b {
+			want = want && plain[c]
+		}
+		if got := plain8(binary.LittleEndian.Uint64(b)); got != want {
+			t.Fatalf("% x: plain8 %v, table %v", b, got, want)
+		}
+	})
+	for c := range 256 {
+		w := uint64(0x6161616161616161)&^(0xff<<24) | uint64(c)<<24
+		if got := plain8(w); got != plain[c] {
+			t.Fatalf("byte %#x among plain bytes: plain8 %v, table %v", c, got, plain[c])
+		}
+	}
+}
+
+// BenchmarkScan: the one pass (eachMember) against the two it replaced
+// (utf8.Valid + gjson.ValidBytes, then the trusting member walk), on the
+// generator's events.
+func BenchmarkScan(b *testing.B) {
+	evs := benchEvents(b, true)
+	b.Run("eachMember", func(b *testing.B) {
+		loop(b, func(i int) { eachMember(evs[i%len(evs)], func([]byte, bool, []byte) {}) })
+	})
+	b.Run("utf8+ValidBytes+walk", func(b *testing.B) {
+		loop(b, func(i int) {
+			v := evs[i%len(evs)]
+			if utf8.Valid(v) && gjson.ValidBytes(v) {
+				refEachMember(v, func([]byte, bool, []byte) {})
 			}
 		})
-	}
+	})
 }
