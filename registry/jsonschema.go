@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -125,19 +126,28 @@ func SchemaViolations(err error) (string, bool) {
 	if !errors.As(err, &ve) {
 		return "", false
 	}
-	var parts []string
+	// The validator lists violations in an order that follows a map, so
+	// the same record could read differently on a replay: sort them (by
+	// location, then text) before keeping the first three. A violation
+	// of the whole value ("/") counts only when there is no other.
+	var parts, root []string
 	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil || u.InstanceLocation == "" && len(parts) > 0 {
+		if u.Error == nil {
 			continue
 		}
-		loc := u.InstanceLocation
-		if loc == "" {
-			loc = "/"
+		if u.InstanceLocation == "" {
+			root = append(root, "at /: "+u.Error.String())
+			continue
 		}
-		parts = append(parts, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
-		if len(parts) == 3 {
-			break
-		}
+		parts = append(parts, fmt.Sprintf("at %s: %s", u.InstanceLocation, u.Error.String()))
+	}
+	if len(parts) == 0 {
+		parts = root
+	}
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
+	if len(parts) > 3 {
+		parts = parts[:3]
 	}
 	return strings.Join(parts, "; "), len(parts) > 0
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sidestream/sidestream/wire"
@@ -80,5 +81,49 @@ func TestJSONSchemaNoRemoteRefs(t *testing.T) {
 	re := recordErr(t, err, wire.ReasonJSONSchemaDecode)
 	if !strings.Contains(re.Error(), "not among the registry's references") {
 		t.Fatalf("%v", re)
+	}
+}
+
+// TestSchemaViolationsStable: a value with more violations than the
+// message lists reads the same on every validation (a replay writes the
+// same dirty record), the three it names sorted by location.
+func TestSchemaViolationsStable(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	schema := map[string]any{"type": "object", "properties": map[string]any{}}
+	value := map[string]any{}
+	for _, f := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		schema["properties"].(map[string]any)[f] = map[string]any{"type": "integer"}
+		value[f] = "text"
+	}
+	if err := c.AddResource("mem://s.json", schema); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem://s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for i := range 50 {
+		msg, ok := SchemaViolations(sch.Validate(value))
+		if !ok {
+			t.Fatal("no violations read from a failing validation")
+		}
+		if i == 0 {
+			first = msg
+			continue
+		}
+		if msg != first {
+			t.Fatalf("validation %d reads %q, the first read %q", i, msg, first)
+		}
+	}
+	want := []string{"at /a: ", "at /b: ", "at /c: "}
+	parts := strings.Split(first, "; ")
+	if len(parts) != 3 {
+		t.Fatalf("message %q: want three violations", first)
+	}
+	for i, p := range parts {
+		if !strings.HasPrefix(p, want[i]) {
+			t.Fatalf("violation %d is %q, want it to start %q", i, p, want[i])
+		}
 	}
 }
