@@ -42,6 +42,51 @@ type windowTask struct {
 	// from each source, for idle_timeout.
 	built     time.Time
 	lastHeard map[string]time.Time
+	// What processWindow reuses from record to record: the aggregates'
+	// scratch, and the source topics and source ids of the headers read,
+	// each made once (bounded: a foreign writer may name many).
+	scratch *pipeline.WindowScratch
+	topics  map[string]string
+	srcIDs  map[srcKey]string
+}
+
+type srcKey struct {
+	topic string
+	part  int32
+}
+
+// maxNames bounds what windowTask keeps of the names it read.
+const maxNames = 1024
+
+// topic is the source topic of a header value, made once.
+func (t *windowTask) topic(b []byte) string {
+	if s, ok := t.topics[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if t.topics == nil {
+		t.topics = map[string]string{}
+	}
+	if len(t.topics) < maxNames {
+		t.topics[s] = s
+	}
+	return s
+}
+
+// sourceID is SourceID, made once per source.
+func (t *windowTask) sourceID(topic string, part int32) string {
+	k := srcKey{topic, part}
+	if s, ok := t.srcIDs[k]; ok {
+		return s
+	}
+	s := SourceID(topic, part)
+	if t.srcIDs == nil {
+		t.srcIDs = map[srcKey]string{}
+	}
+	if len(t.srcIDs) < maxNames {
+		t.srcIDs[k] = s
+	}
+	return s
 }
 
 func (t *windowTask) Store() changelog.Store   { return t.st }
@@ -163,35 +208,34 @@ func (s *Stage) windowTask(ctx context.Context, topic string, part int32) (*wind
 // operator. It returns the window results (and the late record, if late).
 func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	rt := t.route.rt
-	et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
-	if !ok {
+	h := wire.ReadRepartition(r.Headers)
+	if !h.EventTimeOK {
 		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
-	d, rerr := e.RepartitionedFields(r)
-	if rerr != nil {
-		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
+	et := h.EventTime
+	m := pipeline.Meta{Key: h.SourceKey, Topic: t.topic(h.Topic), Timestamp: r.Timestamp.UnixMilli(), Offset: h.Offset}
+	if h.PartitionOK {
+		m.Partition = int32(h.Partition)
 	}
-	d.EventTime = et
-	m := &pipeline.Meta{Key: pipeline.SourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
-	if p, ok := wire.Int(r.Headers, wire.HeaderPartition); ok {
-		m.Partition = int32(p)
+	if t.scratch == nil {
+		t.scratch = e.NewWindowScratch()
 	}
-	m.Offset, _ = wire.Int(r.Headers, wire.HeaderOffset)
-	vals, rerr := e.AggregateValues(rt, m, d)
+	vals, rerr := e.WindowValues(rt, r, &h, &m, t.scratch)
 	if rerr != nil {
 		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
-	if h, ok := wire.Value(r.Headers, wire.HeaderSourceMax); ok {
+	if h.HasSourceMax {
 		// Aligned: judged by the source's own progress (sources.go).
 		before := int64(math.MinInt64)
-		if len(h) > 0 {
-			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
+		if len(h.SourceMax) > 0 {
+			var ok bool
+			if before, ok = wire.ParseInt(h.SourceMax); !ok {
+				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h.SourceMax), tally)}, nil
 			}
 		}
-		src := SourceID(m.Topic, m.Partition)
+		src := t.sourceID(m.Topic, m.Partition)
 		t.heard(src)
 		out, err = t.op.ProcessAligned(src, string(r.Key), et, vals, before)
 	} else {
