@@ -30,19 +30,36 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 	}
 	hs := make([]kgo.RecordHeader, 0, n)
 	hs = append(hs, r.Headers...)
+	// The values written here share one buffer, each capped at its end
+	// (nothing appends to a record's header values once built).
+	buf := make([]byte, 0, 3*20+len(r.Topic)+20)
+	val := func(start int) []byte { return buf[start:len(buf):len(buf)] }
 	if aligned {
 		var b []byte
 		if before != math.MinInt64 {
-			b = []byte(strconv.FormatInt(before, 10))
+			start := len(buf)
+			buf = strconv.AppendInt(buf, before, 10)
+			b = val(start)
 		}
 		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
 	}
+	start := len(buf)
+	buf = strconv.AppendInt(buf, eventTime, 10)
+	et := val(start)
+	start = len(buf)
+	buf = append(buf, r.Topic...)
+	topic := val(start)
+	start = len(buf)
+	buf = strconv.AppendInt(buf, int64(r.Partition), 10)
+	part := val(start)
+	start = len(buf)
+	buf = strconv.AppendInt(buf, r.Offset, 10)
 	return append(hs,
-		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
+		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: et},
 		kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
-		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
-		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: topic},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: part},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: val(start)},
 	)
 }
 

@@ -3,6 +3,9 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -181,4 +184,48 @@ func TestWindowValuesAllocs(t *testing.T) {
 			t.Errorf("route %s: %v allocations per record, want at most %v", name, got, want)
 		}
 	}
+}
+
+// TestRepartitionHeadersProperty: the stage-one headers written into one
+// buffer are the headers written one by one, and no value reaches into
+// the next (each is capped at its end).
+func TestRepartitionHeadersProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := &kgo.Record{
+			Topic: rapid.StringN(0, 40, -1).Draw(rt, "topic"), Partition: rapid.Int32().Draw(rt, "partition"),
+			Offset: rapid.Int64().Draw(rt, "offset"), Key: rapid.SliceOfN(rapid.Byte(), 0, 8).Draw(rt, "key"),
+		}
+		if rapid.Bool().Draw(rt, "input headers") {
+			r.Headers = []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}}
+		}
+		et := rapid.Int64().Draw(rt, "event time")
+		before := rapid.SampledFrom([]int64{math.MinInt64, math.MaxInt64, -1, 1_700_000_000_000}).Draw(rt, "before")
+		aligned := rapid.Bool().Draw(rt, "aligned")
+		want := slices.Clone(r.Headers)
+		if aligned {
+			var b []byte
+			if before != math.MinInt64 {
+				b = []byte(strconv.FormatInt(before, 10))
+			}
+			want = append(want, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
+		}
+		want = append(want,
+			kgo.RecordHeader{Key: wire.HeaderEventTime, Value: []byte(strconv.FormatInt(et, 10))},
+			kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
+			kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+			kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))})
+		got := repartitionHeaders(r, et, before, aligned)
+		if !reflect.DeepEqual(got, want) {
+			rt.Fatalf("headers %q, want %q", got, want)
+		}
+		for i, h := range got[len(r.Headers):] {
+			if cap(h.Value) != len(h.Value) && h.Key != wire.HeaderSourceKey {
+				rt.Fatalf("header %d (%s) has room past its end: %d of %d", i, h.Key, len(h.Value), cap(h.Value))
+			}
+		}
+		if cap(got)-len(got) < 1 {
+			rt.Fatal("no room for the fields or part header")
+		}
+	})
 }
