@@ -43,11 +43,13 @@ type windowTask struct {
 	built     time.Time
 	lastHeard map[string]time.Time
 	// What processWindow reuses from record to record: the aggregates'
-	// scratch, and the source topics and source ids of the headers read,
-	// each made once (bounded: a foreign writer may name many).
+	// scratch, and the source topics, source ids and group keys read,
+	// each made once (bounded: a foreign writer may name many topics, a
+	// route may have many keys).
 	scratch *pipeline.WindowScratch
 	topics  map[string]string
 	srcIDs  map[srcKey]string
+	keys    map[string]string
 }
 
 type srcKey struct {
@@ -59,16 +61,23 @@ type srcKey struct {
 const maxNames = 1024
 
 // topic is the source topic of a header value, made once.
-func (t *windowTask) topic(b []byte) string {
-	if s, ok := t.topics[string(b)]; ok {
+func (t *windowTask) topic(b []byte) string { return intern(&t.topics, b) }
+
+// groupKey is a record's group key (its Kafka key), made once.
+func (t *windowTask) groupKey(b []byte) string { return intern(&t.keys, b) }
+
+// intern is b as a string, kept in *m while it holds fewer than
+// maxNames.
+func intern(m *map[string]string, b []byte) string {
+	if s, ok := (*m)[string(b)]; ok {
 		return s
 	}
 	s := string(b)
-	if t.topics == nil {
-		t.topics = map[string]string{}
+	if *m == nil {
+		*m = map[string]string{}
 	}
-	if len(t.topics) < maxNames {
-		t.topics[s] = s
+	if len(*m) < maxNames {
+		(*m)[s] = s
 	}
 	return s
 }
@@ -237,10 +246,10 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 		}
 		src := t.sourceID(m.Topic, m.Partition)
 		t.heard(src)
-		out, err = t.op.ProcessAligned(src, string(r.Key), et, vals, before)
+		out, err = t.op.ProcessAligned(src, t.groupKey(r.Key), et, vals, before)
 	} else {
 		// Written without source progress: the task's own watermark.
-		out, err = t.op.Process(string(r.Key), et, vals)
+		out, err = t.op.Process(t.groupKey(r.Key), et, vals)
 	}
 	if err != nil {
 		var we *window.RecordError
