@@ -30,7 +30,10 @@ import (
 // shifts their event time and source maximum past the windows of the pass
 // before (rewritten in place, no allocation), so the records are late as
 // often as the generator makes them, not all late after the first pass as
-// they are in fields and json. Kafka is not involved; the operator runs
+// they are in fields and json. aligned is live with the source maximum
+// stage one stamps under aligned watermarks (the default; the records
+// come from one input partition), so the operator judges each record by
+// its source (ProcessAligned). Kafka is not involved; the operator runs
 // over the Memory store with the changelog records of a commit every
 // 1,000 records.
 func BenchmarkWindowStageTwo(b *testing.B) {
@@ -58,7 +61,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 			tally := metrics.NewTally()
 			loop(b, func(i int) { e.Process(inputs[i%len(inputs)], tally) })
 		})
-		for _, mode := range []string{"fields", "json", "live"} {
+		for _, mode := range []string{"fields", "json", "live", "aligned"} {
 			recs := reps
 			var sh *shifter
 			switch mode {
@@ -66,6 +69,8 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 				recs = withoutFields(reps)
 			case "live":
 				recs, sh = newShifter(b, reps)
+			case "aligned":
+				recs, sh = newShifter(b, withSourceMax(b, reps))
 			}
 			b.Run(v.name+"/"+mode, func(b *testing.B) {
 				t := benchWindowTask(b, top)
@@ -182,6 +187,29 @@ func (sh *shifter) pass(n int) {
 			}
 		}
 	}
+}
+
+// withSourceMax are copies of records of one source with the source
+// maximum header stage one stamps (sources.go): the largest event time
+// before each, none for the first.
+func withSourceMax(b testing.TB, recs []*kgo.Record) []*kgo.Record {
+	out := make([]*kgo.Record, len(recs))
+	before := int64(math.MinInt64)
+	for i, r := range recs {
+		c := *r
+		var v []byte
+		if before != math.MinInt64 {
+			v = []byte(strconv.FormatInt(before, 10))
+		}
+		c.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderSourceMax, Value: v}}, r.Headers...)
+		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
+		if !ok {
+			b.Fatal("no event time")
+		}
+		before = max(before, et)
+		out[i] = &c
+	}
+	return out
 }
 
 func withoutFields(recs []*kgo.Record) []*kgo.Record {
