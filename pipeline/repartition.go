@@ -32,7 +32,11 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 	hs = append(hs, r.Headers...)
 	// The values written here share one buffer, each capped at its end
 	// (nothing appends to a record's header values once built).
-	buf := make([]byte, 0, 3*20+len(r.Topic)+20)
+	size := decimalLen(eventTime) + len(r.Topic) + decimalLen(int64(r.Partition)) + decimalLen(r.Offset)
+	if aligned && before != math.MinInt64 {
+		size += decimalLen(before)
+	}
+	buf := make([]byte, 0, size)
 	val := func(start int) []byte { return buf[start:len(buf):len(buf)] }
 	if aligned {
 		var b []byte
@@ -61,6 +65,22 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 		kgo.RecordHeader{Key: wire.HeaderPartition, Value: part},
 		kgo.RecordHeader{Key: wire.HeaderOffset, Value: val(start)},
 	)
+}
+
+// decimalLen is the length of n in base 10.
+func decimalLen(n int64) int {
+	l := 1
+	if n < 0 {
+		l++
+		if n == math.MinInt64 {
+			return 20
+		}
+		n = -n
+	}
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
 }
 
 // windowPlan is what the two stages need of one window route's
@@ -125,23 +145,24 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 		// (nothing writes to a record's headers once built).
 		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
 	}
-	fields := d.Fields
+	get := func(j int) (any, bool) {
+		v, ok := d.Fields[names[j]]
+		return v, ok
+	}
 	if d.vals != nil {
 		// A JSON input's fields are by number (decode.go): the few the
 		// aggregates read, by name. A null and an absent field are both
 		// nil there, as they are to an expression: neither is carried.
-		fields = make(map[string]any, len(names))
-		for _, n := range names {
-			i, ok := e.dec.index[n]
+		get = func(j int) (any, bool) {
+			i, ok := e.dec.index[names[j]]
 			if !ok {
 				i = -1
 			}
-			if v := d.field(i, n); v != nil {
-				fields[n] = v
-			}
+			v := d.field(i, names[j])
+			return v, v != nil
 		}
 	}
-	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, fields)
+	b, err := wire.AppendFieldsFunc(make([]byte, 0, 2+24*len(names)), names, get)
 	if err != nil {
 		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
 	}

@@ -229,3 +229,11 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 		}
 	})
 }
+
+func TestDecimalLen(t *testing.T) {
+	for _, n := range []int64{0, 9, 10, -1, -10, 1_700_000_000_000, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		if got, want := decimalLen(n), len(strconv.FormatInt(n, 10)); got != want {
+			t.Errorf("decimalLen(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

@@ -62,17 +62,27 @@ var ErrFieldsVersion = errors.New("fields header version unknown")
 // (in that order; a name fields lacks is left out) to dst. An error is a
 // value outside the value model or nested deeper than MaxFieldsDepth.
 func AppendFields(dst []byte, names []string, fields map[string]any) ([]byte, error) {
+	return AppendFieldsFunc(dst, names, func(i int) (any, bool) {
+		v, ok := fields[names[i]]
+		return v, ok
+	})
+}
+
+// AppendFieldsFunc is AppendFields with each field got by its index in
+// names (false: the field is left out), so a caller holding its fields
+// by number builds no map; get is called twice per name.
+func AppendFieldsFunc(dst []byte, names []string, get func(i int) (any, bool)) ([]byte, error) {
 	n := 0
-	for _, name := range names {
-		if _, ok := fields[name]; ok {
+	for i := range names {
+		if _, ok := get(i); ok {
 			n++
 		}
 	}
 	dst = append(dst, FieldsVersion)
 	dst = binary.AppendUvarint(dst, uint64(n))
 	var err error
-	for _, name := range names {
-		v, ok := fields[name]
+	for i, name := range names {
+		v, ok := get(i)
 		if !ok {
 			continue
 		}
