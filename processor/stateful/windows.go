@@ -57,8 +57,12 @@ type srcKey struct {
 	part  int32
 }
 
-// maxNames bounds what windowTask keeps of the names it read.
-const maxNames = 1024
+// maxNames and maxNameLen bound what windowTask keeps of the names it
+// read: at most 1,024 of each kind, none longer than 256 bytes.
+const (
+	maxNames   = 1024
+	maxNameLen = 256
+)
 
 // topic is the source topic of a header value, made once.
 func (t *windowTask) topic(b []byte) string { return intern(&t.topics, b) }
@@ -67,7 +71,7 @@ func (t *windowTask) topic(b []byte) string { return intern(&t.topics, b) }
 func (t *windowTask) groupKey(b []byte) string { return intern(&t.keys, b) }
 
 // intern is b as a string, kept in *m while it holds fewer than
-// maxNames.
+// maxNames (and b is not longer than maxNameLen).
 func intern(m *map[string]string, b []byte) string {
 	if s, ok := (*m)[string(b)]; ok {
 		return s
@@ -76,7 +80,7 @@ func intern(m *map[string]string, b []byte) string {
 	if *m == nil {
 		*m = map[string]string{}
 	}
-	if len(*m) < maxNames {
+	if len(*m) < maxNames && len(s) <= maxNameLen {
 		(*m)[s] = s
 	}
 	return s
