@@ -308,19 +308,41 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		rec := &kgo.Record{
-			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
-			Headers: []kgo.RecordHeader{
-				{Key: wire.HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
-				{Key: wire.HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
-			},
-		}
-		if res.Evicted {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: wire.HeaderEvicted, Value: []byte("true")})
-		}
-		recs = append(recs, rec)
+		recs = append(recs, resultRecord(rt.Topic, res, value, ts))
 	}
 	return recs
+}
+
+// resultRec is a window result's record, its headers and the digits of
+// its revision in one allocation.
+type resultRec struct {
+	rec kgo.Record
+	hs  [3]kgo.RecordHeader
+	rev [20]byte
+}
+
+// The values of the boolean headers, shared: nothing writes to a
+// record's header values once built.
+var (
+	trueValue  = []byte("true")
+	falseValue = []byte("false")
+)
+
+func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *kgo.Record {
+	rr := &resultRec{}
+	final := falseValue
+	if res.Final {
+		final = trueValue
+	}
+	rr.hs[0] = kgo.RecordHeader{Key: wire.HeaderRevision, Value: strconv.AppendInt(rr.rev[:0:len(rr.rev)], res.Revision, 10)}
+	rr.hs[1] = kgo.RecordHeader{Key: wire.HeaderFinal, Value: final}
+	n := 2
+	if res.Evicted {
+		rr.hs[2] = kgo.RecordHeader{Key: wire.HeaderEvicted, Value: trueValue}
+		n = 3
+	}
+	rr.rec = kgo.Record{Topic: topic, Key: []byte(res.Key), Value: value, Timestamp: ts, Headers: rr.hs[:n:n]}
+	return &rr.rec
 }
 
 // resultValue is a window result's value in its route's format: the

@@ -1,9 +1,17 @@
 package stateful
 
 import (
+	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/processor/window"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // TestWindowTaskNamesBounded: the names a window task keeps (topics,
@@ -31,5 +39,32 @@ func TestWindowTaskNamesBounded(t *testing.T) {
 	long := strings.Repeat("k", maxNameLen+1)
 	if got := fresh.groupKey([]byte(long)); got != long || len(fresh.keys) != 0 {
 		t.Fatalf("a key of %d bytes: %d bytes back, %d kept", len(long), len(got), len(fresh.keys))
+	}
+}
+
+// TestResultRecord: a window result's record, built in one allocation,
+// is the record built field by field.
+func TestResultRecord(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_000)
+	for _, res := range []window.Result{
+		{Key: "api@1", Revision: 1},
+		{Key: "", Revision: 0, Final: true},
+		{Key: "k", Revision: math.MaxInt64, Final: true, Evicted: true},
+		{Key: "k", Revision: math.MinInt64, Evicted: true},
+	} {
+		want := &kgo.Record{
+			Topic: "out", Key: []byte(res.Key), Value: []byte("v"), Timestamp: ts,
+			Headers: []kgo.RecordHeader{
+				{Key: wire.HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
+				{Key: wire.HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
+			},
+		}
+		if res.Evicted {
+			want.Headers = append(want.Headers, kgo.RecordHeader{Key: wire.HeaderEvicted, Value: []byte("true")})
+		}
+		got := resultRecord("out", res, []byte("v"), ts)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v: record %+v, want %+v", res, got, want)
+		}
 	}
 }
