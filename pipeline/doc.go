@@ -8,9 +8,11 @@
 // (wire.HeaderEventTime, wire.HeaderSourceKey, the source's maximum event
 // time, and for a window route the fields its aggregates read,
 // wire.HeaderFields). Stage two (the window and assembly tasks) reads
-// those records back with SourceKey, RepartitionedFields (the fields
-// header; the JSON value decoded again only without it) and
-// AggregateValues, and sends its own bad records through Engine.Dirty.
+// those records back with WindowValues (the fields header read by field
+// number, the aggregates' counts and fast forms on it), which falls back
+// to RepartitionedFields (the fields header; the JSON value decoded again
+// only without it) and AggregateValues, and sends its own bad records
+// through Engine.Dirty.
 //
 // It is pure by construction: it takes a *kgo.Record as a value and never
 // talks to Kafka (no client, no admin), holds no state store and imports

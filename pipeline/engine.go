@@ -31,8 +31,9 @@ type Engine struct {
 	tombstones []*topology.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
-	// winFields are the fields each window route's aggregates read.
-	winFields map[*topology.RouteNode][]string
+	// winFields are what each window route's aggregates read, and how
+	// stage two evaluates them (windowPlan).
+	winFields map[*topology.RouteNode]*windowPlan
 	// evals lends each record the VM and variables map it evaluates
 	// with; headers: some expression reads _headers.
 	evals   evalPool

@@ -30,36 +30,102 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []
 	}
 	hs := make([]kgo.RecordHeader, 0, n)
 	hs = append(hs, r.Headers...)
+	// The values written here share one buffer, each capped at its end
+	// (nothing appends to a record's header values once built).
+	size := decimalLen(eventTime) + len(r.Topic) + decimalLen(int64(r.Partition)) + decimalLen(r.Offset)
+	if aligned && before != math.MinInt64 {
+		size += decimalLen(before)
+	}
+	buf := make([]byte, 0, size)
+	val := func(start int) []byte { return buf[start:len(buf):len(buf)] }
 	if aligned {
 		var b []byte
 		if before != math.MinInt64 {
-			b = []byte(strconv.FormatInt(before, 10))
+			start := len(buf)
+			buf = strconv.AppendInt(buf, before, 10)
+			b = val(start)
 		}
 		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
 	}
+	start := len(buf)
+	buf = strconv.AppendInt(buf, eventTime, 10)
+	et := val(start)
+	start = len(buf)
+	buf = append(buf, r.Topic...)
+	topic := val(start)
+	start = len(buf)
+	buf = strconv.AppendInt(buf, int64(r.Partition), 10)
+	part := val(start)
+	start = len(buf)
+	buf = strconv.AppendInt(buf, r.Offset, 10)
 	return append(hs,
-		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: []byte(strconv.FormatInt(eventTime, 10))},
+		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: et},
 		kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
-		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
-		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: topic},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: part},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: val(start)},
 	)
 }
 
-// windowFields are, by window route, the input fields its aggregates
-// read, sorted: what stage one carries to stage two (wire.HeaderFields).
-func windowFields(t *topology.Topology) map[*topology.RouteNode][]string {
-	out := map[*topology.RouteNode][]string{}
+// decimalLen is the length of n in base 10.
+func decimalLen(n int64) int {
+	l := 1
+	if n < 0 {
+		l++
+		if n == math.MinInt64 {
+			return 20
+		}
+		n = -n
+	}
+	for ; n >= 10; n /= 10 {
+		l++
+	}
+	return l
+}
+
+// windowPlan is what the two stages need of one window route's
+// aggregates: the input fields they read, sorted (what stage one carries
+// to stage two, wire.HeaderFields), and by aggregate its fast form
+// (topology.Fast) over the fields by number (topology.Fields), nil for a
+// count. byFast: every aggregate is a count or has one, so stage two
+// reads a record's fields by number, without a map (WindowValues).
+type windowPlan struct {
+	names  []string
+	fast   []topology.Fast
+	byFast bool
+	// slot numbers a field named in a fields header (topology.Fields).
+	slot func(name []byte) (int, bool)
+}
+
+// windowFields are the window routes' plans (windowPlan).
+func windowFields(t *topology.Topology) map[*topology.RouteNode]*windowPlan {
+	slot := func(name string) (int, bool) { return slices.BinarySearch(t.Fields, name) }
+	index := make(map[string]int, len(t.Fields))
+	for i, f := range t.Fields {
+		index[f] = i
+	}
+	byteSlot := func(name []byte) (int, bool) {
+		i, ok := index[string(name)]
+		return i, ok
+	}
+	out := map[*topology.RouteNode]*windowPlan{}
 	for _, rt := range t.Windows() {
 		set := map[string]bool{}
-		for _, a := range rt.Window.Aggregates {
-			if a.Of != nil {
-				for _, f := range a.Of.Fields {
-					set[f] = true
-				}
+		p := &windowPlan{fast: make([]topology.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
+		for i, a := range rt.Window.Aggregates {
+			if a.Of == nil {
+				continue
 			}
+			for _, f := range a.Of.Fields {
+				set[f] = true
+			}
+			// An aggregate that reads metadata has no fast form: its
+			// variables are not fields (slot).
+			p.fast[i] = topology.CompileFast(a.Of.Program, false, slot)
+			p.byFast = p.byFast && p.fast[i] != nil
 		}
-		out[rt] = slices.Sorted(maps.Keys(set))
+		p.names = slices.Sorted(maps.Keys(set))
+		out[rt] = p
 	}
 	return out
 }
@@ -73,29 +139,30 @@ var noFields, _ = wire.AppendFields(nil, nil, nil)
 // it never decodes the value again, whatever the input's format.
 func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
 	hs := repartitionHeaders(r, d.EventTime, before, aligned)
-	names := e.winFields[rt]
+	names := e.winFields[rt].names
 	if len(names) == 0 {
 		// A route of bare counts reads no field: one shared header value
 		// (nothing writes to a record's headers once built).
 		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
 	}
-	fields := d.Fields
+	get := func(j int) (any, bool) {
+		v, ok := d.Fields[names[j]]
+		return v, ok
+	}
 	if d.vals != nil {
 		// A JSON input's fields are by number (decode.go): the few the
 		// aggregates read, by name. A null and an absent field are both
 		// nil there, as they are to an expression: neither is carried.
-		fields = make(map[string]any, len(names))
-		for _, n := range names {
-			i, ok := e.dec.index[n]
+		get = func(j int) (any, bool) {
+			i, ok := e.dec.index[names[j]]
 			if !ok {
 				i = -1
 			}
-			if v := d.field(i, n); v != nil {
-				fields[n] = v
-			}
+			v := d.field(i, names[j])
+			return v, v != nil
 		}
 	}
-	b, err := wire.AppendFields(make([]byte, 0, 2+24*len(names)), names, fields)
+	b, err := wire.AppendFieldsFunc(make([]byte, 0, 2+24*len(names)), names, get)
 	if err != nil {
 		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
 	}
@@ -168,15 +235,19 @@ func (e *Engine) DecodeFields(value []byte) (*Decoded, *RecordError) {
 }
 
 // AggregateValues evaluates each aggregate's expression of window route
-// rt for one repartitioned record.
+// rt for one repartitioned record. The variables map is built only for
+// an aggregate that runs the VM (a count reads nothing).
 func (e *Engine) AggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
-	ev := env(m, d)
+	var ev map[string]any
 	vals := make([]any, len(rt.Window.Aggregates))
 	var machine vm.VM
 	for i, a := range rt.Window.Aggregates {
 		if a.Of == nil {
 			vals[i] = true // a bare count counts the record
 			continue
+		}
+		if ev == nil {
+			ev = env(m, d)
 		}
 		v, err := machine.Run(a.Of.Program, ev)
 		if err != nil {
@@ -185,6 +256,66 @@ func (e *Engine) AggregateValues(rt *topology.RouteNode, m *Meta, d *Decoded) ([
 		vals[i] = v
 	}
 	return vals, nil
+}
+
+// WindowScratch is what stage two's reads of one window record reuse
+// from the record before: the fields by number and the aggregate
+// values. One per window task: it is not safe for concurrent use.
+type WindowScratch struct {
+	fields []any // by number (topology.Fields)
+	vals   []any
+}
+
+// NewWindowScratch is a WindowScratch for this Engine's topology.
+func (e *Engine) NewWindowScratch() *WindowScratch {
+	return &WindowScratch{fields: make([]any, len(e.dec.index))}
+}
+
+// WindowValues are the aggregate values of window route rt for one
+// repartitioned record r, h its headers (wire.ReadRepartition, its event
+// time read) and m its metadata: what RepartitionedFields and then
+// AggregateValues give, results and errors, but read without a map when
+// the fields header decodes by number (wire.DecodeFieldsInto) and every
+// aggregate is a count or a fast form that decides; any other record
+// takes those two functions. The values are s's until its next use.
+func (e *Engine) WindowValues(rt *topology.RouteNode, r *kgo.Record, h *wire.Repartition, m *Meta, s *WindowScratch) ([]any, *RecordError) {
+	if p := e.winFields[rt]; p != nil && p.byFast && h.HasFields {
+		if vals, ok := e.fastValues(p, h.Fields, s); ok {
+			return vals, nil
+		}
+	}
+	d, rerr := e.RepartitionedFields(r)
+	if rerr != nil {
+		return nil, rerr
+	}
+	d.EventTime = h.EventTime
+	return e.AggregateValues(rt, m, d)
+}
+
+// fastValues are the aggregates of plan p on the fields header b, false
+// when the header does not decode by number or a fast form does not
+// decide.
+func (e *Engine) fastValues(p *windowPlan, b []byte, s *WindowScratch) ([]any, bool) {
+	if len(s.fields) != len(e.dec.index) {
+		s.fields = make([]any, len(e.dec.index)) // a zero WindowScratch
+	}
+	defer clear(s.fields) // let go of this record's values
+	if !wire.DecodeFieldsInto(b, p.slot, s.fields) {
+		return nil, false
+	}
+	s.vals = slices.Grow(s.vals[:0], len(p.fast))[:len(p.fast)]
+	for i, f := range p.fast {
+		if f == nil {
+			s.vals[i] = true // a bare count counts the record
+			continue
+		}
+		v, ok := f(s.fields)
+		if !ok {
+			return nil, false
+		}
+		s.vals[i] = v
+	}
+	return s.vals, true
 }
 
 // OverflowRecord is the repartitioned record, value unchanged, on the

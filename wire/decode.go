@@ -13,9 +13,9 @@ import (
 // Value is the value of the first header keyed k in hs, and whether there
 // is one.
 func Value(hs []kgo.RecordHeader, k string) ([]byte, bool) {
-	for _, h := range hs {
-		if h.Key == k {
-			return h.Value, true
+	for i := range hs {
+		if hs[i].Key == k {
+			return hs[i].Value, true
 		}
 	}
 	return nil, false
@@ -23,9 +23,9 @@ func Value(hs []kgo.RecordHeader, k string) ([]byte, bool) {
 
 // String is the value of the first header keyed k in hs ("": none).
 func String(hs []kgo.RecordHeader, k string) string {
-	for _, h := range hs {
-		if h.Key == k {
-			return string(h.Value)
+	for i := range hs {
+		if hs[i].Key == k {
+			return string(hs[i].Value)
 		}
 	}
 	return ""
@@ -34,10 +34,9 @@ func String(hs []kgo.RecordHeader, k string) string {
 // Int is the first header keyed k in hs read as a base-10 int64, and
 // whether there is one and it is a number.
 func Int(hs []kgo.RecordHeader, k string) (int64, bool) {
-	for _, h := range hs {
-		if h.Key == k {
-			v, err := strconv.ParseInt(string(h.Value), 10, 64)
-			return v, err == nil
+	for i := range hs {
+		if hs[i].Key == k {
+			return ParseInt(hs[i].Value)
 		}
 	}
 	return 0, false

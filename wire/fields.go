@@ -62,17 +62,27 @@ var ErrFieldsVersion = errors.New("fields header version unknown")
 // (in that order; a name fields lacks is left out) to dst. An error is a
 // value outside the value model or nested deeper than MaxFieldsDepth.
 func AppendFields(dst []byte, names []string, fields map[string]any) ([]byte, error) {
+	return AppendFieldsFunc(dst, names, func(i int) (any, bool) {
+		v, ok := fields[names[i]]
+		return v, ok
+	})
+}
+
+// AppendFieldsFunc is AppendFields with each field got by its index in
+// names (false: the field is left out), so a caller holding its fields
+// by number builds no map; get is called twice per name.
+func AppendFieldsFunc(dst []byte, names []string, get func(i int) (any, bool)) ([]byte, error) {
 	n := 0
-	for _, name := range names {
-		if _, ok := fields[name]; ok {
+	for i := range names {
+		if _, ok := get(i); ok {
 			n++
 		}
 	}
 	dst = append(dst, FieldsVersion)
 	dst = binary.AppendUvarint(dst, uint64(n))
 	var err error
-	for _, name := range names {
-		v, ok := fields[name]
+	for i, name := range names {
+		v, ok := get(i)
 		if !ok {
 			continue
 		}
@@ -275,4 +285,52 @@ func (d *fieldsDecoder) value(depth int) (any, error) {
 	}
 	d.off--
 	return nil, d.fail("unknown value tag 0x%02x", tag)
+}
+
+// DecodeFieldsInto decodes a fields header as DecodeFields does, each
+// field into vals at the number slot gives its name, without a map. It
+// covers the headers stage one writes, names in increasing slot order;
+// false (vals then partly written) is any other header: one that does
+// not decode, of another version, with a name slot does not number, or
+// names out of that order (so a repeated name too). The caller then
+// reads it with DecodeFields, which gives the error or the fields.
+func DecodeFieldsInto(b []byte, slot func(name []byte) (int, bool), vals []any) bool {
+	if len(b) == 0 || b[0] != FieldsVersion {
+		return false
+	}
+	d := fieldsDecoder{b: b, off: 1}
+	n, err := d.count(2)
+	if err != nil {
+		return false
+	}
+	last := -1
+	for range n {
+		name, ok := d.name()
+		if !ok {
+			return false
+		}
+		i, ok := slot(name)
+		if !ok || i <= last || i >= len(vals) {
+			return false
+		}
+		last = i
+		if vals[i], err = d.value(1); err != nil {
+			return false
+		}
+	}
+	return d.off == len(b)
+}
+
+// name is str's name, as the bytes of the header.
+func (d *fieldsDecoder) name() ([]byte, bool) {
+	n, err := d.count(1)
+	if err != nil {
+		return nil, false
+	}
+	s := d.b[d.off : d.off+n]
+	if !utf8.Valid(s) {
+		return nil, false
+	}
+	d.off += n
+	return s, true
 }

@@ -42,6 +42,64 @@ type windowTask struct {
 	// from each source, for idle_timeout.
 	built     time.Time
 	lastHeard map[string]time.Time
+	// What processWindow reuses from record to record: the aggregates'
+	// scratch, and the source topics, source ids and group keys read,
+	// each made once (bounded: a foreign writer may name many topics, a
+	// route may have many keys).
+	scratch *pipeline.WindowScratch
+	topics  map[string]string
+	srcIDs  map[srcKey]string
+	keys    map[string]string
+}
+
+type srcKey struct {
+	topic string
+	part  int32
+}
+
+// maxNames and maxNameLen bound what windowTask keeps of the names it
+// read: at most 1,024 of each kind, none longer than 256 bytes.
+const (
+	maxNames   = 1024
+	maxNameLen = 256
+)
+
+// topic is the source topic of a header value, made once.
+func (t *windowTask) topic(b []byte) string { return intern(&t.topics, b) }
+
+// groupKey is a record's group key (its Kafka key), made once.
+func (t *windowTask) groupKey(b []byte) string { return intern(&t.keys, b) }
+
+// intern is b as a string, kept in *m while it holds fewer than
+// maxNames (and b is not longer than maxNameLen).
+func intern(m *map[string]string, b []byte) string {
+	if s, ok := (*m)[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	if len(*m) < maxNames && len(s) <= maxNameLen {
+		(*m)[s] = s
+	}
+	return s
+}
+
+// sourceID is SourceID, made once per source.
+func (t *windowTask) sourceID(topic string, part int32) string {
+	k := srcKey{topic, part}
+	if s, ok := t.srcIDs[k]; ok {
+		return s
+	}
+	s := SourceID(topic, part)
+	if t.srcIDs == nil {
+		t.srcIDs = map[srcKey]string{}
+	}
+	if len(t.srcIDs) < maxNames {
+		t.srcIDs[k] = s
+	}
+	return s
 }
 
 func (t *windowTask) Store() changelog.Store   { return t.st }
@@ -163,40 +221,39 @@ func (s *Stage) windowTask(ctx context.Context, topic string, part int32) (*wind
 // operator. It returns the window results (and the late record, if late).
 func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	rt := t.route.rt
-	et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
-	if !ok {
+	h := wire.ReadRepartition(r.Headers)
+	if !h.EventTimeOK {
 		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
-	d, rerr := e.RepartitionedFields(r)
-	if rerr != nil {
-		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
+	et := h.EventTime
+	m := pipeline.Meta{Key: h.SourceKey, Topic: t.topic(h.Topic), Timestamp: r.Timestamp.UnixMilli(), Offset: h.Offset}
+	if h.PartitionOK {
+		m.Partition = int32(h.Partition)
 	}
-	d.EventTime = et
-	m := &pipeline.Meta{Key: pipeline.SourceKey(r), Topic: wire.String(r.Headers, wire.HeaderTopic), Timestamp: r.Timestamp.UnixMilli()}
-	if p, ok := wire.Int(r.Headers, wire.HeaderPartition); ok {
-		m.Partition = int32(p)
+	if t.scratch == nil {
+		t.scratch = e.NewWindowScratch()
 	}
-	m.Offset, _ = wire.Int(r.Headers, wire.HeaderOffset)
-	vals, rerr := e.AggregateValues(rt, m, d)
+	vals, rerr := e.WindowValues(rt, r, &h, &m, t.scratch)
 	if rerr != nil {
 		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
-	if h, ok := wire.Value(r.Headers, wire.HeaderSourceMax); ok {
+	if h.HasSourceMax {
 		// Aligned: judged by the source's own progress (sources.go).
 		before := int64(math.MinInt64)
-		if len(h) > 0 {
-			if before, err = strconv.ParseInt(string(h), 10, 64); err != nil {
-				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h), tally)}, nil
+		if len(h.SourceMax) > 0 {
+			var ok bool
+			if before, ok = wire.ParseInt(h.SourceMax); !ok {
+				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h.SourceMax), tally)}, nil
 			}
 		}
-		src := SourceID(m.Topic, m.Partition)
+		src := t.sourceID(m.Topic, m.Partition)
 		t.heard(src)
-		out, err = t.op.ProcessAligned(src, string(r.Key), et, vals, before)
+		out, err = t.op.ProcessAligned(src, t.groupKey(r.Key), et, vals, before)
 	} else {
 		// Written without source progress: the task's own watermark.
-		out, err = t.op.Process(string(r.Key), et, vals)
+		out, err = t.op.Process(t.groupKey(r.Key), et, vals)
 	}
 	if err != nil {
 		var we *window.RecordError
@@ -251,19 +308,41 @@ func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts ti
 			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		rec := &kgo.Record{
-			Topic: rt.Topic, Key: []byte(res.Key), Value: value, Timestamp: ts,
-			Headers: []kgo.RecordHeader{
-				{Key: wire.HeaderRevision, Value: []byte(strconv.FormatInt(res.Revision, 10))},
-				{Key: wire.HeaderFinal, Value: []byte(strconv.FormatBool(res.Final))},
-			},
-		}
-		if res.Evicted {
-			rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: wire.HeaderEvicted, Value: []byte("true")})
-		}
-		recs = append(recs, rec)
+		recs = append(recs, resultRecord(rt.Topic, res, value, ts))
 	}
 	return recs
+}
+
+// resultRec is a window result's record, its headers and the digits of
+// its revision in one allocation.
+type resultRec struct {
+	rec kgo.Record
+	hs  [3]kgo.RecordHeader
+	rev [20]byte
+}
+
+// The values of the boolean headers, shared: nothing writes to a
+// record's header values once built.
+var (
+	trueValue  = []byte("true")
+	falseValue = []byte("false")
+)
+
+func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *kgo.Record {
+	rr := &resultRec{}
+	final := falseValue
+	if res.Final {
+		final = trueValue
+	}
+	rr.hs[0] = kgo.RecordHeader{Key: wire.HeaderRevision, Value: strconv.AppendInt(rr.rev[:0:len(rr.rev)], res.Revision, 10)}
+	rr.hs[1] = kgo.RecordHeader{Key: wire.HeaderFinal, Value: final}
+	n := 2
+	if res.Evicted {
+		rr.hs[2] = kgo.RecordHeader{Key: wire.HeaderEvicted, Value: trueValue}
+		n = 3
+	}
+	rr.rec = kgo.Record{Topic: topic, Key: []byte(res.Key), Value: value, Timestamp: ts, Headers: rr.hs[:n:n]}
+	return &rr.rec
 }
 
 // resultValue is a window result's value in its route's format: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Store layout. Every key starts with a one-byte namespace; times are
@@ -227,7 +228,7 @@ func (d *decoder) sum(st *aggState) {
 		case vNone, vInt:
 			st.num = v
 		case vFloat:
-			st.fp = []float64{v.f}
+			st.fp = append(st.fp[:0], v.f)
 		default:
 			d.bad = true
 		}
@@ -240,7 +241,7 @@ func (d *decoder) sum(st *aggState) {
 		d.bad = true
 		return
 	}
-	st.fp = make([]float64, n)
+	st.fp = slices.Grow(st.fp[:0], int(n))[:n]
 	for i := range st.fp {
 		st.fp[i] = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 		d.b = d.b[8:]
@@ -320,11 +321,33 @@ func (d *decoder) value() value {
 
 // decodeWindow decodes a stored window; key and start come from its key.
 func decodeWindow(b []byte, key string, start int64, aggs []Aggregation) (*win, error) {
+	w := &win{}
+	if err := decodeWindowInto(w, b, key, start, aggs); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// reset makes w an empty window of n aggregations over [start, end),
+// reusing its aggregation states' memory.
+func (w *win) reset(key string, start, end int64, n int) {
+	aggs := w.aggs
+	if cap(aggs) < n {
+		aggs = make([]aggState, n)
+	}
+	aggs = aggs[:n]
+	for i := range aggs {
+		aggs[i] = aggState{fp: aggs[i].fp[:0]}
+	}
+	*w = win{key: key, start: start, end: end, aggs: aggs}
+}
+
+// decodeWindowInto is decodeWindow into w (reset first).
+func decodeWindowInto(w *win, b []byte, key string, start int64, aggs []Aggregation) error {
 	d := decoder{b: b}
-	w := &win{key: key, start: start}
+	w.reset(key, start, start, len(aggs))
 	w.end = start + int64(d.uvarint())
 	w.rev = int64(d.uvarint())
-	w.aggs = make([]aggState, len(aggs))
 	for i, a := range aggs {
 		st := &w.aggs[i]
 		switch a.Kind {
@@ -356,9 +379,9 @@ func decodeWindow(b []byte, key string, start int64, aggs []Aggregation) (*win, 
 		}
 	}
 	if d.bad || len(d.b) != 0 || w.end <= w.start || w.rev < 0 {
-		return nil, fmt.Errorf("%w: window %q@%d", errCorrupt, key, start)
+		return fmt.Errorf("%w: window %q@%d", errCorrupt, key, start)
 	}
-	return w, nil
+	return nil
 }
 
 // decodeWindowHeader reads only end and revision (session lookups).

@@ -96,10 +96,26 @@ func FuzzDecodeWindow(f *testing.F) {
 	}
 	f.Add(appendWindow(nil, w, aggs))
 	f.Add([]byte{10, 0})
+	// reused is a window decoded into before (processFixed's): decoding
+	// into it gives what decoding afresh gives, whatever it held.
+	reused := &win{}
+	reused.reset("old", 0, 10, len(aggs))
+	for i, a := range aggs {
+		reused.aggs[i].apply(a.Kind, value{k: vFloat, f: 0.3}, 1)
+		reused.aggs[i].apply(a.Kind, value{k: vString, s: "x"}, 2)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w, err := decodeWindow(b, "k", 0, aggs)
+		errInto := decodeWindowInto(reused, b, "k", 0, aggs)
+		if (err == nil) != (errInto == nil) {
+			t.Fatalf("decodeWindow: %v, into a used window: %v", err, errInto)
+		}
 		if err != nil {
-			return
+			return // what it left in reused, the next decode resets
+		}
+		if x, y := appendWindow(nil, w, aggs), appendWindow(nil, reused, aggs); string(x) != string(y) ||
+			reused.key != w.key || reused.start != w.start || reused.end != w.end || reused.rev != w.rev {
+			t.Fatalf("decoded into a used window: %x, afresh %x", y, x)
 		}
 		again, err := decodeWindow(appendWindow(nil, w, aggs), "k", 0, aggs)
 		if err != nil {

@@ -44,6 +44,10 @@ type Operator struct {
 	lowOK    bool
 
 	in   []value // normalized inputs of the current record
+	// processFixed's windows of the current record, and the windows it
+	// decodes into (none outlives the call: results copy what they show).
+	targets []fixedTarget
+	wins    []*win
 	kbuf []byte  // scratch keys
 	pbuf []byte  // scratch prefix (sessions)
 	vbuf []byte  // scratch values
@@ -195,6 +199,34 @@ func (o *Operator) load(key string, start int64) (*win, bool, error) {
 	return w, true, err
 }
 
+// loadFixed is load into processFixed's j-th window.
+func (o *Operator) loadFixed(j int, key string, start int64) (*win, bool, error) {
+	o.kbuf = appendWindowKey(o.kbuf[:0], key, start)
+	b, ok, err := o.st.Get(o.kbuf)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	w := o.fixedWin(j)
+	if err := decodeWindowInto(w, b, key, start, o.p.aggs); err != nil {
+		return nil, true, err
+	}
+	w.size = windowCost(len(o.kbuf), len(b))
+	return w, true, nil
+}
+
+// fixedWin is processFixed's j-th window, kept from record to record.
+func (o *Operator) fixedWin(j int) *win {
+	for len(o.wins) <= j {
+		o.wins = append(o.wins, &win{})
+	}
+	return o.wins[j]
+}
+
+type fixedTarget struct {
+	w     *win
+	isNew bool
+}
+
 func (o *Operator) save(w *win) error {
 	o.kbuf = appendWindowKey(o.kbuf[:0], w.key, w.start)
 	o.vbuf = appendWindow(o.vbuf[:0], w, o.p.aggs)
@@ -237,26 +269,24 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 	size, adv := o.p.size, o.p.advance
 	last := floorDiv(t, adv) * adv
 	first := -floorDiv(-(t-size+1), adv) * adv
-	type target struct {
-		w     *win
-		isNew bool
-	}
-	var targets []target
+	targets := o.targets[:0]
+	defer func() { clear(targets); o.targets = targets[:0] }()
 	for s := first; s <= last; s += adv {
 		if s+size+o.p.grace <= judge {
 			continue // purged
 		}
-		w, ok, err := o.load(key, s)
+		w, ok, err := o.loadFixed(len(targets), key, s)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			w = &win{key: key, start: s, end: s + size, aggs: make([]aggState, len(o.p.aggs))}
+			w = o.fixedWin(len(targets))
+			w.reset(key, s, s+size, len(o.p.aggs))
 		}
 		if err := o.apply(w, t); err != nil {
 			return err
 		}
-		targets = append(targets, target{w, !ok})
+		targets = append(targets, fixedTarget{w, !ok})
 	}
 	if len(targets) == 0 {
 		l := &Late{Watermark: judge, LateBy: judge - (last + size + o.p.grace)}
@@ -276,7 +306,7 @@ func (o *Operator) processFixed(key string, t, judge int64, out *Output) error {
 			addBytes += o.cost(tg.w) - tg.w.size
 		}
 		keep := func(k string, s int64) bool {
-			return k == key && slices.ContainsFunc(targets, func(tg target) bool { return !tg.isNew && tg.w.start == s })
+			return k == key && slices.ContainsFunc(targets, func(tg fixedTarget) bool { return !tg.isNew && tg.w.start == s })
 		}
 		if ok, err := o.admit(add, addBytes, keep, len(targets), out); !ok || err != nil {
 			return err
