@@ -1086,6 +1086,12 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 	return out
 }
 
+// goals are the targets of the work on the per-record cost, each a ratio
+// between two contenders of the same run (so the machine's speed and load
+// cancel out as far as they can): router CPU per record against the
+// exactly-once pass-through limit's, throughput against the at-least-once
+// limit's, peak RSS against the limit's and Kafka Streams', p99 latency
+// against the limit's; and records per CPU-second against Kafka Streams'.
 func goals(rs []row) []goal {
 	get := func(name string) (row, bool) {
 		for _, r := range rs {
@@ -1096,43 +1102,50 @@ func goals(rs []row) []goal {
 		return row{}, false
 	}
 	var gs []goal
-	add := func(what, want string, v float64, ok bool, met bool) {
-		g := goal{What: what, Want: want, Measured: v}
+	// ratio adds the goal f(a)/f(b) ≤ limit (atMost) or ≥ limit; it is
+	// unmeasured when a contender is missing or f(b) is 0.
+	ratio := func(a, b, what string, f func(row) float64, limit float64, atMost bool) {
+		ra, ok1 := get(a)
+		rb, ok2 := get(b)
+		v, ok := 0.0, ok1 && ok2 && f(rb) > 0
 		if ok {
+			v = f(ra) / f(rb)
+		}
+		g := goal{What: a + " " + what + " / " + b, Measured: v}
+		if atMost {
+			g.Want = fmt.Sprintf("≤ %.2f", limit)
+		} else {
+			g.Want = fmt.Sprintf("≥ %.2f", limit)
+		}
+		if ok {
+			met := v >= limit
+			if atMost {
+				met = v <= limit
+			}
 			g.Met = &met
 		}
 		gs = append(gs, g)
 	}
-	limit, hasLimit := get("limit-alo")
+	cpu := func(r row) float64 { return r.CPUPerM }
 	for _, w := range []struct {
 		name string
-		min  float64
-	}{{"sidestream-w1-eos", 0.85}, {"sidestream-w2-eos", 0.6}, {"sidestream-w3-eos", 0.5}} {
-		r, ok := get(w.name)
-		v := 0.0
-		if ok && hasLimit {
-			v = r.RecordsPS / limit.RecordsPS
-		}
-		add(w.name+" throughput / limit-alo", fmt.Sprintf("≥ %.2f", w.min), v, ok && hasLimit, v >= w.min)
+		max  float64
+	}{{"sidestream-w1-eos", 2}, {"sidestream-w2-eos", 5}, {"sidestream-w3-eos", 6}} {
+		ratio(w.name, "limit-eos", "CPU per record", cpu, w.max, true)
 	}
+	ratio("sidestream-w1-eos", "limit-alo", "throughput", func(r row) float64 { return r.RecordsPS }, 0.5, false)
+	rss := func(r row) float64 { return r.PeakRSSMB }
+	ratio("sidestream-w1-eos", "limit-eos", "peak RSS", rss, 1, true)
+	ratio("sidestream-w1-eos", "streams-w1-eos", "peak RSS", rss, 0.25, true)
+	p99 := func(r row) float64 {
+		if r.Seen == "" {
+			return 0
+		}
+		return r.P99MS
+	}
+	ratio("sidestream-w1-eos", "limit-eos", "p99 end-to-end latency at 50% load", p99, 1, true)
 	for _, w := range []string{"w1", "w2"} {
-		s, ok1 := get("sidestream-" + w + "-eos")
-		k, ok2 := get("streams-" + w + "-eos")
-		v := 0.0
-		if ok1 && ok2 && k.PerCPUS > 0 {
-			v = s.PerCPUS / k.PerCPUS
-		}
-		add("sidestream-"+w+"-eos records per CPU-second / streams-"+w+"-eos", "≥ 2", v, ok1 && ok2, v >= 2)
-		rss := 0.0
-		if ok1 && ok2 && k.PeakRSSMB > 0 {
-			rss = s.PeakRSSMB / k.PeakRSSMB
-		}
-		add("sidestream-"+w+"-eos peak RSS / streams-"+w+"-eos", "≤ 0.25", rss, ok1 && ok2, rss <= 0.25)
-	}
-	for _, name := range []string{"sidestream-w1-eos", "sidestream-w2-eos"} {
-		r, ok := get(name)
-		ok = ok && r.Seen != ""
-		add(name+" p99 end-to-end latency at 50% load, ms", "≤ 120", r.P99MS, ok, r.P99MS <= 120)
+		ratio("sidestream-"+w+"-eos", "streams-"+w+"-eos", "records per CPU-second", func(r row) float64 { return r.PerCPUS }, 2, false)
 	}
 	return gs
 }

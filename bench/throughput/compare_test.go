@@ -66,20 +66,24 @@ func TestMediansTakeEachMeasureMedian(t *testing.T) {
 func TestGoals(t *testing.T) {
 	rows := rows(allContenders, map[string]run{
 		"limit-alo":         {RecordsPS: 1000, CPUPerM: 1, PeakRSSMB: 20},
-		"sidestream-w1-eos": {RecordsPS: 900, CPUPerM: 4, PeakRSSMB: 30},
-		"sidestream-w2-eos": {RecordsPS: 500, CPUPerM: 10, PeakRSSMB: 40},
+		"limit-eos":         {RecordsPS: 900, CPUPerM: 1.2, PeakRSSMB: 40},
+		"sidestream-w1-eos": {RecordsPS: 600, CPUPerM: 2.3, PeakRSSMB: 30},
+		"sidestream-w2-eos": {RecordsPS: 500, CPUPerM: 7.2, PeakRSSMB: 40},
 		"streams-w1-eos":    {RecordsPS: 400, CPUPerM: 10, PeakRSSMB: 200},
-	}, nil, []latency{{Contender: "sidestream-w1-eos", P99MS: 100, Seen: 1, Sent: 1, Timed: 1}}, map[string]string{"streams-w2-eos": "not built"})
+	}, nil, []latency{
+		{Contender: "sidestream-w1-eos", P99MS: 100, Seen: 1, Sent: 1, Timed: 1},
+		{Contender: "limit-eos", P99MS: 90, Seen: 1, Sent: 1, Timed: 1},
+	}, map[string]string{"streams-w2-eos": "not built"})
 	want := map[string]string{
-		"sidestream-w1-eos throughput / limit-alo":                  "yes",
-		"sidestream-w2-eos throughput / limit-alo":                  "no",
-		"sidestream-w3-eos throughput / limit-alo":                  "unmeasured",
-		"sidestream-w1-eos records per CPU-second / streams-w1-eos": "yes",
-		"sidestream-w1-eos peak RSS / streams-w1-eos":               "yes",
-		"sidestream-w2-eos records per CPU-second / streams-w2-eos": "unmeasured",
-		"sidestream-w2-eos peak RSS / streams-w2-eos":               "unmeasured",
-		"sidestream-w1-eos p99 end-to-end latency at 50% load, ms":  "yes",
-		"sidestream-w2-eos p99 end-to-end latency at 50% load, ms":  "unmeasured",
+		"sidestream-w1-eos CPU per record / limit-eos":                     "yes", // 1.92
+		"sidestream-w2-eos CPU per record / limit-eos":                     "no",  // 6.0
+		"sidestream-w3-eos CPU per record / limit-eos":                     "unmeasured",
+		"sidestream-w1-eos throughput / limit-alo":                         "yes", // 0.6
+		"sidestream-w1-eos peak RSS / limit-eos":                           "yes", // 0.75
+		"sidestream-w1-eos peak RSS / streams-w1-eos":                      "yes", // 0.15
+		"sidestream-w1-eos p99 end-to-end latency at 50% load / limit-eos": "no",  // 1.11
+		"sidestream-w1-eos records per CPU-second / streams-w1-eos":        "yes", // 4.35
+		"sidestream-w2-eos records per CPU-second / streams-w2-eos":        "unmeasured",
 	}
 	gs := goals(rows)
 	if len(gs) != len(want) {
