@@ -41,9 +41,9 @@ type Client struct {
 	// record batch larger than it, so no record is ever stuck.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes is the most one partition contributes to a
-	// fetch response (default 512 KiB; franz-go's and Kafka's is 1 MiB:
-	// half of it cut the router's peak RSS by a quarter at the same
-	// throughput, docs/benchmarks.md).
+	// fetch response (default 256 KiB; franz-go's and Kafka's is 1 MiB:
+	// each halving cut the router's peak RSS by about a sixth to a quarter
+	// without costing throughput on loopback, docs/benchmarks.md).
 	FetchMaxPartitionBytes int32 `yaml:"fetch_max_partition_bytes"`
 	// MaxConcurrentFetches bounds the fetches in flight or buffered across
 	// brokers (default 0: one per broker, franz-go's default).
@@ -59,7 +59,7 @@ type Client struct {
 // Client defaults.
 const (
 	DefaultFetchMaxBytes          = 8 << 20
-	DefaultFetchMaxPartitionBytes = 512 << 10
+	DefaultFetchMaxPartitionBytes = 256 << 10
 	DefaultMaxBufferedRecords     = 10000
 	DefaultMaxBufferedBytes       = 64 << 20
 )
