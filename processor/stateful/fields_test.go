@@ -1,6 +1,7 @@
 package stateful
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,9 +29,13 @@ func TestWindowStageTwoBadFields(t *testing.T) {
 	_, reps := stageTwoInputs(t, e, top)
 	task := benchWindowTask(t, top)
 	corrupt := func(r *kgo.Record, v []byte) *kgo.Record {
+		return withEnvelope(t, r, func(env *wire.Envelope) { env.Fields = v })
+	}
+	// As written before the envelope: the fields header's value.
+	corruptOld := func(r *kgo.Record, v []byte) *kgo.Record {
 		c := *r
 		c.Headers = nil
-		for _, h := range r.Headers {
+		for _, h := range wire.ExpandRepartition(r.Headers) {
 			if h.Key == wire.HeaderFields {
 				h.Value = v
 			}
@@ -39,22 +44,32 @@ func TestWindowStageTwoBadFields(t *testing.T) {
 		return &c
 	}
 	for name, v := range map[string][]byte{"truncated": {1, 1, 10}, "empty": {}, "unknown tag": {1, 1, 1, 'x', 0x99}} {
-		tally := metrics.NewTally()
-		r := corrupt(reps[0], v)
-		outs, err := e.processRepartitioned(r, task, tally)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || string(outs[0].Value) != string(r.Value) ||
-			wire.String(outs[0].Headers, wire.HeaderReason) != wire.ReasonBadFields || wire.String(outs[0].Headers, wire.HeaderStage) != wire.StageWindow {
-			t.Fatalf("%s: outputs %v, want one dirty record (%s/%s) with the value", name, outs, wire.StageWindow, wire.ReasonBadFields)
-		}
-		if tally.Dirty[[2]string{wire.StageWindow, wire.ReasonBadFields}] != 1 || tally.Consumed[r.Topic] != 1 {
-			t.Fatalf("%s: tally %+v", name, tally)
+		for _, old := range []bool{false, true} {
+			tally := metrics.NewTally()
+			r := corrupt(reps[0], v)
+			if old {
+				r = corruptOld(reps[0], v)
+			}
+			outs, err := e.processRepartitioned(r, task, tally)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || string(outs[0].Value) != string(r.Value) ||
+				wire.String(outs[0].Headers, wire.HeaderReason) != wire.ReasonBadFields || wire.String(outs[0].Headers, wire.HeaderStage) != wire.StageWindow {
+				t.Fatalf("%s (old %v): outputs %v, want one dirty record (%s/%s) with the value", name, old, outs, wire.StageWindow, wire.ReasonBadFields)
+			}
+			// Either way the dirty record carries the seven headers.
+			want := wire.ExpandRepartition(r.Headers)
+			if got := outs[0].Headers[:min(len(want), len(outs[0].Headers))]; !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s (old %v): dirty headers %q, want %q", name, old, got, want)
+			}
+			if tally.Dirty[[2]string{wire.StageWindow, wire.ReasonBadFields}] != 1 || tally.Consumed[r.Topic] != 1 {
+				t.Fatalf("%s (old %v): tally %+v", name, old, tally)
+			}
 		}
 	}
 	tally := metrics.NewTally()
-	for _, r := range append(withoutFields(reps[:10]), reps[10:20]...) {
+	for _, r := range append(withoutFields(t, reps[:10]), reps[10:20]...) {
 		if _, err := e.processRepartitioned(r, task, tally); err != nil {
 			t.Fatal(err)
 		}
