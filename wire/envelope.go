@@ -203,12 +203,28 @@ func ExpandRepartition(hs []kgo.RecordHeader) []kgo.RecordHeader {
 	if i < 0 {
 		return hs
 	}
-	e, err := ParseEnvelope(hs[i].Value)
-	if err != nil {
+	if _, err := ParseEnvelope(hs[i].Value); err != nil {
 		return hs
 	}
-	out := make([]kgo.RecordHeader, 0, len(hs)+6)
-	out = append(out, hs[:i]...)
+	return AppendExpanded(make([]kgo.RecordHeader, 0, len(hs)+ExpandedExtra), hs)
+}
+
+// ExpandedExtra is how many more headers ExpandRepartition gives at most
+// than it is given.
+const ExpandedExtra = 6
+
+// AppendExpanded appends to dst the headers ExpandRepartition gives of
+// hs, without their own slice.
+func AppendExpanded(dst, hs []kgo.RecordHeader) []kgo.RecordHeader {
+	i := envelopeIndex(hs)
+	if i < 0 {
+		return append(dst, hs...)
+	}
+	e, err := ParseEnvelope(hs[i].Value)
+	if err != nil {
+		return append(dst, hs...)
+	}
+	out := append(dst, hs[:i]...)
 	// The values share one buffer, each capped at its end.
 	buf := make([]byte, 0, 4*20+len(e.Topic))
 	num := func(n int64) []byte {

@@ -193,9 +193,8 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	switch {
 	case out.Duplicate:
 		tally.AssemblyParts[[2]string{name, metrics.PartCompleted}]++
-		written := wire.ExpandRepartition(r.Headers)
-		hs := make([]kgo.RecordHeader, 0, len(written)+2)
-		hs = append(hs, written...)
+		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+wire.ExpandedExtra+2)
+		hs = wire.AppendExpanded(hs, r.Headers)
 		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: wire.HeaderDuplicateOf, Value: r.Key})
 		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
 	case out.DuplicatePart:

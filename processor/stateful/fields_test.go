@@ -2,6 +2,7 @@ package stateful
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,5 +77,47 @@ func TestWindowStageTwoBadFields(t *testing.T) {
 	}
 	if tally.Aggregated[top.Routes[3].Name] != 20 || len(tally.Dirty) != 0 {
 		t.Fatalf("tally %+v: want 20 aggregated (10 decoded from JSON, 10 from the header)", tally)
+	}
+}
+
+// TestWindowStageTwoLateHeaders: a late record carries the headers stage
+// one wrote before the repartition envelope (the seven, in place), then
+// the late headers: what reaches the late route is unchanged.
+func TestWindowStageTwoLateHeaders(t *testing.T) {
+	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "../../bench/topologies/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(top)
+	_, reps := stageTwoInputs(t, e, top)
+	task := benchWindowTask(t, top)
+	tally := metrics.NewTally()
+	late := 0
+	// Twice over: the second pass is late.
+	for _, r := range append(slices.Clone(reps), reps...) {
+		outs, err := e.processRepartitioned(r, task, tally)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range outs {
+			if o.Topic != top.Routes[3].Window.Config.LateTopic {
+				continue
+			}
+			late++
+			want := wire.ExpandRepartition(r.Headers)
+			if len(want) != len(r.Headers)+5 || len(o.Headers) != len(want)+4 {
+				t.Fatalf("late headers %q of %q", o.Headers, r.Headers)
+			}
+			if !reflect.DeepEqual(o.Headers[:len(want)], want) || wire.String(o.Headers, wire.HeaderLateRoute) != top.Routes[3].Name {
+				t.Fatalf("late headers %q, want %q then the late headers", o.Headers, want)
+			}
+		}
+	}
+	if late == 0 {
+		t.Fatal("no late record")
 	}
 }

@@ -147,6 +147,24 @@ func envelopeOf(b testing.TB, r *kgo.Record) (int, wire.Envelope) {
 	return 0, wire.Envelope{}
 }
 
+// setEventTime rewrites the event time of the envelope among hs, in
+// place (its value newly allocated, as a header stage one wrote).
+func setEventTime(b testing.TB, hs []kgo.RecordHeader, et int64) {
+	for k, h := range hs {
+		if h.Key != wire.HeaderRepartition {
+			continue
+		}
+		env, err := wire.ParseEnvelope(h.Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.EventTime = et
+		hs[k].Value = wire.AppendEnvelope(make([]byte, 0, len(h.Value)+10), &env)
+		return
+	}
+	b.Fatal("no repartition envelope")
+}
+
 // withEnvelope is a copy of r with its envelope rewritten by f.
 func withEnvelope(b testing.TB, r *kgo.Record, f func(*wire.Envelope)) *kgo.Record {
 	j, env := envelopeOf(b, r)

@@ -274,7 +274,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	}
 	if out.Late != nil {
 		tally.Late[rt.Name]++
-		recs = append(recs, e.lateRecord(rt, asWritten(r), m.Key, out.Late))
+		recs = append(recs, e.lateRecord(rt, r, m.Key, out.Late))
 	} else {
 		tally.Aggregated[rt.Name]++
 	}
@@ -365,15 +365,17 @@ func (e *engine) resultValue(rt *topology.RouteNode, value []byte) ([]byte, stri
 	return value, "", nil
 }
 
-// lateRecord is the input record, unchanged, on the late route, with the
+// lateRecord is the input record, unchanged (its headers as written
+// before the repartition envelope), on the late route, with the
 // watermark it met, the windows it missed and how late it was.
 func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
 	wins := make([]string, len(l.Windows))
 	for i, w := range l.Windows {
 		wins[i] = w.String()
 	}
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
-	hs = append(hs, r.Headers...)
+	// As written before the repartition envelope (wire.AppendExpanded).
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+wire.ExpandedExtra+4)
+	hs = wire.AppendExpanded(hs, r.Headers)
 	hs = append(hs,
 		kgo.RecordHeader{Key: wire.HeaderLateRoute, Value: []byte(rt.Name)},
 		kgo.RecordHeader{Key: wire.HeaderLateWM, Value: []byte(strconv.FormatInt(l.Watermark, 10))},
