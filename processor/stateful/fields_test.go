@@ -3,6 +3,7 @@ package stateful
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -119,5 +120,44 @@ func TestWindowStageTwoLateHeaders(t *testing.T) {
 	}
 	if late == 0 {
 		t.Fatal("no late record")
+	}
+}
+
+// TestWindowStageTwoBadEnvelope: a repartitioned record whose envelope
+// does not decode (a newer version's, truncated) goes to dirty with
+// bad_event_time and the decode error, its headers written out as they
+// came; the next record is read as before.
+func TestWindowStageTwoBadEnvelope(t *testing.T) {
+	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Compile(cfg, "../../bench/topologies/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(top)
+	_, reps := stageTwoInputs(t, e, top)
+	task := benchWindowTask(t, top)
+	for name, v := range map[string][]byte{"version 2": {2, 0, 0}, "truncated": {1, 0, 0x80}, "empty": {}} {
+		tally := metrics.NewTally()
+		r := *reps[0]
+		r.Headers = slices.Clone(r.Headers)
+		j, _ := envelopeOf(t, &r)
+		r.Headers[j].Value = v
+		outs, err := e.processRepartitioned(&r, task, tally)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || wire.String(outs[0].Headers, wire.HeaderReason) != wire.ReasonBadTime ||
+			!strings.Contains(wire.String(outs[0].Headers, wire.HeaderError), "repartition envelope") {
+			t.Fatalf("%s: outputs %v, want one dirty record (%s)", name, outs, wire.ReasonBadTime)
+		}
+		if !reflect.DeepEqual(outs[0].Headers[:len(r.Headers)], r.Headers) {
+			t.Fatalf("%s: dirty headers %q, want %q first", name, outs[0].Headers, r.Headers)
+		}
+		if outs, err := e.processRepartitioned(reps[1], task, tally); err != nil || tally.Aggregated[top.Routes[3].Name]+tally.Late[top.Routes[3].Name] != 1 || len(tally.Dirty) != 1 {
+			t.Fatalf("%s: the next record: %v, %v, tally %+v", name, outs, err, tally)
+		}
 	}
 }
