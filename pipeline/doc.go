@@ -4,10 +4,10 @@
 // It decodes the JSON value (validity, schema, event time, the fields the
 // expressions read), evaluates the routes (predicates, keys, projections,
 // the connect-json format), takes the assembly parts and stamps the
-// records bound for a repartition topic with the headers stage two reads
-// (wire.HeaderEventTime, wire.HeaderSourceKey, the source's maximum event
-// time, and for a window route the fields its aggregates read,
-// wire.HeaderFields). Stage two (the window and assembly tasks) reads
+// records bound for a repartition topic with the envelope stage two reads
+// (wire.HeaderRepartition: the event time, the source record's key and
+// place, the source's maximum event time, and for a window route the
+// fields its aggregates read). Stage two (the window and assembly tasks) reads
 // those records back with WindowValues (the fields header read by field
 // number, the aggregates' counts and fast forms on it), which falls back
 // to RepartitionedFields (the fields header; the JSON value decoded again

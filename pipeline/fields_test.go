@@ -54,7 +54,7 @@ func TestWindowRecordCarriesFields(t *testing.T) {
 	if string(rec.Value) != v {
 		t.Fatalf("value %s: the original bytes must stay (late and overflow write them)", rec.Value)
 	}
-	h, ok := header(rec, wire.HeaderFields)
+	h, ok := header(&kgo.Record{Headers: wire.ExpandRepartition(rec.Headers)}, wire.HeaderFields)
 	if !ok {
 		t.Fatal("no fields header")
 	}
@@ -79,7 +79,9 @@ func TestWindowRecordCarriesFields(t *testing.T) {
 func TestRepartitionedFieldsFallback(t *testing.T) {
 	top := topo(t, fieldsWindowSections...)
 	e := New(top)
-	rec := windowRecord(t, e, top, `{"ts":1700000000000,"level":"INFO","service":"api","n":3}`)
+	env := windowRecord(t, e, top, `{"ts":1700000000000,"level":"INFO","service":"api","n":3}`)
+	// The record as written before the envelope (wire.ExpandRepartition).
+	rec := &kgo.Record{Topic: env.Topic, Key: env.Key, Value: env.Value, Headers: wire.ExpandRepartition(env.Headers), Timestamp: env.Timestamp}
 	without := func(extra ...kgo.RecordHeader) *kgo.Record {
 		c := *rec
 		c.Headers = nil
@@ -95,6 +97,7 @@ func TestRepartitionedFieldsFallback(t *testing.T) {
 		"no header":   without(),
 		"version 9":   without(kgo.RecordHeader{Key: wire.HeaderFields, Value: []byte{9, 0, 0xff}}),
 		"with header": rec,
+		"envelope":    env,
 	} {
 		d, rerr := e.RepartitionedFields(r)
 		if rerr != nil || d.Fields["n"] != 3 {
@@ -112,6 +115,12 @@ func TestRepartitionedFieldsFallback(t *testing.T) {
 	forged.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderFields, Value: []byte{1, 0xff}}}, rec.Headers...)
 	if d, rerr := e.RepartitionedFields(&forged); rerr != nil || d.Fields["n"] != 3 {
 		t.Errorf("an input header of the same name: %#v, %v", d, rerr)
+	}
+	// Before an envelope, an input's own fields header is not read either.
+	forged = *env
+	forged.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderFields, Value: []byte{1, 0xff}}}, env.Headers...)
+	if d, rerr := e.RepartitionedFields(&forged); rerr != nil || d.Fields["n"] != 3 {
+		t.Errorf("an input header of the same name before the envelope: %#v, %v", d, rerr)
 	}
 
 	rtop := topo(t, append([]string{"inputs: [{topic: in, format: avro}]\n", "event_time: {field: ts, format: epoch_ms}\n"}, fieldsWindowSections...)...)

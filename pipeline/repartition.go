@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 
@@ -19,68 +18,30 @@ import (
 // The records stage one writes to a repartition topic, and what stage two
 // reads back of them.
 
-// repartitionHeaders carry what stage two needs from stage one: the event
-// time (extracted once), where the record came from and, when aligned,
-// its source's maximum event time before it; with room for one more (the
-// fields of a window route, the part name of an assembly part).
-func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool) []kgo.RecordHeader {
-	n := len(r.Headers) + 6
-	if aligned {
-		n++
-	}
-	hs := make([]kgo.RecordHeader, 0, n)
+// repartitionHeaders carry what stage two needs from stage one: the
+// input's own headers, then one envelope (wire.HeaderRepartition) with
+// the event time (extracted once), where the record came from and, when
+// aligned, its source's maximum event time before it; with room for one
+// more header (the part name of an assembly part). fields: the envelope
+// ends with the fields header's value, which fill appends to it (the
+// fields a window route's aggregates read).
+func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool, fields int, fill func([]byte) ([]byte, error)) ([]kgo.RecordHeader, error) {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	hs = append(hs, r.Headers...)
-	// The values written here share one buffer, each capped at its end
-	// (nothing appends to a record's header values once built).
-	size := decimalLen(eventTime) + len(r.Topic) + decimalLen(int64(r.Partition)) + decimalLen(r.Offset)
-	if aligned && before != math.MinInt64 {
-		size += decimalLen(before)
+	env := wire.Envelope{
+		EventTime: eventTime, Aligned: aligned, SourceMax: before,
+		Partition: int64(r.Partition), Offset: r.Offset,
+		Topic: []byte(r.Topic), Key: r.Key, HasKey: r.Key != nil, HasFields: fill != nil,
 	}
-	buf := make([]byte, 0, size)
-	val := func(start int) []byte { return buf[start:len(buf):len(buf)] }
-	if aligned {
-		var b []byte
-		if before != math.MinInt64 {
-			start := len(buf)
-			buf = strconv.AppendInt(buf, before, 10)
-			b = val(start)
+	b := wire.AppendEnvelope(make([]byte, 0, wire.EnvelopeSize(&env)+fields), &env)
+	if fill != nil {
+		var err error
+		if b, err = fill(b); err != nil {
+			return nil, err
 		}
-		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderSourceMax, Value: b})
 	}
-	start := len(buf)
-	buf = strconv.AppendInt(buf, eventTime, 10)
-	et := val(start)
-	start = len(buf)
-	buf = append(buf, r.Topic...)
-	topic := val(start)
-	start = len(buf)
-	buf = strconv.AppendInt(buf, int64(r.Partition), 10)
-	part := val(start)
-	start = len(buf)
-	buf = strconv.AppendInt(buf, r.Offset, 10)
-	return append(hs,
-		kgo.RecordHeader{Key: wire.HeaderEventTime, Value: et},
-		kgo.RecordHeader{Key: wire.HeaderSourceKey, Value: r.Key},
-		kgo.RecordHeader{Key: wire.HeaderTopic, Value: topic},
-		kgo.RecordHeader{Key: wire.HeaderPartition, Value: part},
-		kgo.RecordHeader{Key: wire.HeaderOffset, Value: val(start)},
-	)
-}
-
-// decimalLen is the length of n in base 10.
-func decimalLen(n int64) int {
-	l := 1
-	if n < 0 {
-		l++
-		if n == math.MinInt64 {
-			return 20
-		}
-		n = -n
-	}
-	for ; n >= 10; n /= 10 {
-		l++
-	}
-	return l
+	// Nothing appends to a record's header values once built.
+	return append(hs, kgo.RecordHeader{Key: wire.HeaderRepartition, Value: b[:len(b):len(b)]}), nil
 }
 
 // windowPlan is what the two stages need of one window route's
@@ -138,12 +99,13 @@ var noFields, _ = wire.AppendFields(nil, nil, nil)
 // (wire.HeaderFields): stage two evaluates the aggregates on those, so
 // it never decodes the value again, whatever the input's format.
 func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
-	hs := repartitionHeaders(r, d.EventTime, before, aligned)
 	names := e.winFields[rt].names
 	if len(names) == 0 {
-		// A route of bare counts reads no field: one shared header value
-		// (nothing writes to a record's headers once built).
-		return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: noFields}), nil
+		// A route of bare counts reads no field.
+		hs, _ := repartitionHeaders(r, d.EventTime, before, aligned, len(noFields), func(b []byte) ([]byte, error) {
+			return append(b, noFields...), nil
+		})
+		return hs, nil
 	}
 	get := func(j int) (any, bool) {
 		v, ok := d.Fields[names[j]]
@@ -162,37 +124,37 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 			return v, v != nil
 		}
 	}
-	b, err := wire.AppendFieldsFunc(make([]byte, 0, 2+24*len(names)), names, get)
+	hs, err := repartitionHeaders(r, d.EventTime, before, aligned, 2+24*len(names), func(b []byte) ([]byte, error) {
+		return wire.AppendFieldsFunc(b, names, get)
+	})
 	if err != nil {
 		return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "route %q: %v", rt.Name, err)
 	}
-	return append(hs, kgo.RecordHeader{Key: wire.HeaderFields, Value: b}), nil
+	return hs, nil
 }
 
 // RepartitionedFields are the fields of a repartitioned record that
-// window route aggregates read: those stage one carried
-// (wire.HeaderFields; the last one, as stage one appends it after the
-// input's own headers), or, for a record without them (written by an
+// window route aggregates read: those stage one carried (its envelope's,
+// wire.ReadRepartition, or for a record written before the envelope the
+// last wire.HeaderFields, as stage one appended it after the input's own
+// headers), or, for a record without them (written by an
 // older version or a foreign writer) or of a fields version this build
 // does not know, its JSON value decoded (DecodeFields). A fields header
 // that does not decode makes the record dirty (wire.ReasonBadFields).
 func (e *Engine) RepartitionedFields(r *kgo.Record) (*Decoded, *RecordError) {
-	for i := len(r.Headers) - 1; i >= 0; i-- {
-		if r.Headers[i].Key != wire.HeaderFields {
-			continue
-		}
-		m, err := wire.DecodeFields(r.Headers[i].Value)
+	h := wire.ReadRepartition(r.Headers)
+	if h.HasFields {
+		m, err := wire.DecodeFields(h.Fields)
 		if err == nil {
 			return &Decoded{Fields: m}, nil
 		}
 		if !errors.Is(err, wire.ErrFieldsVersion) {
 			return nil, recErr(wire.StageWindow, wire.ReasonBadFields, "repartitioned record: %v", err)
 		}
-		break
 	}
 	d, rerr := e.DecodeFields(r.Value)
 	if rerr != nil {
-		if f, ok := e.dec.formats[wire.String(r.Headers, wire.HeaderTopic)]; ok {
+		if f, ok := e.dec.formats[string(h.Topic)]; ok {
 			rerr.Err = fmt.Errorf("%w: its input is %s, and the record has no readable %s header (written by an older version?)", rerr.Err, f, wire.HeaderFields)
 		}
 	}
@@ -202,12 +164,7 @@ func (e *Engine) RepartitionedFields(r *kgo.Record) (*Decoded, *RecordError) {
 // SourceKey is the key of the input record a repartitioned record came
 // from (wire.HeaderSourceKey), nil when it has none.
 func SourceKey(r *kgo.Record) []byte {
-	for _, h := range r.Headers {
-		if h.Key == wire.HeaderSourceKey {
-			return h.Value
-		}
-	}
-	return nil
+	return wire.ReadRepartition(r.Headers).SourceKey
 }
 
 // DecodeFields extracts the referenced fields of a repartitioned record:

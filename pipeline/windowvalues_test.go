@@ -186,14 +186,17 @@ func TestWindowValuesAllocs(t *testing.T) {
 	}
 }
 
-// TestRepartitionHeadersProperty: the stage-one headers written into one
-// buffer are the headers written one by one, and no value reaches into
-// the next (each is capped at its end).
+// TestRepartitionHeadersProperty: stage one writes the input's headers
+// and one envelope, capped at its end, that expands to the seven headers
+// written one by one before the envelope, exactly (nil and empty apart).
 func TestRepartitionHeadersProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		r := &kgo.Record{
 			Topic: rapid.StringN(0, 40, -1).Draw(rt, "topic"), Partition: rapid.Int32().Draw(rt, "partition"),
 			Offset: rapid.Int64().Draw(rt, "offset"), Key: rapid.SliceOfN(rapid.Byte(), 0, 8).Draw(rt, "key"),
+		}
+		if rapid.Bool().Draw(rt, "nil key") {
+			r.Key = nil
 		}
 		if rapid.Bool().Draw(rt, "input headers") {
 			r.Headers = []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}}
@@ -215,25 +218,29 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 			kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
 			kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))})
-		got := repartitionHeaders(r, et, before, aligned)
-		if !reflect.DeepEqual(got, want) {
-			rt.Fatalf("headers %q, want %q", got, want)
+		var fill func([]byte) ([]byte, error)
+		if rapid.Bool().Draw(rt, "fields") {
+			fields := rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(rt, "fields bytes")
+			fill = func(b []byte) ([]byte, error) { return append(b, fields...), nil }
+			want = append(want, kgo.RecordHeader{Key: wire.HeaderFields, Value: fields})
 		}
-		for i, h := range got[len(r.Headers):] {
-			if cap(h.Value) != len(h.Value) && h.Key != wire.HeaderSourceKey {
-				rt.Fatalf("header %d (%s) has room past its end: %d of %d", i, h.Key, len(h.Value), cap(h.Value))
-			}
+		got, err := repartitionHeaders(r, et, before, aligned, 4, fill)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		// One envelope after the input's headers, which stage two writes
+		// out as the seven headers stage one wrote before it.
+		if len(got) != len(r.Headers)+1 || got[len(r.Headers)].Key != wire.HeaderRepartition {
+			rt.Fatalf("headers %q: want the input's and one %s", got, wire.HeaderRepartition)
+		}
+		if exp := wire.ExpandRepartition(got); !reflect.DeepEqual(exp, want) {
+			rt.Fatalf("expanded headers %q, want %q", exp, want)
+		}
+		if v := got[len(r.Headers)].Value; cap(v) != len(v) {
+			rt.Fatalf("the envelope has room past its end: %d of %d", len(v), cap(v))
 		}
 		if cap(got)-len(got) < 1 {
-			rt.Fatal("no room for the fields or part header")
+			rt.Fatal("no room for the part header")
 		}
 	})
-}
-
-func TestDecimalLen(t *testing.T) {
-	for _, n := range []int64{0, 9, 10, -1, -10, 1_700_000_000_000, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
-		if got, want := decimalLen(n), len(strconv.FormatInt(n, 10)); got != want {
-			t.Errorf("decimalLen(%d) = %d, want %d", n, got, want)
-		}
-	}
 }

@@ -235,10 +235,11 @@ func bounds(ctx context.Context, brokers []string, opts []kgo.Opt, topic string)
 }
 
 // EventTime is the record's event time, epoch ms: the router's event-time
-// header when it carries one (window routes, late records), else what the
-// topology's event_time reads from the value, else false.
+// header when it carries one (window routes, late records; a repartition
+// envelope's, wire.ExpandRepartition), else what the topology's
+// event_time reads from the value, else false.
 func EventTime(top *topology.Topology, r *kgo.Record) (int64, bool) {
-	for _, h := range r.Headers {
+	for _, h := range wire.ExpandRepartition(r.Headers) {
 		if h.Key == wire.HeaderEventTime {
 			if n, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {
 				return n, true

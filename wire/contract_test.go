@@ -17,7 +17,7 @@ func TestHeaderNames(t *testing.T) {
 		HeaderLateWM: "sidestream.late.watermark", HeaderLateWins: "sidestream.late.windows",
 		HeaderLateBy: "sidestream.late.by_ms", HeaderLateRoute: "sidestream.late.route",
 		HeaderRevision: "sidestream.window.revision", HeaderFinal: "sidestream.window.final",
-		HeaderFields:    "sidestream.fields",
+		HeaderFields: "sidestream.fields", HeaderRepartition: "sidestream.r",
 		HeaderSourceMax: "sidestream.source.max_event_time", HeaderMark: "sidestream.watermark.mark",
 		HeaderPart: "sidestream.assembly.part", HeaderAssemblyRoute: "sidestream.assembly.route",
 		HeaderAssemblyParts: "sidestream.assembly.parts", HeaderMissing: "sidestream.assembly.missing",

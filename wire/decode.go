@@ -95,8 +95,11 @@ type Reasons struct {
 	RedriveCount  int64  `json:"redrive_count,omitempty"`
 }
 
-// Decode reads the router's headers of hs; other headers are ignored.
+// Decode reads the router's headers of hs; other headers are ignored. A
+// repartition envelope reads as the headers it stands for
+// (ExpandRepartition).
 func Decode(hs []kgo.RecordHeader) Reasons {
+	hs = ExpandRepartition(hs)
 	var r Reasons
 	num := func(v []byte) *int64 {
 		n, err := strconv.ParseInt(string(v), 10, 64)

@@ -2,8 +2,9 @@
 // headers it writes (dirty, late, overflow, assembly and repartition
 // records, watermark marks, the marks of router redrive), the stage and
 // reason codes a dirty record carries, the kinds of a changelog loss, the
-// decoding of those headers from a record, and the binary encoding of the
-// fields header stage one hands stage two (fields.go).
+// decoding of those headers from a record, and the binary encodings of
+// what stage one hands stage two: the repartition envelope (envelope.go)
+// and the fields within it (fields.go).
 //
 // The runtime (processor), the tools (sideroute, router tail and redrive)
 // and the web view (live) all read the contract here, so a tool never

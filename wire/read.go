@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,9 +42,11 @@ func parseIntSlow(b []byte) (int64, bool) {
 }
 
 // Repartition is what stage two reads of the headers of a record stage
-// one wrote to a repartition topic. Each is the first header of its key,
-// as Value, String and Int read it, but Fields, the last one (stage one
-// appends it after the input's own headers).
+// one wrote to a repartition topic: from its envelope (HeaderRepartition,
+// the first) when it has one, else from the seven headers written before
+// the envelope, each the first header of its key, as Value, String and
+// Int read it, but Fields, the last one (stage one appends it after the
+// input's own headers).
 type Repartition struct {
 	EventTime   int64 // HeaderEventTime
 	EventTimeOK bool  // there is one and it is a number
@@ -53,22 +56,36 @@ type Repartition struct {
 	PartitionOK bool
 	// Offset is Int's value of HeaderOffset (0 when none).
 	Offset int64
-	// SourceMax is the HeaderSourceMax value; HasSourceMax: there is one.
+	// HasSourceMax: the record carries its source's maximum event time
+	// before it (aligned watermarks). SourceMax is the HeaderSourceMax
+	// value (nil from an envelope); Before is that maximum,
+	// math.MinInt64 when the source had none yet (an empty value), and
+	// BeforeOK false when the value is not a number.
 	SourceMax    []byte
 	HasSourceMax bool
+	Before       int64
+	BeforeOK     bool
 	// Fields is the last HeaderFields value; HasFields: there is one.
 	Fields    []byte
 	HasFields bool
+	// Err is the error of an envelope that does not decode (ErrEnvelope):
+	// the rest is then read from the seven headers, as if it had none.
+	Err error
 }
 
 // ReadRepartition reads the headers of a repartitioned record in one
 // pass over hs.
 func ReadRepartition(hs []kgo.RecordHeader) Repartition {
 	var r Repartition
-	var seenET, seenKey, seenTopic, seenPart, seenOff bool
+	var seenET, seenKey, seenTopic, seenPart, seenOff, seenEnv bool
+	var env []byte
 	for i := range hs {
 		h := &hs[i]
 		switch h.Key {
+		case HeaderRepartition:
+			if !seenEnv {
+				seenEnv, env = true, h.Value
+			}
 		case HeaderEventTime:
 			if !seenET {
 				seenET = true
@@ -103,5 +120,30 @@ func ReadRepartition(hs []kgo.RecordHeader) Repartition {
 			r.Fields, r.HasFields = h.Value, true
 		}
 	}
+	if seenEnv {
+		e, err := ParseEnvelope(env)
+		if err == nil {
+			return fromEnvelope(&e)
+		}
+		r.Err = err
+	}
+	if r.HasSourceMax {
+		r.Before, r.BeforeOK = int64(math.MinInt64), true
+		if len(r.SourceMax) > 0 {
+			r.Before, r.BeforeOK = ParseInt(r.SourceMax)
+		}
+	}
 	return r
+}
+
+// fromEnvelope is the Repartition of an envelope.
+func fromEnvelope(e *Envelope) Repartition {
+	return Repartition{
+		EventTime: e.EventTime, EventTimeOK: true,
+		SourceKey: e.Key, Topic: e.Topic,
+		Partition: e.Partition, PartitionOK: true,
+		Offset:       e.Offset,
+		HasSourceMax: e.Aligned, Before: e.SourceMax, BeforeOK: e.Aligned,
+		Fields: e.Fields, HasFields: e.HasFields,
+	}
 }

@@ -149,19 +149,20 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	name := ar.rt.Name
 	part := partName(r, ar.spec.Parts)
 	if part == "" {
-		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
+		return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageAssemble, wire.ReasonUnknownPart, "route %q: repartitioned part has no %s header", name, wire.HeaderPart), tally)}, nil
 	}
 	if len(r.Key) == 0 {
-		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}, nil
+		return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadAssemblyID, "route %q: repartitioned part %q has no id (empty key)", name, part), tally)}, nil
 	}
 	if !gjson.ValidBytes(r.Value) {
-		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}, nil
+		return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadPartValue, "route %q: part %q is not valid JSON", name, part), tally)}, nil
 	}
 	at := now.UnixMilli()
 	if ar.event {
-		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
+		h := wire.ReadRepartition(r.Headers)
+		et, ok := h.EventTime, h.EventTimeOK
 		if !ok {
-			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}, nil
+			return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageAssemble, wire.ReasonBadTime, "route %q: repartitioned part has no %s header", name, wire.HeaderEventTime), tally)}, nil
 		}
 		at = et
 	}
@@ -169,7 +170,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	if err != nil {
 		var re *assembly.RecordError
 		if errors.As(err, &re) {
-			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}, nil
+			return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageAssemble, re.Reason, "route %q: %s", name, re.Detail), tally)}, nil
 		}
 		// The store failed and may hold part of this part's writes:
 		// nothing of this transaction may commit. The batch aborts and
@@ -183,7 +184,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		// overflow count is its conservation term. Its time may still
 		// have expired assemblies.
 		tally.AddOverflow(name, metrics.PolicyRoute, 1)
-		recs = append(recs, e.fit(ar, pipeline.OverflowRecord(ar.rt, r, r.Key, ov.Limit, ov.Max, ov.Size), tally))
+		recs = append(recs, e.fit(ar, pipeline.OverflowRecord(ar.rt, asWritten(r), r.Key, ov.Limit, ov.Max, ov.Size), tally))
 		for i := range out.Incomplete {
 			recs = append(recs, e.assemblyRecord(ar, &out.Incomplete[i], r.Timestamp, tally))
 		}
@@ -192,8 +193,8 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 	switch {
 	case out.Duplicate:
 		tally.AssemblyParts[[2]string{name, metrics.PartCompleted}]++
-		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
-		hs = append(hs, r.Headers...)
+		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+wire.ExpandedExtra+2)
+		hs = wire.AppendExpanded(hs, r.Headers)
 		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: wire.HeaderDuplicateOf, Value: r.Key})
 		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
 	case out.DuplicatePart:

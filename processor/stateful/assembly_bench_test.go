@@ -1,7 +1,6 @@
 package stateful
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/sidestream/sidestream/metrics"
 	"github.com/sidestream/sidestream/processor/assembly"
 	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
 )
 
 // BenchmarkAssemblyPipeline: the seed-002 example per input record, on
@@ -75,11 +73,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 					continue
 				}
 				out.Key = append(out.Key, byte('a'+laps%26), byte('a'+laps/26%26))
-				for k, h := range out.Headers {
-					if h.Key == wire.HeaderEventTime {
-						out.Headers[k].Value = strconv.AppendInt(nil, parts[i%len(parts)].TS+int64(laps)*1_000_000, 10)
-					}
-				}
+				setEventTime(b, out.Headers, parts[i%len(parts)].TS+int64(laps)*1_000_000)
 				if _, err := e.processAssembly(out, t, now, tally); err != nil {
 					b.Fatal(err)
 				}

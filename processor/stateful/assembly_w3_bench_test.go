@@ -1,7 +1,6 @@
 package stateful
 
 import (
-	"strconv"
 	"testing"
 	"time"
 
@@ -60,7 +59,7 @@ func BenchmarkAssemblyStageTwoW3(b *testing.B) {
 	span := last - first + 20_000
 	times := make([]int64, len(parts))
 	for i, p := range parts {
-		times[i], _ = wire.Int(p.Headers, wire.HeaderEventTime)
+		times[i] = wire.ReadRepartition(p.Headers).EventTime
 	}
 	now := time.Now()
 	emitted := 0
@@ -68,11 +67,7 @@ func BenchmarkAssemblyStageTwoW3(b *testing.B) {
 		lap := int64(i / len(parts))
 		r := *parts[i%len(parts)]
 		r.Headers = append([]kgo.RecordHeader(nil), r.Headers...)
-		for k, h := range r.Headers {
-			if h.Key == wire.HeaderEventTime {
-				r.Headers[k].Value = strconv.AppendInt(nil, times[i%len(parts)]+lap*span, 10)
-			}
-		}
+		setEventTime(b, r.Headers, times[i%len(parts)]+lap*span)
 		recs, err := e.processAssembly(&r, t, now, tally)
 		if err != nil {
 			b.Fatal(err)

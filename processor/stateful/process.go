@@ -144,3 +144,17 @@ func (s *Stage) observeTask(t *windowTask) {
 	s.m.StoreEntries.WithLabelValues(l...).Set(float64(t.st.Len()))
 	s.m.StoreBytes.WithLabelValues(l...).Set(float64(t.st.SizeBytes()))
 }
+
+// asWritten is r as stage one wrote it before the repartition envelope
+// (wire.ExpandRepartition): what stage two writes out of a record (late,
+// overflow, duplicate and dirty records) stays what it was. r itself
+// when it has no envelope.
+func asWritten(r *kgo.Record) *kgo.Record {
+	hs := wire.ExpandRepartition(r.Headers)
+	if len(hs) == len(r.Headers) {
+		return r
+	}
+	c := *r
+	c.Headers = hs
+	return &c
+}

@@ -3,7 +3,6 @@ package stateful
 import (
 	"math"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -22,8 +21,8 @@ import (
 // generator log events, a count per service in 10 s tumbling windows),
 // and on W2 with aggregates that read two fields (sum and max of
 // latency_ms). The records are stage one's own outputs; fields reads the
-// fields stage one carried (wire.HeaderFields), json the same records
-// without that header (the path of records an older version wrote: the
+// fields stage one carried (in its envelope, wire.HeaderRepartition), json
+// the same records without them (the path of records an older version wrote: the
 // value decoded again). stage-one is stage one of the same input record
 // (every route, the repartitioned record and its headers included).
 // live is fields with event times moving on: each pass over the records
@@ -66,7 +65,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 			var sh *shifter
 			switch mode {
 			case "json":
-				recs = withoutFields(reps)
+				recs = withoutFields(b, reps)
 			case "live":
 				recs, sh = newShifter(b, reps)
 			case "aligned":
@@ -91,20 +90,17 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 					b.Fatalf("nothing aggregated: %+v", tally.Dirty)
 				}
 				b.ReportMetric(float64(tally.Late[name])/float64(tally.Late[name]+tally.Aggregated[name]), "late/record")
-				// What a repartitioned record weighs, and its fields
-				// header (key, value and their two length varints).
-				var size, fields int
+				// What a repartitioned record weighs, and its headers
+				// (key, value and their two length varints).
+				var size, headers int
 				for _, r := range recs {
 					size += len(r.Key) + len(r.Value)
 					for _, h := range r.Headers {
-						size += len(h.Key) + len(h.Value) + 2
-						if h.Key == wire.HeaderFields {
-							fields += len(h.Key) + len(h.Value) + 2
-						}
+						headers += len(h.Key) + len(h.Value) + 2
 					}
 				}
-				b.ReportMetric(float64(size)/float64(len(recs)), "record-B")
-				b.ReportMetric(float64(fields)/float64(len(recs)), "fields-B")
+				b.ReportMetric(float64(size+headers)/float64(len(recs)), "record-B")
+				b.ReportMetric(float64(headers)/float64(len(recs)), "headers-B")
 			})
 		}
 	}
@@ -133,13 +129,59 @@ func stageTwoInputs(b testing.TB, e *engine, top *topology.Topology) (inputs, re
 	return inputs, reps
 }
 
-// shifter rewrites the event time and source maximum headers of copies
-// of records in place, by a whole number of passes.
+// envelopeOf is the index of r's repartition envelope and what it holds,
+// its slices copies (the value may be rewritten in place).
+func envelopeOf(b testing.TB, r *kgo.Record) (int, wire.Envelope) {
+	for j, h := range r.Headers {
+		if h.Key != wire.HeaderRepartition {
+			continue
+		}
+		env, err := wire.ParseEnvelope(h.Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.Topic, env.Key, env.Fields = slices.Clone(env.Topic), slices.Clone(env.Key), slices.Clone(env.Fields)
+		return j, env
+	}
+	b.Fatal("no repartition envelope")
+	return 0, wire.Envelope{}
+}
+
+// setEventTime rewrites the event time of the envelope among hs, in
+// place (its value newly allocated, as a header stage one wrote).
+func setEventTime(b testing.TB, hs []kgo.RecordHeader, et int64) {
+	for k, h := range hs {
+		if h.Key != wire.HeaderRepartition {
+			continue
+		}
+		env, err := wire.ParseEnvelope(h.Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		env.EventTime = et
+		hs[k].Value = wire.AppendEnvelope(make([]byte, 0, len(h.Value)+10), &env)
+		return
+	}
+	b.Fatal("no repartition envelope")
+}
+
+// withEnvelope is a copy of r with its envelope rewritten by f.
+func withEnvelope(b testing.TB, r *kgo.Record, f func(*wire.Envelope)) *kgo.Record {
+	j, env := envelopeOf(b, r)
+	f(&env)
+	c := *r
+	c.Headers = slices.Clone(r.Headers)
+	c.Headers[j].Value = wire.AppendEnvelope(nil, &env)
+	return &c
+}
+
+// shifter rewrites the event time and source maximum of copies of
+// records in place (their envelopes), by a whole number of passes.
 type shifter struct {
 	recs []*kgo.Record
-	et   []int64 // by record: its event time
-	max  []int64 // by record: its source maximum, MinInt64 when empty
-	span int64   // one pass's shift: more than its event times span, window and grace
+	at   []int           // by record: its envelope's index
+	env  []wire.Envelope // by record: its envelope as stage one wrote it
+	span int64           // one pass's shift: more than its event times span, window and grace
 }
 
 func newShifter(b testing.TB, reps []*kgo.Record) ([]*kgo.Record, *shifter) {
@@ -148,28 +190,11 @@ func newShifter(b testing.TB, reps []*kgo.Record) ([]*kgo.Record, *shifter) {
 	for _, r := range reps {
 		c := *r
 		c.Headers = slices.Clone(r.Headers)
-		et, mx := int64(0), int64(math.MinInt64)
-		for j, h := range c.Headers {
-			switch h.Key {
-			case wire.HeaderEventTime, wire.HeaderSourceMax:
-				if len(h.Value) == 0 {
-					continue
-				}
-				n, err := strconv.ParseInt(string(h.Value), 10, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if h.Key == wire.HeaderEventTime {
-					et = n
-				} else {
-					mx = n
-				}
-				c.Headers[j].Value = make([]byte, len(h.Value), 24)
-				copy(c.Headers[j].Value, h.Value)
-			}
-		}
-		lo, hi = min(lo, et), max(hi, et)
-		sh.recs, sh.et, sh.max = append(sh.recs, &c), append(sh.et, et), append(sh.max, mx)
+		j, env := envelopeOf(b, r)
+		// Room for the longer varints of shifted times.
+		c.Headers[j].Value = append(make([]byte, 0, len(r.Headers[j].Value)+24), r.Headers[j].Value...)
+		lo, hi = min(lo, env.EventTime), max(hi, env.EventTime)
+		sh.recs, sh.at, sh.env = append(sh.recs, &c), append(sh.at, j), append(sh.env, env)
 	}
 	sh.span += hi - lo
 	return sh.recs, sh
@@ -178,51 +203,37 @@ func newShifter(b testing.TB, reps []*kgo.Record) ([]*kgo.Record, *shifter) {
 func (sh *shifter) pass(n int) {
 	d := int64(n) * sh.span
 	for i, r := range sh.recs {
-		for j, h := range r.Headers {
-			switch {
-			case h.Key == wire.HeaderEventTime:
-				r.Headers[j].Value = strconv.AppendInt(h.Value[:0], sh.et[i]+d, 10)
-			case h.Key == wire.HeaderSourceMax && sh.max[i] != math.MinInt64:
-				r.Headers[j].Value = strconv.AppendInt(h.Value[:0], sh.max[i]+d, 10)
-			}
+		env := sh.env[i]
+		env.EventTime += d
+		if env.Aligned && env.SourceMax != math.MinInt64 {
+			env.SourceMax += d
 		}
+		h := &r.Headers[sh.at[i]]
+		h.Value = wire.AppendEnvelope(h.Value[:0], &env)
 	}
 }
 
 // withSourceMax are copies of records of one source with the source
-// maximum header stage one stamps (sources.go): the largest event time
-// before each, none for the first.
+// maximum stage one stamps (sources.go): the largest event time before
+// each, none for the first.
 func withSourceMax(b testing.TB, recs []*kgo.Record) []*kgo.Record {
 	out := make([]*kgo.Record, len(recs))
 	before := int64(math.MinInt64)
 	for i, r := range recs {
-		c := *r
-		var v []byte
-		if before != math.MinInt64 {
-			v = []byte(strconv.FormatInt(before, 10))
-		}
-		c.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderSourceMax, Value: v}}, r.Headers...)
-		et, ok := wire.Int(r.Headers, wire.HeaderEventTime)
-		if !ok {
-			b.Fatal("no event time")
-		}
-		before = max(before, et)
-		out[i] = &c
+		out[i] = withEnvelope(b, r, func(env *wire.Envelope) {
+			env.Aligned, env.SourceMax = true, before
+			before = max(before, env.EventTime)
+		})
 	}
 	return out
 }
 
-func withoutFields(recs []*kgo.Record) []*kgo.Record {
+// withoutFields are copies of records without the fields stage one
+// carried (as an older version wrote them).
+func withoutFields(b testing.TB, recs []*kgo.Record) []*kgo.Record {
 	out := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
-		c := *r
-		c.Headers = nil
-		for _, h := range r.Headers {
-			if h.Key != wire.HeaderFields {
-				c.Headers = append(c.Headers, h)
-			}
-		}
-		out[i] = &c
+		out[i] = withEnvelope(b, r, func(env *wire.Envelope) { env.Fields, env.HasFields = nil, false })
 	}
 	return out
 }

@@ -223,7 +223,10 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	rt := t.route.rt
 	h := wire.ReadRepartition(r.Headers)
 	if !h.EventTimeOK {
-		return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
+		if h.Err != nil {
+			return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record: %v", h.Err), tally)}, nil
+		}
+		return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadTime, "repartitioned record has no %s header", wire.HeaderEventTime), tally)}, nil
 	}
 	et := h.EventTime
 	m := pipeline.Meta{Key: h.SourceKey, Topic: t.topic(h.Topic), Timestamp: r.Timestamp.UnixMilli(), Offset: h.Offset}
@@ -235,18 +238,15 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	}
 	vals, rerr := e.WindowValues(rt, r, &h, &m, t.scratch)
 	if rerr != nil {
-		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
+		return []*kgo.Record{e.Dirty(asWritten(r), rerr, tally)}, nil
 	}
 	var out window.Output
 	var err error
 	if h.HasSourceMax {
 		// Aligned: judged by the source's own progress (sources.go).
-		before := int64(math.MinInt64)
-		if len(h.SourceMax) > 0 {
-			var ok bool
-			if before, ok = wire.ParseInt(h.SourceMax); !ok {
-				return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h.SourceMax), tally)}, nil
-			}
+		before := h.Before
+		if !h.BeforeOK {
+			return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "%s header %q is not a number", wire.HeaderSourceMax, h.SourceMax), tally)}, nil
 		}
 		src := t.sourceID(m.Topic, m.Partition)
 		t.heard(src)
@@ -258,7 +258,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	if err != nil {
 		var we *window.RecordError
 		if errors.As(err, &we) {
-			return []*kgo.Record{e.Dirty(r, pipeline.NewRecordError(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
+			return []*kgo.Record{e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageWindow, we.Reason, "route %q: %v", rt.Name, we), tally)}, nil
 		}
 		// The store failed and may hold part of this record's writes:
 		// nothing of this transaction may commit. The batch aborts and
@@ -269,7 +269,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
 	if ov := out.Overflow; ov != nil {
 		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
-		recs = append(recs, pipeline.OverflowRecord(rt, r, m.Key, ov.Limit, ov.Max, ov.Size))
+		recs = append(recs, pipeline.OverflowRecord(rt, asWritten(r), m.Key, ov.Limit, ov.Max, ov.Size))
 		return recs, nil
 	}
 	if out.Late != nil {
@@ -365,15 +365,17 @@ func (e *engine) resultValue(rt *topology.RouteNode, value []byte) ([]byte, stri
 	return value, "", nil
 }
 
-// lateRecord is the input record, unchanged, on the late route, with the
+// lateRecord is the input record, unchanged (its headers as written
+// before the repartition envelope), on the late route, with the
 // watermark it met, the windows it missed and how late it was.
 func (e *engine) lateRecord(rt *topology.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
 	wins := make([]string, len(l.Windows))
 	for i, w := range l.Windows {
 		wins[i] = w.String()
 	}
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
-	hs = append(hs, r.Headers...)
+	// As written before the repartition envelope (wire.AppendExpanded).
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+wire.ExpandedExtra+4)
+	hs = wire.AppendExpanded(hs, r.Headers)
 	hs = append(hs,
 		kgo.RecordHeader{Key: wire.HeaderLateRoute, Value: []byte(rt.Name)},
 		kgo.RecordHeader{Key: wire.HeaderLateWM, Value: []byte(strconv.FormatInt(l.Watermark, 10))},
