@@ -38,6 +38,9 @@ type Engine struct {
 	// with; headers: some expression reads _headers.
 	evals   evalPool
 	headers bool
+	// expand: stage one writes the seven text headers of the versions
+	// before the envelope (topics.repartition_format: headers).
+	expand bool
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -63,6 +66,7 @@ func New(t *topology.Topology, opts ...Option) *Engine {
 		winFields:  windowFields(t),
 		headers:    slices.Contains(t.Meta, topology.MetaHeaders),
 		evals:      evalPool{fields: len(t.Fields)},
+		expand:     t.Config.Topics.RepartitionFormat == topology.RepartitionHeaders,
 	}
 	for _, o := range opts {
 		o(e)

@@ -63,7 +63,7 @@ func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []outp
 				}
 				value = js
 			}
-			hs, _ := repartitionHeaders(r, d.EventTime, math.MinInt64, false, 0, nil)
+			hs, _ := e.repartitionHeaders(r, d.EventTime, math.MinInt64, false, 0, nil)
 			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: []byte(pn.Name)})
 			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
 		}

@@ -24,8 +24,10 @@ import (
 // aligned, its source's maximum event time before it; with room for one
 // more header (the part name of an assembly part). fields: the envelope
 // ends with the fields header's value, which fill appends to it (the
-// fields a window route's aggregates read).
-func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool, fields int, fill func([]byte) ([]byte, error)) ([]kgo.RecordHeader, error) {
+// fields a window route's aggregates read). Under
+// topics.repartition_format: headers the envelope is expanded into the
+// seven text headers it replaced (wire.ExpandRepartition).
+func (e *Engine) repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool, fields int, fill func([]byte) ([]byte, error)) ([]kgo.RecordHeader, error) {
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
 	hs = append(hs, r.Headers...)
 	env := wire.Envelope{
@@ -41,7 +43,11 @@ func repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool, fi
 		}
 	}
 	// Nothing appends to a record's header values once built.
-	return append(hs, kgo.RecordHeader{Key: wire.HeaderRepartition, Value: b[:len(b):len(b)]}), nil
+	hs = append(hs, kgo.RecordHeader{Key: wire.HeaderRepartition, Value: b[:len(b):len(b)]})
+	if e.expand {
+		hs = wire.ExpandRepartition(hs)
+	}
+	return hs, nil
 }
 
 // windowPlan is what the two stages need of one window route's
@@ -102,7 +108,7 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 	names := e.winFields[rt].names
 	if len(names) == 0 {
 		// A route of bare counts reads no field.
-		hs, _ := repartitionHeaders(r, d.EventTime, before, aligned, len(noFields), func(b []byte) ([]byte, error) {
+		hs, _ := e.repartitionHeaders(r, d.EventTime, before, aligned, len(noFields), func(b []byte) ([]byte, error) {
 			return append(b, noFields...), nil
 		})
 		return hs, nil
@@ -124,7 +130,7 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 			return v, v != nil
 		}
 	}
-	hs, err := repartitionHeaders(r, d.EventTime, before, aligned, 2+24*len(names), func(b []byte) ([]byte, error) {
+	hs, err := e.repartitionHeaders(r, d.EventTime, before, aligned, 2+24*len(names), func(b []byte) ([]byte, error) {
 		return wire.AppendFieldsFunc(b, names, get)
 	})
 	if err != nil {

@@ -224,7 +224,7 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 			fill = func(b []byte) ([]byte, error) { return append(b, fields...), nil }
 			want = append(want, kgo.RecordHeader{Key: wire.HeaderFields, Value: fields})
 		}
-		got, err := repartitionHeaders(r, et, before, aligned, 4, fill)
+		got, err := (&Engine{}).repartitionHeaders(r, et, before, aligned, 4, fill)
 		if err != nil {
 			rt.Fatal(err)
 		}
@@ -241,6 +241,15 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 		}
 		if cap(got)-len(got) < 1 {
 			rt.Fatal("no room for the part header")
+		}
+		// topics.repartition_format: headers writes those seven itself,
+		// for a stage two of a version before the envelope.
+		old, err := (&Engine{expand: true}).repartitionHeaders(r, et, before, aligned, 4, fill)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !reflect.DeepEqual(old, want) {
+			rt.Fatalf("repartition_format headers wrote %q, want %q", old, want)
 		}
 	})
 }

@@ -22,13 +22,18 @@ func windowTopology(t *testing.T, brokers []string) *topology.Topology {
 // generated log stream (events up to 5s out of order, so many are late),
 // stops the router mid-run and starts a new one that restores the state
 // from the changelog, then checks every ERROR event is counted exactly
-// once: in the final result of its window or on the late route.
+// once: in the final result of its window or on the late route. The
+// first router writes the repartition records' seven text headers
+// (topics.repartition_format: headers, the first bounce of a rolling
+// upgrade), the second the envelope: each reads what the other wrote.
 func TestWindowRouteEndToEnd(t *testing.T) {
 	c := newCluster(t)
 	top := windowTopology(t, c.ListenAddrs())
+	old := windowTopology(t, c.ListenAddrs())
+	old.Config.Topics.RepartitionFormat = topology.RepartitionHeaders
 	n := 30_000
 	events := produceEvents(t, c.ListenAddrs(), "logs", n, 21)
-	a := start(t, top, "a", WithMaxPollRecords(2000))
+	a := start(t, old, "a", WithMaxPollRecords(2000))
 	waitConsumed(t, a.p.Metrics(), n/2, time.Minute)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		if s := a.p.Metrics().Snapshot(); s.Aggregated+s.Late >= 200 {

@@ -251,6 +251,13 @@ type TopicDefaults struct {
 	// time or size retention does at start: warn (the default: a WARN log
 	// and a warning on /readyz) or fail (the router refuses to start).
 	OnRepartitionRetention string `yaml:"on_repartition_retention"`
+	// RepartitionFormat is how stage one tells stage two what it knows of
+	// a record: envelope (the default: one binary header,
+	// wire.HeaderRepartition) or headers (the seven text headers of the
+	// versions before it, which a stage two of those versions reads: for
+	// the first bounce of a rolling upgrade from one of them). Stage two
+	// reads both.
+	RepartitionFormat string `yaml:"repartition_format"`
 	// PurgeInterval is how often the router deletes repartition records
 	// below the group's committed offsets (default 30s).
 	PurgeInterval Duration `yaml:"purge_interval"`

@@ -166,6 +166,12 @@ func (d *doc) validateTopicConfigs(path string, tc TopicConfigs) {
 	}
 }
 
+// The values of topics.repartition_format.
+const (
+	RepartitionEnvelope = "envelope"
+	RepartitionHeaders  = "headers"
+)
+
 // validateTopics checks the topics section and the inputs' start and
 // on_gap.
 func (d *doc) validateTopics() {
@@ -175,6 +181,11 @@ func (d *doc) validateTopics() {
 	case RetentionWarn, RetentionFail:
 	default:
 		d.at("topics.on_repartition_retention", "topics.on_repartition_retention must be %q or %q, got %q", RetentionWarn, RetentionFail, c.Topics.OnRepartitionRetention)
+	}
+	switch c.Topics.RepartitionFormat {
+	case RepartitionEnvelope, RepartitionHeaders:
+	default:
+		d.at("topics.repartition_format", "topics.repartition_format must be %q or %q, got %q", RepartitionEnvelope, RepartitionHeaders, c.Topics.RepartitionFormat)
 	}
 	if c.Topics.PurgeInterval.D() < time.Second {
 		d.at("topics.purge_interval", "topics.purge_interval must be at least 1s (each purge asks the brokers for the group's offsets), got %s", c.Topics.PurgeInterval.D())
@@ -204,6 +215,9 @@ func (c *Config) applyTopicDefaults() {
 	}
 	if c.Topics.PurgeInterval == 0 {
 		c.Topics.PurgeInterval = Duration(DefaultPurgeInterval)
+	}
+	if c.Topics.RepartitionFormat == "" {
+		c.Topics.RepartitionFormat = RepartitionEnvelope
 	}
 	for i := range c.Inputs {
 		if c.Inputs[i].Start == "" {
