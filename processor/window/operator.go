@@ -43,14 +43,14 @@ type Operator struct {
 	low      int64
 	lowOK    bool
 
-	in   []value // normalized inputs of the current record
+	in []value // normalized inputs of the current record
 	// processFixed's windows of the current record, and the windows it
 	// decodes into (none outlives the call: results copy what they show).
 	targets []fixedTarget
 	wins    []*win
-	kbuf []byte  // scratch keys
-	pbuf []byte  // scratch prefix (sessions)
-	vbuf []byte  // scratch values
+	kbuf    []byte // scratch keys
+	pbuf    []byte // scratch prefix (sessions)
+	vbuf    []byte // scratch values
 }
 
 // New returns the operator over st. A fresh store starts with no
