@@ -180,8 +180,6 @@ type Metrics struct {
 	// older_than_delete_retention).
 	StateWipes *prometheus.CounterVec
 
-	// Kafka is the franz-go client plugin; pass it to kgo.WithHooks.
-	Kafka *kprom.Metrics
 	// Registry counts the schema registry lookups of the registry-backed
 	// inputs; pass it to registry.WithHooks.
 	SchemaRegistry *RegistryMetrics
@@ -259,7 +257,6 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
 	r.MustRegister(m.Redriven)
-	m.Kafka = kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(r), kprom.Gatherer(r))
 	m.SchemaRegistry = NewRegistryMetrics(r)
 	m.assemblyMetrics = newAssemblyMetrics(r)
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
@@ -633,4 +630,16 @@ func newFaultMetrics(r *prometheus.Registry) faultMetrics {
 		Help: "Failed purges (offset fetch, list or DeleteRecords) of a repartition topic, by topic."}, []string{"topic"})
 	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.Purged, f.PurgeErrors)
 	return f
+}
+
+// KafkaHooks is the franz-go client plugin (kprom) for one client: pass
+// it to kgo.WithHooks of that client only. kprom registers its metrics
+// when the client starts and unregisters them when it closes, and sets
+// its own fields at the start: a plugin shared by a session's client and
+// the next one would be written by the new client while the old one's
+// last broker reads still read it (a data race), so each gets its own.
+// The registry holds one session's client at a time, so the names never
+// clash.
+func (m *Metrics) KafkaHooks() *kprom.Metrics {
+	return kprom.NewMetrics(KafkaClientNamspace, kprom.Registerer(m.Registry), kprom.Gatherer(m.Registry))
 }

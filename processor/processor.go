@@ -358,7 +358,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		// Inputs may themselves be transactional outputs.
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
-		kgo.WithHooks(p.m.Kafka),
+		kgo.WithHooks(p.m.KafkaHooks()),
 		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			p.st.SetJoined(true) // called after every successful join, even with nothing new
