@@ -102,6 +102,15 @@ func (t *windowTask) sourceID(topic string, part int32) string {
 	return s
 }
 
+// flush writes what the operator deferred in a batch (BeginBatch) to the
+// store; an error is the store's, and the batch aborts.
+func (t *windowTask) flush() error {
+	if err := t.op.Flush(); err != nil {
+		return fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
+	}
+	return nil
+}
+
 func (t *windowTask) Store() changelog.Store   { return t.st }
 func (t *windowTask) Locker() *sync.Mutex      { return &t.mu }
 func (t *windowTask) ChangelogTopic() string   { return t.route.rt.Window.ChangelogTopic }
