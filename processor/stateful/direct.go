@@ -173,7 +173,7 @@ func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok b
 			produce(r)
 		}
 	}
-	if ferr := t.flush(); err == nil {
+	if ferr := t.flush(!ok || err != nil); err == nil {
 		err = ferr
 	}
 	t.lastRecord = now

@@ -35,7 +35,7 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 		// else can read it: the task stays locked until then.
 		t.op.BeginBatch()
 		err = s.eng.processWindowBatch(t, recs, tally, produce)
-		if ferr := t.flush(); err == nil {
+		if ferr := t.flush(err != nil); err == nil {
 			err = ferr
 		}
 		if err != nil {

@@ -86,7 +86,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 						b.Fatal(err)
 					}
 					if i%1000 == 999 {
-						if err := t.flush(); err != nil {
+						if err := t.flush(false); err != nil {
 							b.Fatal(err)
 						}
 						t.st.(*changelog.Memory).ResetChanges()

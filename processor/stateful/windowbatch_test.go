@@ -52,7 +52,7 @@ func TestWindowBatchMatchesPerRecord(t *testing.T) {
 			if err := e.processWindowBatch(bat, batch, batTally, func(r *kgo.Record) { got = append(got, r) }); err != nil {
 				t.Fatal(err)
 			}
-			if err := bat.flush(); err != nil {
+			if err := bat.flush(false); err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(want, got) || !reflect.DeepEqual(refTally, batTally) {

@@ -102,9 +102,15 @@ func (t *windowTask) sourceID(topic string, part int32) string {
 	return s
 }
 
-// flush writes what the operator deferred in a batch (BeginBatch) to the
-// store; an error is the store's, and the batch aborts.
-func (t *windowTask) flush() error {
+// flush ends the operator's batch (BeginBatch). After failed, a store
+// error (the batch aborts, the task is rebuilt from its changelog), it
+// drops what the batch deferred: the failed store is not touched again.
+// Otherwise it writes it; an error is the store's, and the batch aborts.
+func (t *windowTask) flush(failed bool) error {
+	if failed {
+		t.op.DropBatch()
+		return nil
+	}
 	if err := t.op.Flush(); err != nil {
 		return fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
 	}

@@ -48,6 +48,14 @@ func (o *Operator) Flush() error {
 	return nil
 }
 
+// DropBatch ends the deferral without writing what it deferred: after a
+// store error, when the caller rebuilds the operator from the changelog
+// and must not touch the failed store again.
+func (o *Operator) DropBatch() {
+	o.batch, o.metaDirty = false, false
+	clear(o.dirty)
+}
+
 // writeMeta stores the watermark, or defers it (BeginBatch).
 func (o *Operator) writeMeta() error {
 	if o.batch {

@@ -247,4 +247,23 @@ func TestBatchDefersOnlyMetaAndSources(t *testing.T) {
 	if re, _ = New(s, st); re.Watermark() != 6 {
 		t.Fatalf("watermark after Flush not written at once: %d", re.Watermark())
 	}
+	// DropBatch forgets what it deferred and ends the batch.
+	o.BeginBatch()
+	if _, err := o.Mark("in/0", 20); err != nil {
+		t.Fatal(err)
+	}
+	st.ResetChanges()
+	o.DropBatch()
+	if c := st.Changes(); len(c) != 0 {
+		t.Fatalf("DropBatch wrote %d changes", len(c))
+	}
+	if err := o.Flush(); err != nil || len(st.Changes()) != 0 {
+		t.Fatalf("Flush after DropBatch: %v, %d changes", err, len(st.Changes()))
+	}
+	if _, err := o.Mark("in/0", 30); err != nil {
+		t.Fatal(err)
+	}
+	if re, _ = New(s, st); re.Sources()["in/0"] != 30 {
+		t.Fatalf("after DropBatch, a mark is not written at once: %v", re.Sources())
+	}
 }
