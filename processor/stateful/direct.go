@@ -142,7 +142,7 @@ func (ds *directSet[T]) finish(d *Direct, topic string, max *int64, err error) e
 
 // begin defers the operator's watermark and source writes to finish
 // (window.Operator.BeginBatch): the task stays locked until then.
-func (t *windowTask) begin() { t.op.BeginBatch() }
+func (t *windowTask) begin() { t.beginBatch() }
 
 func (t *windowTask) keyed(*kgo.Record) bool { return true }
 

@@ -33,7 +33,7 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 		// The watermark and source progress reach the store once, at the
 		// end of the batch (window.Operator.BeginBatch), before anything
 		// else can read it: the task stays locked until then.
-		t.op.BeginBatch()
+		t.beginBatch()
 		err = s.eng.processWindowBatch(t, recs, tally, produce)
 		if ferr := t.flush(err != nil); err == nil {
 			err = ferr

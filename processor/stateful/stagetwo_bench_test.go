@@ -76,7 +76,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 			}
 			b.Run(v.name+"/"+mode, func(b *testing.B) {
 				t := benchWindowTask(b, top)
-				t.op.BeginBatch()
+				t.beginBatch()
 				tally := metrics.NewTally()
 				loop(b, func(i int) {
 					if sh != nil && i%len(recs) == 0 {
@@ -90,7 +90,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 							b.Fatal(err)
 						}
 						t.st.(*changelog.Memory).ResetChanges()
-						t.op.BeginBatch()
+						t.beginBatch()
 					}
 				})
 				name := top.Routes[3].Name

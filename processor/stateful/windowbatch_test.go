@@ -1,10 +1,12 @@
 package stateful
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -41,6 +43,7 @@ func TestWindowBatchMatchesPerRecord(t *testing.T) {
 			batch := recs[i : i+n]
 			i += n
 			var want, got []*kgo.Record
+			refStart := time.Now()
 			for _, r := range batch {
 				outs, err := e.processRepartitioned(r, ref, refTally)
 				if err != nil {
@@ -48,13 +51,16 @@ func TestWindowBatchMatchesPerRecord(t *testing.T) {
 				}
 				want = append(want, outs...)
 			}
-			bat.op.BeginBatch()
+			heardBefore := maps.Clone(bat.lastHeard)
+			start := time.Now()
+			bat.beginBatch()
 			if err := e.processWindowBatch(bat, batch, batTally, func(r *kgo.Record) { got = append(got, r) }); err != nil {
 				t.Fatal(err)
 			}
 			if err := bat.flush(false); err != nil {
 				t.Fatal(err)
 			}
+			checkHeard(t, ref.lastHeard, refStart, heardBefore, bat.lastHeard, start, time.Now())
 			if !reflect.DeepEqual(want, got) || !reflect.DeepEqual(refTally, batTally) {
 				t.Fatalf("seed %d, batch ending at %d: outputs or tallies differ", seed, i)
 			}
@@ -116,4 +122,27 @@ func storeEntries(t *testing.T, st changelog.Store) [][2]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// checkHeard: the batch stamped the sources the per-record path heard in
+// its batch (those stamped since refStart), each once with a time within
+// the batch [start, end], and left the others as they were.
+func checkHeard(t *testing.T, ref map[string]time.Time, refStart time.Time, before, got map[string]time.Time, start, end time.Time) {
+	t.Helper()
+	if len(ref) != len(got) {
+		t.Fatalf("heard %d sources, want %d", len(got), len(ref))
+	}
+	for src, at := range got {
+		r, ok := ref[src]
+		if !ok {
+			t.Fatalf("heard %s, the per-record path did not", src)
+		}
+		if !r.Before(refStart) {
+			if at.Before(start) || at.After(end) {
+				t.Fatalf("source %s heard in the batch stamped %v, outside [%v, %v]", src, at, start, end)
+			}
+		} else if !at.Equal(before[src]) {
+			t.Fatalf("source %s not heard in the batch: stamp moved from %v to %v", src, before[src], at)
+		}
+	}
 }
