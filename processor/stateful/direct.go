@@ -26,6 +26,8 @@ type directTask interface {
 	// misplaced is the reason the input record goes to dirty when out's
 	// key belongs to partition kp, not to part.
 	misplaced(out *kgo.Record, kp, part int32) *pipeline.RecordError
+	// begin runs once the task is locked for the input partition's batch.
+	begin()
 	// stageTwo processes one record of the (virtual) repartition topic.
 	stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error)
 	// finish runs after the records of input partition topic/part (max is
@@ -99,6 +101,7 @@ func (ds *directSet[T]) process(ctx context.Context, d *Direct, out, in *kgo.Rec
 			return err
 		}
 		t.Locker().Lock()
+		t.begin()
 		if ds.tasks == nil {
 			ds.tasks = map[string]T{}
 		}
@@ -137,6 +140,10 @@ func (ds *directSet[T]) finish(d *Direct, topic string, max *int64, err error) e
 	return err
 }
 
+// begin defers the operator's watermark and source writes to finish
+// (window.Operator.BeginBatch): the task stays locked until then.
+func (t *windowTask) begin() { t.beginBatch() }
+
 func (t *windowTask) keyed(*kgo.Record) bool { return true }
 
 func (t *windowTask) misplaced(out *kgo.Record, kp, part int32) *pipeline.RecordError {
@@ -166,10 +173,15 @@ func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok b
 			produce(r)
 		}
 	}
+	if ferr := t.flush(!ok || err != nil); err == nil {
+		err = ferr
+	}
 	t.lastRecord = now
 	s.observeTask(t)
 	return err
 }
+
+func (t *assemblyTask) begin() {}
 
 func (t *assemblyTask) keyed(out *kgo.Record) bool { return len(out.Key) > 0 }
 

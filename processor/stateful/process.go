@@ -30,14 +30,16 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		for _, r := range recs {
-			outs, err := s.eng.processRepartitioned(r, t, tally)
-			if err != nil {
-				return err
-			}
-			for _, out := range outs {
-				produce(out)
-			}
+		// The watermark and source progress reach the store once, at the
+		// end of the batch (window.Operator.BeginBatch), before anything
+		// else can read it: the task stays locked until then.
+		t.beginBatch()
+		err = s.eng.processWindowBatch(t, recs, tally, produce)
+		if ferr := t.flush(err != nil); err == nil {
+			err = ferr
+		}
+		if err != nil {
+			return err
 		}
 		t.lastRecord = time.Now()
 		s.observeTask(t)
@@ -60,6 +62,21 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 	}
 	t.mu.Unlock()
 	s.observeAssemblyTask(t)
+	return nil
+}
+
+// processWindowBatch is stage two for the records of one window task's
+// batch, each output handed to produce.
+func (e *engine) processWindowBatch(t *windowTask, recs []*kgo.Record, tally *metrics.Tally, produce func(*kgo.Record)) error {
+	for _, r := range recs {
+		outs, err := e.processRepartitioned(r, t, tally)
+		if err != nil {
+			return err
+		}
+		for _, out := range outs {
+			produce(out)
+		}
+	}
 	return nil
 }
 

@@ -42,6 +42,11 @@ type windowTask struct {
 	// from each source, for idle_timeout.
 	built     time.Time
 	lastHeard map[string]time.Time
+	// In a batch (beginBatch), the sources heard, stamped once at its end
+	// (flush): nothing reads lastHeard while the batch holds the lock, and
+	// a clock read per record costs more than the rest of heard.
+	batching bool
+	heardIn  map[string]struct{}
 	// What processWindow reuses from record to record: the aggregates'
 	// scratch, and the source topics, source ids and group keys read,
 	// each made once (bounded: a foreign writer may name many topics, a
@@ -100,6 +105,38 @@ func (t *windowTask) sourceID(topic string, part int32) string {
 		t.srcIDs[k] = s
 	}
 	return s
+}
+
+// beginBatch starts a batch of the task's records, with the task
+// locked until flush: the operator defers its watermark and source
+// writes (window.Operator.BeginBatch), heard its clock reads.
+func (t *windowTask) beginBatch() {
+	t.op.BeginBatch()
+	t.batching = true
+}
+
+// flush ends the batch (beginBatch): the sources heard in it are stamped
+// with the time it ended. After failed, a store error (the batch aborts,
+// the task is rebuilt from its changelog), it drops what the operator
+// deferred: the failed store is not touched again. Otherwise it writes
+// it; an error is the store's, and the batch aborts.
+func (t *windowTask) flush(failed bool) error {
+	if len(t.heardIn) > 0 {
+		now := time.Now()
+		for src := range t.heardIn {
+			t.lastHeard[src] = now
+		}
+		clear(t.heardIn)
+	}
+	t.batching = false
+	if failed {
+		t.op.DropBatch()
+		return nil
+	}
+	if err := t.op.Flush(); err != nil {
+		return fmt.Errorf("window state of route %q partition %d: %w", t.route.rt.Name, t.part, err)
+	}
+	return nil
 }
 
 func (t *windowTask) Store() changelog.Store   { return t.st }
@@ -402,7 +439,14 @@ func (s *Stage) IdleAdvance(now time.Time, produce func(*kgo.Record), tally *met
 // heard notes that a source spoke (a record or a mark): an idle source
 // counts again from now on.
 func (t *windowTask) heard(src string) {
-	t.lastHeard[src] = time.Now()
+	if !t.batching {
+		t.lastHeard[src] = time.Now()
+	} else if _, ok := t.heardIn[src]; !ok {
+		if t.heardIn == nil {
+			t.heardIn = map[string]struct{}{}
+		}
+		t.heardIn[src] = struct{}{}
+	}
 	if t.op.Idle(src) {
 		_, _ = t.op.SetIdle(src, false) // taking a source back in only notes it
 	}

@@ -217,9 +217,7 @@ func (o *Operator) mark(src string, m int64, out *Output) error {
 		o.srcs = map[string]int64{}
 	}
 	o.srcs[src] = m
-	o.kbuf = appendSourceKey(o.kbuf[:0], src)
-	o.vbuf = binary.AppendVarint(o.vbuf[:0], m)
-	if err := o.st.Set(o.kbuf, o.vbuf); err != nil {
+	if err := o.writeSource(src, m); err != nil {
 		return err
 	}
 	if had && o.lowOK && cur > o.low {

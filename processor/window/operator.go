@@ -51,6 +51,13 @@ type Operator struct {
 	kbuf    []byte // scratch keys
 	pbuf    []byte // scratch prefix (sessions)
 	vbuf    []byte // scratch values
+
+	// Deferred writes (batch.go): between BeginBatch and Flush, whether
+	// the watermark and which sources' progress changed, not yet stored.
+	batch     bool
+	metaDirty bool
+	dirty     map[string]bool
+	dirtySrcs []string // Flush's scratch
 }
 
 // New returns the operator over st. A fresh store starts with no
@@ -457,8 +464,7 @@ func (o *Operator) advance(to int64, out *Output) error {
 	}
 	prev := o.wm
 	o.wm = to
-	o.vbuf = appendMeta(o.vbuf[:0], meta{watermark: o.wm, fingerprint: o.p.fingerprint})
-	if err := o.st.Set(metaKey, o.vbuf); err != nil {
+	if err := o.writeMeta(); err != nil {
 		return err
 	}
 	var due []timer
