@@ -99,3 +99,22 @@ func waitWritten(t *testing.T, brokers []string, n int, topics []string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestDrainedFloor: an interval that ends early on a drained input lasts
+// at least a tenth of commit_interval (at most 10 ms) and at least
+// drainedShare times the last end, never past the interval.
+func TestDrainedFloor(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ interval, lastEnd, want time.Duration }{
+		{100 * ms, 0, 10 * ms},
+		{50 * ms, 0, 5 * ms},
+		{100 * ms, 1 * ms, 10 * ms},
+		{100 * ms, 5 * ms, 20 * ms},
+		{100 * ms, 40 * ms, 100 * ms},
+		{time.Second, 30 * ms, 120 * ms},
+	} {
+		if got := drainedFloor(c.interval, c.lastEnd); got != c.want {
+			t.Errorf("drainedFloor(%s, %s) = %s, want %s", c.interval, c.lastEnd, got, c.want)
+		}
+	}
+}

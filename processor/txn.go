@@ -76,6 +76,10 @@ type commitLoop struct {
 	// interval itself.
 	mu      sync.Mutex
 	pending *metrics.Tally
+	// lastEnd is how long the last interval's end took (flush and
+	// commit): the drained floor keeps an interval that ends early at
+	// least drainedShare times as long (drainedFloor).
+	lastEnd time.Duration
 }
 
 func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
@@ -159,7 +163,9 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil || l.drained(start, interval) {
 		ended = true
 		had := l.pending.Records() > 0
+		began := time.Now()
 		committed, err := l.end()
+		l.lastEnd = time.Since(began)
 		if err != nil {
 			return true, c.fail(err)
 		}
@@ -173,11 +179,20 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 	return ended, nil
 }
 
+// drainedShare: an interval that ends early on a drained input lasts at
+// least this many times as long as the last interval's end took, so at
+// most about a fifth of the time goes to commits.
+const drainedShare = 4
+
 // drainedFloor is the shortest interval that ends early on a drained
 // input (commit_when_drained): a tenth of commit_interval, at most 10 ms,
-// so a trickle of records does not become a transaction per record.
-func drainedFloor(interval time.Duration) time.Duration {
-	return min(interval/10, 10*time.Millisecond)
+// so a trickle of records does not become a transaction per record; and
+// at least drainedShare times the last end (lastEnd), at most the whole
+// interval. Without the second bound a router faster than its fetches
+// finds the client's buffer empty between two fetches, ends a
+// transaction every 10 ms and spends most of its time committing.
+func drainedFloor(interval, lastEnd time.Duration) time.Duration {
+	return min(max(min(interval/10, 10*time.Millisecond), drainedShare*lastEnd), interval)
 }
 
 // drained reports whether an interval may end early because its poll
@@ -187,7 +202,7 @@ func drainedFloor(interval time.Duration) time.Duration {
 // the client's buffer. l.mu is held.
 func (l *commitLoop) drained(start time.Time, interval time.Duration) bool {
 	return l.c.endsWhenDrained() && l.pending.Records() > 0 &&
-		time.Since(start) >= drainedFloor(interval) &&
+		time.Since(start) >= drainedFloor(interval, l.lastEnd) &&
 		l.c.client().BufferedFetchRecords() == 0
 }
 
@@ -199,9 +214,9 @@ func (l *commitLoop) pollDeadline(start time.Time, interval time.Duration) time.
 	if !l.c.endsWhenDrained() {
 		return end
 	}
-	floor := start.Add(drainedFloor(interval))
 	l.mu.Lock()
 	held := l.pending.Records() > 0
+	floor := start.Add(drainedFloor(interval, l.lastEnd))
 	l.mu.Unlock()
 	if held && time.Now().Before(floor) {
 		return floor
