@@ -175,7 +175,7 @@ func avroUnion(s *avro.UnionSchema, v any, depth int) (any, error) {
 	}
 	for name, inner := range m {
 		for _, b := range s.Types() {
-			if avroTypeName(b) == name {
+			if AvroTypeName(b) == name {
 				return avroValue(b, inner, depth+1)
 			}
 		}
@@ -194,7 +194,7 @@ var unwrappedAvro = map[string]bool{
 
 func wrappedUnion(s *avro.UnionSchema) bool {
 	for _, b := range s.Types() {
-		name := avroTypeName(b)
+		name := AvroTypeName(b)
 		switch b.Type() {
 		case avro.Map, avro.Array:
 			name += ":" // never resolvable (hamba names them map:T, array:T)
@@ -206,8 +206,9 @@ func wrappedUnion(s *avro.UnionSchema) bool {
 	return false
 }
 
-// avroTypeName is the name hamba keys a wrapped union branch by.
-func avroTypeName(s avro.Schema) string {
+// AvroTypeName is the name hamba keys a wrapped union branch by (a
+// named type's full name, else the type with its logical type).
+func AvroTypeName(s avro.Schema) string {
 	if ref, ok := s.(*avro.RefSchema); ok {
 		s = ref.Schema()
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
+
+	"github.com/sidestream/sidestream/registry"
 )
 
 // avroNative turns a case input's JSON value (decoded with UseNumber)
@@ -132,25 +134,10 @@ func avroUnionIn(s *avro.UnionSchema, v any, path string) (any, error) {
 			continue
 		}
 		if x, err := avroNative(b, v, path); err == nil {
-			return map[string]any{unionName(b): x}, nil
+			return map[string]any{registry.AvroTypeName(b): x}, nil
 		}
 	}
 	return nil, fmt.Errorf("%s: %s fits no branch of %s", path, jsonText(v), avroTypeText(s))
-}
-
-// unionName is the name hamba knows a union branch by.
-func unionName(s avro.Schema) string {
-	if ref, ok := s.(*avro.RefSchema); ok {
-		s = ref.Schema()
-	}
-	if n, ok := s.(avro.NamedSchema); ok {
-		return n.FullName()
-	}
-	name := string(s.Type())
-	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
-		name += "." + string(l.Logical().Type())
-	}
-	return name
 }
 
 func avroPrimitiveIn(s *avro.PrimitiveSchema, v any, path string) (any, error) {
@@ -288,11 +275,11 @@ func avroTypeText(s avro.Schema) string {
 	case *avro.UnionSchema:
 		names := make([]string, 0, len(s.Types()))
 		for _, b := range s.Types() {
-			names = append(names, unionName(b))
+			names = append(names, registry.AvroTypeName(b))
 		}
 		return "the union [" + strings.Join(names, ", ") + "]"
 	}
-	return "a " + unionName(s)
+	return "a " + registry.AvroTypeName(s)
 }
 
 // jsonText is a value as the case wrote it, shortened for a message.
