@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/wire"
 )
 
 // The window of processor/testdata/errors-per-service.yaml, which the
@@ -595,8 +596,10 @@ func isMarkRecord(r *kgo.Record) bool {
 	return ok
 }
 
+// headerValue is header k of r; a repartition record's envelope
+// (wire.HeaderRepartition) is read as the seven headers it stands for.
 func headerValue(r *kgo.Record, k string) (string, bool) {
-	for _, h := range r.Headers {
+	for _, h := range wire.ExpandRepartition(r.Headers) {
 		if h.Key == k {
 			return string(h.Value), true
 		}
@@ -605,12 +608,8 @@ func headerValue(r *kgo.Record, k string) (string, bool) {
 }
 
 func headerOf(r *kgo.Record, k string) string {
-	for _, h := range r.Headers {
-		if h.Key == k {
-			return string(h.Value)
-		}
-	}
-	return ""
+	v, _ := headerValue(r, k)
+	return v
 }
 
 // The diff helpers name a few differences, not all of them.
