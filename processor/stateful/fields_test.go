@@ -18,15 +18,7 @@ import (
 // once, its value and headers kept; a record without the header is
 // decoded from its JSON value as before; both go on to the next record.
 func TestWindowStageTwoBadFields(t *testing.T) {
-	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Routes[3].Window.Aggregates = []topology.Aggregate{{Name: "latency", Fn: "sum", Of: "latency_ms"}}
-	top, err := topology.Compile(cfg, "../../bench/topologies/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := w2Topology(t, []topology.Aggregate{{Name: "latency", Fn: "sum", Of: "latency_ms"}})
 	e := newEngine(top)
 	_, reps := stageTwoInputs(t, e, top)
 	task := benchWindowTask(t, top)
@@ -85,14 +77,7 @@ func TestWindowStageTwoBadFields(t *testing.T) {
 // one wrote before the repartition envelope (the seven, in place), then
 // the late headers: what reaches the late route is unchanged.
 func TestWindowStageTwoLateHeaders(t *testing.T) {
-	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "../../bench/topologies/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := w2Topology(t, nil)
 	e := newEngine(top)
 	_, reps := stageTwoInputs(t, e, top)
 	task := benchWindowTask(t, top)
@@ -128,14 +113,7 @@ func TestWindowStageTwoLateHeaders(t *testing.T) {
 // bad_event_time and the decode error, its headers written out as they
 // came; the next record is read as before.
 func TestWindowStageTwoBadEnvelope(t *testing.T) {
-	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "../../bench/topologies/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := w2Topology(t, nil)
 	e := newEngine(top)
 	_, reps := stageTwoInputs(t, e, top)
 	task := benchWindowTask(t, top)

@@ -45,17 +45,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 		{"w2", nil},
 		{"w2-sum", []topology.Aggregate{{Name: "count", Fn: "count"}, {Name: "latency", Fn: "sum", Of: "latency_ms"}, {Name: "slowest", Fn: "max", Of: "latency_ms"}}},
 	} {
-		cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v.aggs != nil {
-			cfg.Routes[3].Window.Aggregates = v.aggs
-		}
-		top, err := topology.Compile(cfg, "../../bench/topologies/")
-		if err != nil {
-			b.Fatal(err)
-		}
+		top := w2Topology(b, v.aggs)
 		e := newEngine(top)
 		inputs, reps := stageTwoInputs(b, e, top)
 		b.Run(v.name+"/stage-one", func(b *testing.B) {
@@ -257,4 +247,22 @@ func benchWindowTask(b testing.TB, top *topology.Topology) *windowTask {
 		b.Fatal(err)
 	}
 	return &windowTask{route: wr, st: st, op: op, lastHeard: map[string]time.Time{}}
+}
+
+// w2Topology is the W2 bench workload (bench/topologies/w2.yaml) compiled,
+// its window route's aggregates replaced by aggs unless nil.
+func w2Topology(tb testing.TB, aggs []topology.Aggregate) *topology.Topology {
+	tb.Helper()
+	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if aggs != nil {
+		cfg.Routes[3].Window.Aggregates = aggs
+	}
+	top, err := topology.Compile(cfg, "../../bench/topologies/")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return top
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sidestream/sidestream/changelog"
 	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
 
@@ -23,14 +22,7 @@ import (
 // on the W2 workload with source maxima, marks and late records, and with
 // a commit (the changes reset) after random batches.
 func TestWindowBatchMatchesPerRecord(t *testing.T) {
-	cfg, err := topology.LoadFile("../../bench/topologies/w2.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Compile(cfg, "../../bench/topologies/")
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := w2Topology(t, nil)
 	e := newEngine(top)
 	_, reps := stageTwoInputs(t, e, top)
 	recs := withMarks(withSourceMax(t, reps[:1500]), reps[0].Topic)
