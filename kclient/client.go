@@ -7,9 +7,10 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
-// BufferOpts bound the client's fetch and produce buffers (the client
-// section); a zero field keeps franz-go's default.
-func BufferOpts(c topology.Client) []kgo.Opt {
+// Opts are the client section's options: the fetch and produce buffers'
+// bounds and the metadata minimum age; a zero field keeps franz-go's
+// default.
+func Opts(c topology.Client) []kgo.Opt {
 	var o []kgo.Opt
 	if c.FetchMaxBytes > 0 {
 		o = append(o, kgo.FetchMaxBytes(c.FetchMaxBytes))
@@ -25,6 +26,9 @@ func BufferOpts(c topology.Client) []kgo.Opt {
 	}
 	if c.MaxBufferedBytes > 0 {
 		o = append(o, kgo.MaxBufferedBytes(c.MaxBufferedBytes))
+	}
+	if c.MetadataMinAge > 0 {
+		o = append(o, kgo.MetadataMinAge(c.MetadataMinAge.D()))
 	}
 	return o
 }

@@ -379,7 +379,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		// cooperative-sticky balancer does not (it split them).
 		o = append(o, kgo.Balancers(kgo.RangeBalancer()))
 	}
-	o = append(o, kclient.BufferOpts(cfg.Client)...)
+	o = append(o, kclient.Opts(cfg.Client)...)
 	return append(o, p.opts.kgoOpts...)
 }
 

@@ -31,6 +31,16 @@ type restoreResult struct {
 	accept int64
 }
 
+// restoreClientOpts are the options of a restore's consumer: the
+// client section's fetch bounds and metadata age (it produces nothing),
+// then the security options.
+func (p *Processor) restoreClientOpts() []kgo.Opt {
+	c := p.top.Config.Client
+	return append(append([]kgo.Opt{kgo.SeedBrokers(p.top.Config.Brokers...)},
+		kclient.Opts(topology.Client{FetchMaxBytes: c.FetchMaxBytes, FetchMaxPartitionBytes: c.FetchMaxPartitionBytes,
+			MetadataMinAge: c.MetadataMinAge})...), p.opts.kgoOpts...)
+}
+
 // restoreState rebuilds st with changelog.Restore, which reports what it
 // finds, and applies the changelog-loss policy to it: the changelog does
 // not hold the state it must when
@@ -55,15 +65,13 @@ func (p *Processor) restoreState(ctx context.Context, route, topic string, part 
 	defer cancel()
 	res := restoreResult{accept: stateful.NoMark}
 	f, err := changelog.Restore(ctx, changelog.Source{
-		Admin: p.adm,
-		ClientOpts: append(append([]kgo.Opt{kgo.SeedBrokers(p.top.Config.Brokers...)},
-			kclient.BufferOpts(topology.Client{FetchMaxBytes: p.top.Config.Client.FetchMaxBytes,
-				FetchMaxPartitionBytes: p.top.Config.Client.FetchMaxPartitionBytes})...), p.opts.kgoOpts...),
-		Topic:     topic,
-		Partition: part,
-		Began:     time.Now(), // the state read reflects the changelog as of now
-		MarkKey:   stateful.LossMarkKey,
-		Log:       p.log,
+		Admin:      p.adm,
+		ClientOpts: p.restoreClientOpts(),
+		Topic:      topic,
+		Partition:  part,
+		Began:      time.Now(), // the state read reflects the changelog as of now
+		MarkKey:    stateful.LossMarkKey,
+		Log:        p.log,
 		OnFinding: func(ctx context.Context, fd changelog.Finding) error {
 			return p.restoreFinding(ctx, route, topic, part, fd, &res)
 		},

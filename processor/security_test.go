@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -66,5 +67,58 @@ security:
 	top.Config.Security.SASL.Password = ""
 	if _, err := New(top); err == nil || !strings.Contains(err.Error(), "password") {
 		t.Errorf("New without a password: %v", err)
+	}
+}
+
+// TestClientSectionReachesEveryConsumer: client.metadata_min_age (and the
+// fetch bounds) reach the group client and the restore client; unset, the
+// router asks for metadata again after 250 ms, not franz-go's 5 s, so a
+// moved leader does not hold a flush for 5 s.
+func TestClientSectionReachesEveryConsumer(t *testing.T) {
+	build := func(client string) *Processor {
+		t.Helper()
+		cfg, err := topology.Load("unit.yaml", []byte(`application_id: unit
+brokers: [127.0.0.1:9092]
+inputs: [{topic: in}]
+routing: {default: all}
+routes: [{name: all, topic: out}]
+dirty: {topic: dirty}
+`+client))
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, err := topology.Compile(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	check := func(what string, opts []kgo.Opt, age time.Duration, partBytes int32) {
+		t.Helper()
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if got := cl.OptValue(kgo.MetadataMinAge); got != age {
+			t.Errorf("%s: metadata min age %v, want %v", what, got, age)
+		}
+		if got := cl.OptValue(kgo.FetchMaxPartitionBytes); got != partBytes {
+			t.Errorf("%s: fetch max partition bytes %v, want %d", what, got, partBytes)
+		}
+	}
+	p := build("")
+	check("group client, defaults", p.clientOpts(), topology.DefaultMetadataMinAge, topology.DefaultFetchMaxPartitionBytes)
+	check("restore client, defaults", p.restoreClientOpts(), topology.DefaultMetadataMinAge, topology.DefaultFetchMaxPartitionBytes)
+	p = build("client: {metadata_min_age: 1s, fetch_max_partition_bytes: 65536}\n")
+	check("group client", p.clientOpts(), time.Second, 65536)
+	check("restore client", p.restoreClientOpts(), time.Second, 65536)
+
+	if _, err := topology.Load("unit.yaml", []byte("client: {metadata_min_age: 0s}\n")); err == nil || !strings.Contains(err.Error(), "client.metadata_min_age: duration must be positive") {
+		t.Errorf("metadata_min_age 0s: %v", err)
 	}
 }

@@ -1,6 +1,9 @@
 package topology
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Overflow policies of a limits block (on_overflow).
 const (
@@ -34,7 +37,8 @@ type Limits struct {
 
 // Client bounds the Kafka client's buffers, so a burst cannot exhaust
 // memory: what is fetched ahead of processing and what waits to be
-// produced.
+// produced; and how soon the client asks again where a partition's
+// leader is.
 type Client struct {
 	// FetchMaxBytes is the most one fetch response may hold (default 8
 	// MiB; franz-go's own default is 50 MiB). The broker still returns a
@@ -54,6 +58,13 @@ type Client struct {
 	// MaxBufferedBytes bounds the bytes waiting to be produced (default
 	// 64 MiB); Produce blocks beyond it.
 	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
+	// MetadataMinAge is the shortest time between two metadata requests
+	// (default 250 ms; franz-go's own is 5 s). A produce refused with
+	// NOT_LEADER_FOR_PARTITION (a leader moved: a broker restarted, a
+	// topic was just created) holds the partition's records until the
+	// next metadata response; with 5 s a flush, and so the commit of an
+	// interval, waited up to 5 s (docs/benchmarks.md, "The 5 s stall").
+	MetadataMinAge Duration `yaml:"metadata_min_age"`
 }
 
 // Client defaults.
@@ -62,6 +73,7 @@ const (
 	DefaultFetchMaxPartitionBytes = 256 << 10
 	DefaultMaxBufferedRecords     = 10000
 	DefaultMaxBufferedBytes       = 64 << 20
+	DefaultMetadataMinAge         = 250 * time.Millisecond
 )
 
 func (c *Client) applyDefaults(maxRecord int) {
@@ -76,6 +88,9 @@ func (c *Client) applyDefaults(maxRecord int) {
 	}
 	if c.MaxBufferedBytes == 0 {
 		c.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 2*maxRecord)
+	}
+	if c.MetadataMinAge == 0 {
+		c.MetadataMinAge = Duration(DefaultMetadataMinAge)
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 func TestClientDefaults(t *testing.T) {
 	c := mustLoad(t, minimalYAML).Client
 	want := Client{FetchMaxBytes: DefaultFetchMaxBytes, FetchMaxPartitionBytes: DefaultFetchMaxPartitionBytes,
-		MaxBufferedRecords: DefaultMaxBufferedRecords, MaxBufferedBytes: DefaultMaxBufferedBytes}
+		MaxBufferedRecords: DefaultMaxBufferedRecords, MaxBufferedBytes: DefaultMaxBufferedBytes,
+		MetadataMinAge: Duration(DefaultMetadataMinAge)}
 	if c != want {
 		t.Fatalf("client defaults %+v, want %+v", c, want)
 	}
