@@ -26,6 +26,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/topology"
 )
 
 // A contender is one program the compare harness measures.
@@ -890,9 +891,13 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	// At the end, a partition whose end the client resolved late (a loaded
 	// machine) would skip the records written to it before: the smoke saw
 	// 468 of 500 that way.
+	// Both harness clients ask for metadata again after 250 ms, as the
+	// contenders do (client.metadata_min_age): a NOT_LEADER on a topic
+	// created just above held the paced records 5 s, and the phase's p50
+	// with them (docs/benchmarks.md, "The 5 s stall").
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputs(id, valueSuffixes)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond))
+		kgo.FetchMaxWait(50*time.Millisecond), kgo.MetadataMinAge(topology.DefaultMetadataMinAge))
 	if err != nil {
 		return res, err
 	}
@@ -905,7 +910,8 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	}()
 	defer func() { stopCons(); <-consDone }()
 
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(input), kgo.ProducerLinger(0))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(input), kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(topology.DefaultMetadataMinAge))
 	if err != nil {
 		return res, err
 	}
