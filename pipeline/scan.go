@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -84,15 +85,9 @@ var plain = func() (t [256]bool) {
 // control character, an escape JSON does not have, or bytes that are not
 // UTF-8.
 func stringEnd(v []byte, i int) (end int, esc, ok bool) {
-	for i < len(v) {
-		for i+8 <= len(v) && plain8(binary.LittleEndian.Uint64(v[i:])) {
-			i += 8
-		}
-		for i < len(v) && plain[v[i]] {
-			i++
-		}
-		if i >= len(v) {
-			break
+	for {
+		if i = plainEnd(v, i); i >= len(v) {
+			return len(v), esc, false
 		}
 		switch c := v[i]; {
 		case c == '"':
@@ -114,17 +109,35 @@ func stringEnd(v []byte, i int) (end int, esc, ok bool) {
 			i += size
 		}
 	}
-	return len(v), esc, false
 }
 
-// plain8 reports whether the eight bytes of w are all plain, eight at a
-// time (the bit tricks are exact for "some byte is"): none is below
-// 0x20, a quote, a backslash or 0x80 and above.
-func plain8(w uint64) bool {
+// plainEnd is the index of the first byte at or after v[i] that is not
+// plain, or len(v): eight bytes at a time, the first one that is not
+// found from the lowest bit of special8's mask, not by a byte loop (most
+// strings of a log event are shorter than eight bytes, so the word that
+// holds the closing quote is the only one read).
+func plainEnd(v []byte, i int) int {
+	for i+8 <= len(v) {
+		if m := special8(binary.LittleEndian.Uint64(v[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(v) && plain[v[i]] {
+		i++
+	}
+	return i
+}
+
+// special8 marks the bytes of w that are not plain (below 0x20, a quote,
+// a backslash, 0x80 and above) with their high bit. The bit tricks can
+// mark a plain byte too, but only one above a marked byte (a borrow runs
+// upward), so the lowest mark is exact: the first byte that is not plain.
+func special8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	zero := func(x uint64) uint64 { return (x - ones) & ^x & highs } // a zero byte
 	below := (w - 0x20*ones) & ^w & highs                            // a byte < 0x20
-	return (below | zero(w^('"'*ones)) | zero(w^('\\'*ones)) | w&highs) == 0
+	return below | zero(w^('"'*ones)) | zero(w^('\\'*ones)) | w&highs
 }
 
 // escapeLen is the length of the escape starting at v[i] (a backslash), 0

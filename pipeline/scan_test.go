@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -155,23 +156,43 @@ func TestSlowMembersAgree(t *testing.T) {
 	})
 }
 
-// TestPlain8: eight bytes at a time, plain8 says what the byte table
-// says of each of them, on words built from every kind of byte.
-func TestPlain8(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		b := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 0x1f, 0x20, 0x21, '"', '\\', 'a', 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' + 1, '"' - 1}), 8, 8).Draw(t, "bytes")
-		want := true
-		for _, c := range b {
-			want = want && plain[c]
+// TestSpecial8: eight bytes at a time, the lowest mark of special8 is
+// the first byte the byte table says is not plain (none: no mark), on
+// words built from every kind of byte; and plainEnd agrees with a byte
+// loop from every start, near the end of the slice too.
+func TestSpecial8(t *testing.T) {
+	kinds := []byte{0, 0x1f, 0x20, 0x21, '"', '\\', 'a', 0x7f, 0x80, 0xc3, 0xff, '"' ^ 0x80, '\\' + 1, '"' - 1, '"' + 1, 0x01, 0xdf}
+	first := func(b []byte, from int) int {
+		for from < len(b) && plain[b[from]] {
+			from++
 		}
-		if got := plain8(binary.LittleEndian.Uint64(b)); got != want {
-			t.Fatalf("% x: plain8 %v, table %v", b, got, want)
+		return from
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		b := rapid.SliceOfN(rapid.SampledFrom(kinds), 8, 8).Draw(t, "bytes")
+		m := special8(binary.LittleEndian.Uint64(b))
+		want := first(b, 0)
+		got := 8
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("% x: special8's first mark at byte %d, the table's first non-plain byte %d", b, got, want)
+		}
+		long := rapid.SliceOfN(rapid.SampledFrom(kinds), 0, 40).Draw(t, "slice")
+		for from := range len(long) + 1 {
+			if got, want := plainEnd(long, from), first(long, from); got != want {
+				t.Fatalf("% x from %d: plainEnd %d, byte loop %d", long, from, got, want)
+			}
 		}
 	})
 	for c := range 256 {
-		w := uint64(0x6161616161616161)&^(0xff<<24) | uint64(c)<<24
-		if got := plain8(w); got != plain[c] {
-			t.Fatalf("byte %#x among plain bytes: plain8 %v, table %v", c, got, plain[c])
+		for at := range 8 {
+			w := uint64(0x6161616161616161)&^(0xff<<(8*at)) | uint64(c)<<(8*at)
+			m := special8(w)
+			if plain[c] != (m == 0) || (m != 0 && bits.TrailingZeros64(m)>>3 != at) {
+				t.Fatalf("byte %#x at %d among plain bytes: mask %#x, table plain %v", c, at, m, plain[c])
+			}
 		}
 	}
 }
