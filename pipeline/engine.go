@@ -190,7 +190,7 @@ func (e *Engine) stageOne(ctx context.Context, st *evalState, r *kgo.Record, src
 	if rerr != nil {
 		return nil, routed{}, rerr, nil
 	}
-	recs, rerr := e.records(r, d, to, before, srcMax != nil)
+	recs, rerr := e.records(st, r, d, to, before, srcMax != nil)
 	return recs, to, rerr, nil
 }
 
@@ -218,8 +218,8 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 // its window's repartition topic for a window route, with the stage-one
 // headers), then the parts. One of them over max_record_bytes makes the
 // whole record dirty: writing the others would be a partial fan-out.
-func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
-	recs, block := newRecords(len(to.outs), len(to.parts))
+func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
+	recs, block := st.newRecords(len(to.outs), len(to.parts))
 	for j, o := range to.outs {
 		rec := &block[j]
 		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
@@ -247,19 +247,29 @@ func (e *Engine) records(r *kgo.Record, d *Decoded, to routed, before int64, tra
 }
 
 // newRecords is room for n output records and a slice for them and
-// parts more, in two allocations whatever n, and one for the common
-// record with one output and no parts. A record of the block is kept
-// alive by the client as long as any of them is.
-func newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
-	if n == 1 && parts == 0 {
-		b := new(struct {
-			rec [1]kgo.Record
-			ptr [1]*kgo.Record
-		})
-		return b.ptr[:0], b.rec[:]
+// parts more, carved from st's slabs (recordSlab): two allocations per
+// slabRecords records, not one or two per record. Each piece is handed
+// out once and never reused, so a caller may keep what it gets; a slab
+// stays alive as long as any of its records does (the client holds them
+// until they are acknowledged).
+func (st *evalState) newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
+	if n > slabRecords || n+parts > slabRecords {
+		return make([]*kgo.Record, 0, n+parts), make([]kgo.Record, n)
 	}
-	return make([]*kgo.Record, 0, n+parts), make([]kgo.Record, n)
+	if len(st.recSlab) < n {
+		st.recSlab = make([]kgo.Record, slabRecords)
+	}
+	if len(st.ptrSlab) < n+parts {
+		st.ptrSlab = make([]*kgo.Record, slabRecords)
+	}
+	recs := st.ptrSlab[:0:n+parts]
+	block := st.recSlab[:n:n]
+	st.ptrSlab, st.recSlab = st.ptrSlab[n+parts:], st.recSlab[n:]
+	return recs, block
 }
+
+// slabRecords is how many records (and record pointers) one slab holds.
+const slabRecords = 128
 
 // tombstone forwards an input tombstone to every route with tombstones:
 // forward, as it came: key, headers, timestamp, null value. It has no

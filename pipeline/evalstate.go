@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr/vm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/topology"
 )
@@ -21,6 +22,10 @@ type evalState struct {
 	built bool
 	dec   Decoded  // the JSON decode's target; dec.vals by field number
 	outs  []output // the routes' outputs
+	// recSlab and ptrSlab are what is left of the slabs output records
+	// are carved from (newRecords); they outlive the record.
+	recSlab []kgo.Record
+	ptrSlab []*kgo.Record
 
 	// The record: its router, Kafka side, value and decoded fields.
 	rt    *router
