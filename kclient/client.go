@@ -8,8 +8,8 @@ import (
 )
 
 // Opts are the client section's options: the fetch and produce buffers'
-// bounds and the metadata minimum age; a zero field keeps franz-go's
-// default.
+// bounds, the metadata minimum age and the produced batches' compression;
+// a zero field keeps franz-go's default.
 func Opts(c topology.Client) []kgo.Opt {
 	var o []kgo.Opt
 	if c.FetchMaxBytes > 0 {
@@ -30,7 +30,36 @@ func Opts(c topology.Client) []kgo.Opt {
 	if c.MetadataMinAge > 0 {
 		o = append(o, kgo.MetadataMinAge(c.MetadataMinAge.D()))
 	}
+	if pref := compression(c.Compression); pref != nil {
+		o = append(o, kgo.ProducerBatchCompression(pref...))
+	}
 	return o
+}
+
+// compression is client.compression's codec preference, nil for "" (and
+// for a name validation refuses). Each is franz-go's default shape, the
+// codec then none: snappy is exactly its default. None is what franz-go
+// sends anyway when the codec cannot be used (zstd before Kafka 2.1) or a
+// batch does not shrink; it is listed so the preference says so. A new
+// slice every call: franz-go's DefaultCompressor rewrites the one it is
+// given, and clients are built concurrently.
+func compression(name string) []kgo.CompressionCodec {
+	var c kgo.CompressionCodec
+	switch name {
+	case topology.CompressionNone:
+		return []kgo.CompressionCodec{kgo.NoCompression()}
+	case topology.CompressionGzip:
+		c = kgo.GzipCompression()
+	case topology.CompressionSnappy:
+		c = kgo.SnappyCompression()
+	case topology.CompressionLz4:
+		c = kgo.Lz4Compression()
+	case topology.CompressionZstd:
+		c = kgo.ZstdCompression()
+	default:
+		return nil
+	}
+	return []kgo.CompressionCodec{c, kgo.NoCompression()}
 }
 
 // NewAdmin is an admin client on brokers with opts (SecurityOpts among

@@ -2,6 +2,7 @@ package processor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,8 @@ security:
 // TestClientSectionReachesEveryConsumer: client.metadata_min_age (and the
 // fetch bounds) reach the group client and the restore client; unset, the
 // router asks for metadata again after 250 ms, not franz-go's 5 s, so a
-// moved leader does not hold a flush for 5 s.
+// moved leader does not hold a flush for 5 s. client.compression reaches
+// the group client, the one client that produces.
 func TestClientSectionReachesEveryConsumer(t *testing.T) {
 	build := func(client string) *Processor {
 		t.Helper()
@@ -117,6 +119,37 @@ dirty: {topic: dirty}
 	p = build("client: {metadata_min_age: 1s, fetch_max_partition_bytes: 65536}\n")
 	check("group client", p.clientOpts(), time.Second, 65536)
 	check("restore client", p.restoreClientOpts(), time.Second, 65536)
+
+	// client.compression: unset, the group client prefers what franz-go
+	// prefers by itself (snappy, then none), so nothing changes for a
+	// topology without it; set, the named codec, then none.
+	compression := func(opts []kgo.Opt) []kgo.CompressionCodec {
+		t.Helper()
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		return cl.OptValue(kgo.ProducerBatchCompression).([]kgo.CompressionCodec)
+	}
+	franz := compression(nil)
+	if got := compression(build("").clientOpts()); !slices.Equal(got, franz) {
+		t.Errorf("group client, default compression %v, want franz-go's own %v", got, franz)
+	}
+	for _, c := range []struct {
+		name string
+		want []kgo.CompressionCodec
+	}{
+		{"none", []kgo.CompressionCodec{kgo.NoCompression()}},
+		{"gzip", []kgo.CompressionCodec{kgo.GzipCompression(), kgo.NoCompression()}},
+		{"snappy", []kgo.CompressionCodec{kgo.SnappyCompression(), kgo.NoCompression()}},
+		{"lz4", []kgo.CompressionCodec{kgo.Lz4Compression(), kgo.NoCompression()}},
+		{"zstd", []kgo.CompressionCodec{kgo.ZstdCompression(), kgo.NoCompression()}},
+	} {
+		if got := compression(build("client: {compression: " + c.name + "}\n").clientOpts()); !slices.Equal(got, c.want) {
+			t.Errorf("group client, compression %s: %v, want %v", c.name, got, c.want)
+		}
+	}
 
 	if _, err := topology.Load("unit.yaml", []byte("client: {metadata_min_age: 0s}\n")); err == nil || !strings.Contains(err.Error(), "client.metadata_min_age: duration must be positive") {
 		t.Errorf("metadata_min_age 0s: %v", err)

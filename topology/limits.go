@@ -37,8 +37,8 @@ type Limits struct {
 
 // Client bounds the Kafka client's buffers, so a burst cannot exhaust
 // memory: what is fetched ahead of processing and what waits to be
-// produced; and how soon the client asks again where a partition's
-// leader is.
+// produced; how soon the client asks again where a partition's leader
+// is; and how produced batches are compressed.
 type Client struct {
 	// FetchMaxBytes is the most one fetch response may hold (default 8
 	// MiB; franz-go's own default is 50 MiB). The broker still returns a
@@ -65,7 +65,24 @@ type Client struct {
 	// next metadata response; with 5 s a flush, and so the commit of an
 	// interval, waited up to 5 s (docs/benchmarks.md, "The 5 s stall").
 	MetadataMinAge Duration `yaml:"metadata_min_age"`
+	// Compression is the codec of every produced record batch: none,
+	// gzip, snappy, lz4 or zstd (default snappy, franz-go's own). A batch
+	// that does not shrink is sent uncompressed, and zstd falls back to
+	// none on a broker older than Kafka 2.1. The codec's level is the
+	// library's default: franz-go's levels are each library's own scale,
+	// not Kafka's compression.*.level, and a level out of range is
+	// silently replaced, so the section offers none.
+	Compression string `yaml:"compression"`
 }
+
+// The codecs of client.compression.
+const (
+	CompressionNone   = "none"
+	CompressionGzip   = "gzip"
+	CompressionSnappy = "snappy"
+	CompressionLz4    = "lz4"
+	CompressionZstd   = "zstd"
+)
 
 // Client defaults.
 const (
@@ -74,6 +91,9 @@ const (
 	DefaultMaxBufferedRecords     = 10000
 	DefaultMaxBufferedBytes       = 64 << 20
 	DefaultMetadataMinAge         = 250 * time.Millisecond
+	// DefaultCompression is franz-go's own preference (snappy, else
+	// none), so a topology without the field produces as before.
+	DefaultCompression = CompressionSnappy
 )
 
 func (c *Client) applyDefaults(maxRecord int) {
@@ -91,6 +111,9 @@ func (c *Client) applyDefaults(maxRecord int) {
 	}
 	if c.MetadataMinAge == 0 {
 		c.MetadataMinAge = Duration(DefaultMetadataMinAge)
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
 	}
 }
 
@@ -122,6 +145,12 @@ func (d *doc) validateClient() {
 	}
 	if mr := d.cfg.Dirty.MaxRecordBytes; c.MaxBufferedBytes > 0 && c.MaxBufferedBytes < 2*mr {
 		d.at("client.max_buffered_bytes", "client.max_buffered_bytes %d must hold two records of dirty.max_record_bytes (%d)", c.MaxBufferedBytes, 2*mr)
+	}
+	switch c.Compression {
+	case CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd:
+	default:
+		d.at("client.compression", "client.compression must be %q, %q, %q, %q or %q, got %q",
+			CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd, c.Compression)
 	}
 }
 

@@ -9,7 +9,7 @@ func TestClientDefaults(t *testing.T) {
 	c := mustLoad(t, minimalYAML).Client
 	want := Client{FetchMaxBytes: DefaultFetchMaxBytes, FetchMaxPartitionBytes: DefaultFetchMaxPartitionBytes,
 		MaxBufferedRecords: DefaultMaxBufferedRecords, MaxBufferedBytes: DefaultMaxBufferedBytes,
-		MetadataMinAge: Duration(DefaultMetadataMinAge)}
+		MetadataMinAge: Duration(DefaultMetadataMinAge), Compression: CompressionSnappy}
 	if c != want {
 		t.Fatalf("client defaults %+v, want %+v", c, want)
 	}
@@ -17,6 +17,23 @@ func TestClientDefaults(t *testing.T) {
 	c = mustLoad(t, strings.Replace(minimalYAML, "dirty: {topic: out.dirty}", "dirty: {topic: out.dirty, max_record_bytes: 50000000}", 1)).Client
 	if c.MaxBufferedBytes != 100000000 {
 		t.Fatalf("max_buffered_bytes %d with 50 MB records", c.MaxBufferedBytes)
+	}
+}
+
+// TestClientCompression: every codec loads as written; the unset default
+// is snappy, franz-go's own (TestClientDefaults); anything else is refused
+// at its line and column, naming the codecs (testdata/bad/client-compression).
+func TestClientCompression(t *testing.T) {
+	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
+		c := mustLoad(t, minimalYAML+"client: {compression: "+codec+"}\n").Client
+		if c.Compression != codec {
+			t.Errorf("compression: %s loads as %q", codec, c.Compression)
+		}
+	}
+	_, err := Load("t.yaml", []byte(minimalYAML+"client:\n  compression: ZSTD\n"))
+	want := `t.yaml:9:16: client.compression must be "none", "gzip", "snappy", "lz4" or "zstd", got "ZSTD"`
+	if err == nil || err.Error() != want {
+		t.Errorf("compression: ZSTD: %v, want %s", err, want)
 	}
 }
 
