@@ -79,6 +79,9 @@ LIBS="$KAFKA_HOME/libs"
 MARKER="$KAFKA_HOME/.resolved"
 
 DATA_DIR="${SIDESTREAM_KAFKA_DIR:-/tmp/sidestream-kafka}"
+# Trailing slashes dropped: the pid check matches the process's
+# command line, which names files under $DATA_DIR as given.
+while [[ "$DATA_DIR" == */ && "$DATA_DIR" != / ]]; do DATA_DIR="${DATA_DIR%/}"; done
 PORT="${SIDESTREAM_KAFKA_PORT:-19092}"
 CONTROLLER_PORT=$((PORT + 1))
 HOST=127.0.0.1
@@ -102,6 +105,10 @@ LOCK_FILE="${DATA_DIR%/}.lock"     # beside the data dir: survives `down`
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# The lock lives beside the data dir: "/" has no "beside" (its lock would
+# be ./.lock, wherever the script runs).
+[[ "$DATA_DIR" != / ]] || die "SIDESTREAM_KAFKA_DIR must name a directory below /, got '$DATA_DIR'"
 # shellcheck source=lib/service.sh
 . "$SCRIPT_DIR/lib/service.sh"
 

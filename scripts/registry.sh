@@ -43,6 +43,9 @@ APP_DIR="$REG_HOME/app"            # the runner jar beside lib/
 MARKER="$REG_HOME/.resolved"
 
 DATA_DIR="${SIDESTREAM_REGISTRY_DIR:-/tmp/sidestream-registry}"
+# Trailing slashes dropped: the pid check matches the process's
+# command line, which names files under $DATA_DIR as given.
+while [[ "$DATA_DIR" == */ && "$DATA_DIR" != / ]]; do DATA_DIR="${DATA_DIR%/}"; done
 PORT="${SIDESTREAM_REGISTRY_PORT:-18081}"
 HOST=127.0.0.1
 BASE_URL="http://$HOST:$PORT/apis/ccompat/v7"
@@ -60,6 +63,10 @@ LOCK_FILE="${DATA_DIR%/}.lock"     # beside the dir: survives `down`
 
 log() { printf 'registry.sh: %s\n' "$*" >&2; }
 die() { printf 'registry.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# The lock lives beside the data dir: "/" has no "beside" (its lock would
+# be ./.lock, wherever the script runs).
+[[ "$DATA_DIR" != / ]] || die "SIDESTREAM_REGISTRY_DIR must name a directory below /, got '$DATA_DIR'"
 # shellcheck source=lib/service.sh
 . "$SCRIPT_DIR/lib/service.sh"
 
