@@ -34,7 +34,7 @@ var (
 	windowDirtyPairs = [][2]string{
 		{wire.StageWindow, wire.ReasonAggregate}, {wire.StageWindow, wire.ReasonBadMark}, {wire.StageWindow, wire.ReasonBadTime},
 		{wire.StageWindow, wire.ReasonConnectType}, {wire.StageWindow, wire.ReasonAvroEncode}, {wire.StageWindow, wire.ReasonInvalidJSON},
-		{wire.StageWindow, wire.ReasonBadFields}, {wire.StageWindow, wire.ReasonNotPartitioned},
+		{wire.StageWindow, wire.ReasonBadFields}, {wire.StageWindow, wire.ReasonNotPartitioned}, {wire.StageWindow, wire.ReasonTooLarge},
 	}
 	assemblyDirtyPairs = [][2]string{
 		{wire.StageAssemble, wire.ReasonBadAssemblyID}, {wire.StageAssemble, wire.ReasonBadPartValue}, {wire.StageAssemble, wire.ReasonBadTime},

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/pipeline"
 	"github.com/sidestream/sidestream/topology"
 	"github.com/sidestream/sidestream/wire"
 )
@@ -136,6 +137,49 @@ func TestWindowStageTwoBadEnvelope(t *testing.T) {
 		}
 		if outs, err := e.processRepartitioned(reps[1], task, tally); err != nil || tally.Aggregated[top.Routes[3].Name]+tally.Late[top.Routes[3].Name] != 1 || len(tally.Dirty) != 1 {
 			t.Fatalf("%s: the next record: %v, %v, tally %+v", name, outs, err, tally)
+		}
+	}
+}
+
+// TestWindowStageTwoLateTooLarge: a record that fits max_record_bytes on
+// the repartition topic (its envelope) but not on the late route (its
+// headers written out again, the late headers added) goes to dirty with
+// too_large, counted dirty and not late: nothing the broker would refuse
+// is written.
+func TestWindowStageTwoLateTooLarge(t *testing.T) {
+	top := w2Topology(t, nil)
+	_, reps := stageTwoInputs(t, newEngine(top), top)
+	// A record of a few KiB, as near the bound as a real one gets: its
+	// dirty record (value cut to dirty.truncate_to, the dirty headers)
+	// fits where the late one (the whole value, eleven more headers)
+	// does not.
+	big := *reps[0]
+	big.Value = append([]byte(`{"pad":"`+strings.Repeat("x", 4000)+`",`), reps[0].Value[1:]...)
+	bound := pipeline.RecordSize(&big) + 10
+	top.Dirty.MaxRecordBytes = bound
+	e := newEngine(top)
+	task := benchWindowTask(t, top)
+	name := top.Routes[3].Name
+	for _, r := range reps {
+		if _, err := e.processRepartitioned(r, task, metrics.NewTally()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tally := metrics.NewTally()
+	outs, err := e.processRepartitioned(&big, task, tally) // late now
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 1 || outs[0].Topic != top.Dirty.Topic || wire.String(outs[0].Headers, wire.HeaderReason) != wire.ReasonTooLarge ||
+		!strings.Contains(wire.String(outs[0].Headers, wire.HeaderError), "the late record is") {
+		t.Fatalf("outputs %v, want one dirty record (%s); tally %+v", outs, wire.ReasonTooLarge, tally)
+	}
+	if tally.Late[name] != 0 || tally.Dirty[[2]string{wire.StageWindow, wire.ReasonTooLarge}] != 1 {
+		t.Fatalf("tally %+v: want the record counted dirty (too_large), not late", tally)
+	}
+	for _, o := range outs {
+		if n := pipeline.RecordSize(o); n > bound {
+			t.Fatalf("wrote a %d-byte record over max_record_bytes %d", n, bound)
 		}
 	}
 }

@@ -305,17 +305,38 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 	recs := e.windowResults(rt, out.Results, r.Timestamp, tally)
 	tally.AddOverflow(rt.Name, metrics.PolicyEvict, out.Evicted)
 	if ov := out.Overflow; ov != nil {
+		or := pipeline.OverflowRecord(rt, asWritten(r), m.Key, ov.Limit, ov.Max, ov.Size)
+		if d := e.tooLarge(rt, "overflow", or, r, tally); d != nil {
+			return append(recs, d), nil
+		}
 		tally.AddOverflow(rt.Name, metrics.PolicyRoute, 1)
-		recs = append(recs, pipeline.OverflowRecord(rt, asWritten(r), m.Key, ov.Limit, ov.Max, ov.Size))
-		return recs, nil
+		return append(recs, or), nil
 	}
 	if out.Late != nil {
+		lr := e.lateRecord(rt, r, m.Key, out.Late)
+		if d := e.tooLarge(rt, "late", lr, r, tally); d != nil {
+			return append(recs, d), nil
+		}
 		tally.Late[rt.Name]++
-		recs = append(recs, e.lateRecord(rt, r, m.Key, out.Late))
+		recs = append(recs, lr)
 	} else {
 		tally.Aggregated[rt.Name]++
 	}
 	return recs, nil
+}
+
+// tooLarge is the dirty record (too_large, counted dirty) for a late or
+// overflow record over max_record_bytes, nil when it fits. Stage one
+// measured the repartitioned record with its envelope; with the headers
+// written out again and the route's own added, a record near the bound
+// can pass stage one and not fit here, and a record the broker refuses
+// would abort every transaction that holds it.
+func (e *engine) tooLarge(rt *topology.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
+	if n := pipeline.RecordSize(out); n > e.MaxRecordBytes() {
+		return e.Dirty(asWritten(r), pipeline.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
+			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
+	}
+	return nil
 }
 
 func (e *engine) windowResults(rt *topology.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
