@@ -50,24 +50,27 @@ func (r stageRuntime) Hold(rep string, part int32, route string)    { r.p.src.ho
 func (r stageRuntime) Holds(rep string, part int32) bool            { return r.p.src.holds(rep, part) }
 func (r stageRuntime) Admin() *kadm.Client                          { return r.p.adm }
 
-// restoreTask restores a fresh store from one changelog partition and
-// accounts for it (metrics, log).
+// restoreTask restores a fresh store from one changelog partition (its
+// metrics are counted once the task is kept: Kept).
 func (p *Processor) restoreTask(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, stateful.Restored, error) {
-	start := time.Now()
 	st, err := p.stage.OpenStore(changelogTopic, part)
 	if err != nil {
 		return nil, stateful.Restored{Accept: stateful.NoMark}, fmt.Errorf("route %q partition %d: open state store: %w", route, part, err)
 	}
 	res, err := p.restoreState(ctx, route, changelogTopic, part, st)
-	n := res.n
 	out := stateful.Restored{N: res.n, From: res.from, Accept: res.accept}
 	if err != nil {
 		_ = st.Close()
 		return nil, out, err
 	}
-	p.m.RestoreDuration.Observe(time.Since(start).Seconds())
-	p.m.RestoredRecords.WithLabelValues(route).Add(float64(n))
 	return st, out, nil
+}
+
+// Kept counts a restore whose task the stage kept: restore metrics say
+// what state a task was rebuilt with, not what a discarded build read.
+func (r stageRuntime) Kept(route string, res stateful.Restored, d time.Duration) {
+	r.p.m.RestoreDuration.Observe(d.Seconds())
+	r.p.m.RestoredRecords.WithLabelValues(route).Add(float64(res.N))
 }
 
 // dropState forgets the state of every stateful stage and the source

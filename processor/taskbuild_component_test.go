@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,10 +15,20 @@ import (
 	"github.com/sidestream/sidestream/topology"
 )
 
+// restores is how many restores the duration histogram has observed.
+func restores(t *testing.T, p *Processor) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := p.Metrics().RestoreDuration.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
+}
+
 // TestTaskBuildRacingRebalance: a task build (window or assembly) during
 // which its partition is dropped (a rebalance revoked it while its store
 // was restored) is discarded: the caller gets errStateMoved, the set does
-// not hold the task and its store is closed. The next build, with no drop
+// not hold the task, its store is closed and its restore is not counted. The next build, with no drop
 // racing it, is kept.
 func TestTaskBuildRacingRebalance(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(6, "orders", "payments"))
@@ -96,6 +107,9 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 			if tc.held(p, tc.rep) {
 				t.Fatal("the stale task is held")
 			}
+			if n := restores(t, p); n != 0 {
+				t.Fatalf("the discarded build's restore was counted (%d restores observed)", n)
+			}
 			if len(stores) != 1 {
 				t.Fatalf("%d stores built, want 1", len(stores))
 			}
@@ -109,6 +123,9 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 			}
 			if !tc.held(p, tc.rep) || len(stores) != 2 || st != stores[1] {
 				t.Fatalf("the quiet build was not kept (held %v, %d stores)", tc.held(p, tc.rep), len(stores))
+			}
+			if n := restores(t, p); n != 1 {
+				t.Fatalf("%d restores observed after one kept build, want 1", n)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ package stateful
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,10 @@ type Runtime interface {
 	// Restore opens (OpenStore) and rebuilds the store of one changelog
 	// partition, returning it with the facts of the restore.
 	Restore(ctx context.Context, route, changelogTopic string, part int32) (changelog.Store, Restored, error)
+	// Kept accounts for a restore whose task was kept (a build a drop
+	// raced with is discarded, and its restore counts for nothing): the
+	// records it applied and how long the build took.
+	Kept(route string, res Restored, d time.Duration)
 	Observer
 	// Assigned reports whether this instance owns topic/part now.
 	Assigned(topic string, part int32) bool

@@ -46,7 +46,11 @@ func buildTask[T tasks.Task](ctx context.Context, s *Stage, set *tasks.Set[T], t
 		s.rt.ClearLost(topic, part)
 		return t, nil
 	}
-	t, err := set.GetOrBuild(topic, part, build, func(t T) { restored(t, res, time.Since(start)) })
+	t, err := set.GetOrBuild(topic, part, build, func(t T) {
+		d := time.Since(start)
+		s.rt.Kept(route, res, d)
+		restored(t, res, d)
+	})
 	if errors.Is(err, tasks.ErrMoved) {
 		return t, ErrStateMoved
 	}
