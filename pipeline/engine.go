@@ -262,7 +262,7 @@ func (st *evalState) newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
 	if len(st.ptrSlab) < n+parts {
 		st.ptrSlab = make([]*kgo.Record, slabRecords)
 	}
-	recs := st.ptrSlab[:0:n+parts]
+	recs := st.ptrSlab[: 0 : n+parts]
 	block := st.recSlab[:n:n]
 	st.ptrSlab, st.recSlab = st.ptrSlab[n+parts:], st.recSlab[n:]
 	return recs, block
