@@ -253,7 +253,7 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 // stays alive as long as any of its records does (the client holds them
 // until they are acknowledged).
 func (st *evalState) newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
-	if n > slabRecords || n+parts > slabRecords {
+	if n+parts > slabRecords {
 		return make([]*kgo.Record, 0, n+parts), make([]kgo.Record, n)
 	}
 	if len(st.recSlab) < n {
