@@ -139,6 +139,7 @@ func TestFastSchemaOutsideSubset(t *testing.T) {
 		{`{"properties": {"a": {"type": ["integer", "null"], "minimum": 0, "exclusiveMaximum": 10}}, "additionalProperties": false}`, true},
 		{`{"title": "t", "description": "d", "$comment": "c", "examples": [{}], "default": {}, "$id": "https://x.test/s", "properties": {"a": {"title": "a", "default": 1, "examples": [1], "deprecated": true, "readOnly": true}}}`, true},
 		{`{"properties": {"a": {"type": "string", "format": "email"}}}`, true}, // 2020-12: an annotation
+		{`{"$schema": "https://json-schema.org/draft/2019-09/schema", "properties": {"a": {"format": "email"}}}`, true},
 		{`{"properties": {"a": {"x-unit": "ms"}}, "x-owner": "team"}`, true},
 		{`{"properties": {"a": true, "b": false}}`, true},
 		{`{"properties": {"a": {"enum": ["x", 1, 2.5, true, null]}, "b": {"const": "y"}}}`, true},
