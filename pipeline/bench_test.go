@@ -39,9 +39,12 @@ func benchEvents(b *testing.B, goodOnly bool) [][]byte {
 }
 
 // benchTopologies: the example as shipped (JSON Schema validation on
-// every record), the same without its schema, and the end-to-end
-// benchmark's workload W1 (bench/topologies/w1.yaml: no schema, the
-// Kafka timestamp as event time).
+// every record: its fast path, schemafast.go, and the validator for the
+// records it does not pass), the same with the validator alone (the fast
+// path cleared by withoutFastPath: both code paths in one binary), the
+// same without its schema, and the end-to-end benchmark's workload W1
+// (bench/topologies/w1.yaml: no schema, the Kafka timestamp as event
+// time).
 func benchTopologies(b *testing.B) map[string]*topology.Topology {
 	noSchema, err := topology.LoadFile("../examples/logs-by-level.yaml")
 	if err != nil {
@@ -53,13 +56,22 @@ func benchTopologies(b *testing.B) map[string]*topology.Topology {
 		b.Fatal(err)
 	}
 	return map[string]*topology.Topology{
-		"schema":    exampleTopology(b, []string{"127.0.0.1:9092"}, topology.ExactlyOnce),
-		"no-schema": top,
+		"schema":           exampleTopology(b, []string{"127.0.0.1:9092"}, topology.ExactlyOnce),
+		"schema-validator": exampleTopology(b, []string{"127.0.0.1:9092"}, topology.ExactlyOnce),
+		"no-schema":        top,
 		"w1":        pipelinetest.ExampleAt(b, "../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"}),
 	}
 }
 
-var benchNames = []string{"schema", "no-schema", "w1"}
+var benchNames = []string{"schema", "schema-validator", "no-schema", "w1"}
+
+// withoutFastPath clears the schema fast path of the "schema-validator"
+// benchmarks: every record goes to the validator, as before it.
+func withoutFastPath(name string, d *decoder) {
+	if name == "schema-validator" {
+		clear(d.fast)
+	}
+}
 
 // BenchmarkDecode: validation and extraction of the event time and the
 // fields the routes read (level, service).
@@ -67,6 +79,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, name := range benchNames {
 		b.Run(name, func(b *testing.B) {
 			dec := newDecoder(benchTopologies(b)[name])
+			withoutFastPath(name, dec)
 			evs := benchEvents(b, false)
 			ts := time.UnixMilli(1_790_000_000_000)
 			out := &Decoded{vals: make([]any, len(dec.index))} // reused, as stage one does
@@ -84,6 +97,7 @@ func BenchmarkProcess(b *testing.B) {
 	for _, name := range benchNames {
 		b.Run(name, func(b *testing.B) {
 			eng := New(benchTopologies(b)[name])
+			withoutFastPath(name, eng.dec)
 			evs := benchEvents(b, false)
 			recs := make([]*kgo.Record, len(evs))
 			for i, v := range evs {

@@ -93,8 +93,11 @@ type decoder struct {
 	maxAhead  int64                         // ms; 0: no bound
 	clamp     bool                          // on_ahead: clamp (else dirty)
 	schemas   map[string]*jsonschema.Schema // by input topic
-	topics    map[string]bool
-	formats   map[string]string // the registry-backed inputs' formats, by topic
+	// fast holds the schemas' fast paths (schemafast.go), by input topic:
+	// only the schemas within its subset have one.
+	fast    map[string]*fastSchema
+	topics  map[string]bool
+	formats map[string]string // the registry-backed inputs' formats, by topic
 	// timeHead and timeRest: a nested event-time path getLast walks
 	// plainly ("meta.ts"), split at its first dot; "" otherwise.
 	timeHead, timeRest string
@@ -109,6 +112,7 @@ func newDecoder(t *topology.Topology) *decoder {
 		maxAhead:  t.EventTime.MaxAhead.D().Milliseconds(),
 		clamp:     t.EventTime.OnAhead == topology.AheadClamp,
 		schemas:   map[string]*jsonschema.Schema{},
+		fast:      map[string]*fastSchema{},
 		topics:    map[string]bool{},
 		formats:   map[string]string{},
 	}
@@ -128,6 +132,9 @@ func newDecoder(t *topology.Topology) *decoder {
 		}
 		if in.Schema != nil {
 			d.schemas[in.Topic] = in.Schema
+			if f := newFastSchema(in.Schema); f != nil {
+				d.fast[in.Topic] = f
+			}
 		}
 	}
 	return d
@@ -142,7 +149,9 @@ func newDecoder(t *topology.Topology) *decoder {
 // decoded, each from its own bytes, once the whole value is known to be
 // valid. A value the scan refuses gets its reason (and message) from
 // validate, the checks in their order. A repeated key: the last wins, as
-// in most JSON decoders.
+// in most JSON decoders. The input's JSON Schema is decided on the same
+// pass where its fast path can (schemafast.go); a record it does not
+// pass goes to the validator, which gives the verdict and the reason.
 func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.Time) *RecordError {
 	rerr := d.decodeOnce(out, topic, value, ts)
 	clear(out.spans) // they point into value: not kept past the record
@@ -152,6 +161,9 @@ func (d *decoder) decodeInto(out *Decoded, topic string, value []byte, ts time.T
 
 func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.Time) *RecordError {
 	m := members{d: d, out: out}
+	if len(d.fast) > 0 {
+		m.fast = d.fast[topic]
+	}
 	if !eachMember(value, m.member) {
 		if rerr := d.validate(topic, value); rerr != nil {
 			return rerr
@@ -160,8 +172,10 @@ func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.T
 		// the fuzz targets say it does not; if it ever did, gjson's
 		// own walk reads the members.
 		m.slowMembers(value)
-	} else if rerr := d.checkSchema(topic, value); rerr != nil {
-		return rerr
+	} else if m.fast == nil || !m.fast.valid(&m.fs) {
+		if rerr := d.checkSchema(topic, value); rerr != nil {
+			return rerr
+		}
 	}
 	if rerr := d.fieldValues(out); rerr != nil {
 		return rerr
@@ -180,14 +194,20 @@ func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.T
 
 // members collects, during the scan, the referenced members' values (in
 // out.spans, in order) and the event-time member's (the last one; for a
-// nested path, its first segment's).
+// nested path, its first segment's), and the schema's fast path's
+// progress (fast, nil when the input has none).
 type members struct {
 	d       *decoder
 	out     *Decoded
 	timeRaw []byte
+	fast    *fastSchema
+	fs      fastState
 }
 
 func (m *members) member(key []byte, escaped bool, raw []byte) {
+	if m.fast != nil && !m.fs.off {
+		m.fast.member(&m.fs, key, escaped, raw)
+	}
 	name := key[1 : len(key)-1]
 	if escaped {
 		name = []byte(gjson.ParseBytes(key).Str)
