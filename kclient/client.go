@@ -9,8 +9,38 @@ import (
 
 // Opts are the client section's options: the fetch and produce buffers'
 // bounds, the metadata minimum age and the produced batches' compression;
-// a zero field keeps franz-go's default.
+// a zero field keeps franz-go's default. The router's clients both fetch
+// and produce, so they take all of them.
 func Opts(c topology.Client) []kgo.Opt {
+	return append(fetchOpts(c), ProducerOpts(c)...)
+}
+
+// ConsumerOpts are the options of the client section that apply to a
+// client that only reads (router redrive's readers): the fetch bounds and
+// the metadata minimum age.
+func ConsumerOpts(c topology.Client) []kgo.Opt {
+	return append(fetchOpts(c), metadataOpts(c)...)
+}
+
+// ProducerOpts are the options of the client section that apply to a
+// client that only produces (router redrive's producer): the produce
+// buffers' bounds, the metadata minimum age and the compression.
+func ProducerOpts(c topology.Client) []kgo.Opt {
+	var o []kgo.Opt
+	if c.MaxBufferedRecords > 0 {
+		o = append(o, kgo.MaxBufferedRecords(c.MaxBufferedRecords))
+	}
+	if c.MaxBufferedBytes > 0 {
+		o = append(o, kgo.MaxBufferedBytes(c.MaxBufferedBytes))
+	}
+	o = append(o, metadataOpts(c)...)
+	if pref := compression(c.Compression); pref != nil {
+		o = append(o, kgo.ProducerBatchCompression(pref...))
+	}
+	return o
+}
+
+func fetchOpts(c topology.Client) []kgo.Opt {
 	var o []kgo.Opt
 	if c.FetchMaxBytes > 0 {
 		o = append(o, kgo.FetchMaxBytes(c.FetchMaxBytes))
@@ -21,19 +51,14 @@ func Opts(c topology.Client) []kgo.Opt {
 	if c.MaxConcurrentFetches > 0 {
 		o = append(o, kgo.MaxConcurrentFetches(c.MaxConcurrentFetches))
 	}
-	if c.MaxBufferedRecords > 0 {
-		o = append(o, kgo.MaxBufferedRecords(c.MaxBufferedRecords))
-	}
-	if c.MaxBufferedBytes > 0 {
-		o = append(o, kgo.MaxBufferedBytes(c.MaxBufferedBytes))
-	}
-	if c.MetadataMinAge > 0 {
-		o = append(o, kgo.MetadataMinAge(c.MetadataMinAge.D()))
-	}
-	if pref := compression(c.Compression); pref != nil {
-		o = append(o, kgo.ProducerBatchCompression(pref...))
-	}
 	return o
+}
+
+func metadataOpts(c topology.Client) []kgo.Opt {
+	if c.MetadataMinAge > 0 {
+		return []kgo.Opt{kgo.MetadataMinAge(c.MetadataMinAge.D())}
+	}
+	return nil
 }
 
 // compression is client.compression's codec preference, nil for "" (and

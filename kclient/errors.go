@@ -37,13 +37,15 @@ const (
 	Retry Class = iota
 	// Abort: the transaction is aborted, nothing of its batch commits;
 	// after a backoff the same client processes the batch again (a write
-	// refused by an ACL, a record the broker rejected, a timeout).
+	// refused by an ACL, a record the broker rejected, a timeout). Under
+	// at-least-once, where there is no transaction, the interval's offsets
+	// are not committed and the consumer is rewound to the committed ones
+	// in the same way (outputs already written are written again).
 	Abort
 	// Fatal: this client cannot go on (a fenced producer, a closed
 	// client, a topic deleted under it); the session ends and the next
-	// one, after a backoff, builds a new client. Under at-least-once
-	// there is no transaction to abort: every produce failure ends the
-	// session, nothing of the batch committed.
+	// one, after a backoff, builds a new client. Nothing of the batch
+	// commits, under either guarantee.
 	Fatal
 )
 

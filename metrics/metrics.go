@@ -235,7 +235,7 @@ func New() *Metrics {
 			Name: NameCommits, Help: "Successful commits (transactions under exactly-once, offset commits under at-least-once).",
 		}),
 		Aborts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, registry_unavailable, shutdown); registry_unavailable also counts the at-least-once batches given up for a registry outage.",
+			Name: NameAborts, Help: "Aborted transactions, by reason (rebalance, produce_error, authorization, commit_error, registry_unavailable, shutdown); under at-least-once, the intervals left uncommitted by a produce failure (produce_error, authorization) or given up for a registry outage (registry_unavailable).",
 		}, []string{"reason"}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: NameConsumerLag, Help: "Records between the last processed offset and the partition's high watermark.",

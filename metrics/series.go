@@ -49,7 +49,7 @@ type Series struct {
 	Routes        []string    // every route written to
 	Dirty         [][2]string // stage, reason
 	Dropped       []string    // reasons
-	Aborts        []string    // reasons (exactly-once only)
+	Aborts        []string    // reasons
 	Stranded      []string    // outcomes (exactly-once only)
 	Authz         []string    // topics written
 	Aggregated    []string    // window routes

@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,10 +21,18 @@ import (
 
 // TestWriteRefusedByACL: on a kfake cluster with ACLs, a DENY WRITE on one
 // output topic for the router's user makes every transaction writing
-// there abort: counted as authorization (per topic), not ready with the
-// topic named, the input not committed past it; deleting the ACL lets the
-// router go on by itself, and the outputs are then exactly once.
+// there abort (at-least-once: every interval end without a commit):
+// counted as authorization (per topic), not ready with the topic named,
+// the input not committed past it; deleting the ACL lets the router go on
+// by itself, in the same group session, and the outputs are then exactly
+// once (at-least-once: every event at least once).
 func TestWriteRefusedByACL(t *testing.T) {
+	for _, g := range []topology.Guarantee{topology.ExactlyOnce, topology.AtLeastOnce} {
+		t.Run(string(g), func(t *testing.T) { testWriteRefusedByACL(t, g) })
+	}
+}
+
+func testWriteRefusedByACL(t *testing.T, guarantee topology.Guarantee) {
 	all := func(rt kmsg.ACLResourceType, name string) kfake.ACL {
 		return kfake.ACL{Resource: rt, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true}
 	}
@@ -32,7 +41,15 @@ func TestWriteRefusedByACL(t *testing.T) {
 			all(kmsg.ACLResourceTypeTransactionalId, "*"), all(kmsg.ACLResourceTypeCluster, "kafka-cluster")))
 	brokers := c.ListenAddrs()
 	admin := []kgo.Opt{kgo.SASL(plain.Auth{User: "admin", Pass: "admin"}.AsMechanism())}
-	top := exampleTopology(t, brokers, topology.ExactlyOnce)
+	var joins atomic.Int32 // a JoinGroup without a member ID: a new session
+	c.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if req.(*kmsg.JoinGroupRequest).MemberID == "" {
+			joins.Add(1)
+		}
+		return nil, nil, false
+	})
+	top := exampleTopology(t, brokers, guarantee)
 	top.Config.Security = topology.Security{Protocol: topology.ProtocolSASLPlaintext,
 		SASL: topology.SASL{Mechanism: "PLAIN", Username: "router", Password: "router-pw"}}
 	victim := top.Route("warn").Topic
@@ -94,5 +111,37 @@ func TestWriteRefusedByACL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := joins.Load(); n != 1 {
+		t.Fatalf("%d group sessions, want 1: a refused write backs off inside the session", n)
+	}
+	if guarantee == topology.AtLeastOnce {
+		verifyAtLeastOnce(t, top, events, recs)
+		return
+	}
 	verify(t, top, events, recs)
+}
+
+// verifyAtLeastOnce checks every generated event appears at least once,
+// on the topic the oracle (gen.RouteOf) names, and nothing else appears.
+func verifyAtLeastOnce(t *testing.T, top *topology.Topology, events map[string]gen.Event, recs []*kgo.Record) {
+	t.Helper()
+	topicOf := map[string]string{"dirty": top.Dirty.Topic}
+	for _, r := range top.Routes {
+		topicOf[r.Name] = r.Topic
+	}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		id := gen.IDOf(r.Key, r.Value)
+		ev, ok := events[id]
+		if !ok {
+			t.Fatalf("record on %s with unknown id %q", r.Topic, id)
+		}
+		if want := topicOf[gen.RouteOf[ev.Kind]]; r.Topic != want {
+			t.Fatalf("id %s (kind %s) on %s, want %s", id, ev.Kind, r.Topic, want)
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(events) {
+		t.Fatalf("%d of %d events on the outputs: records lost", len(seen), len(events))
+	}
 }

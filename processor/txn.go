@@ -28,14 +28,23 @@ type committer interface {
 	// begin opens an interval (exactly-once: a transaction begins;
 	// at-least-once: nothing). Its clock starts when begin returns.
 	begin() error
+	// polled sees each poll before its records are processed; false
+	// says to skip them (exactly-once: always true; at-least-once: it
+	// notes where a rewind takes a partition without a committed
+	// offset, and false after it rewound the consumer for a produce
+	// failure met in the revoke callback, whose poll read past it).
+	polled(fetches kgo.Fetches) bool
 	// abandon ends an interval whose batch failed (a store error, a
 	// restore that could not finish): nothing of it may commit
 	// (exactly-once: the transaction is aborted; at-least-once: the
 	// revoke callback of the closing client commits nothing).
 	abandon()
 	// end commits the flushed interval, or aborts it after prodErr (the
-	// first produce failure), with the accounting of each outcome.
-	// committed says the offsets were committed; an error ends the session.
+	// first produce failure), with the accounting of each outcome: both
+	// guarantees go on in the session after a failure kclient.Classify
+	// does not call Fatal, with the consumer back at the committed
+	// offsets. committed says the offsets were committed; an error ends
+	// the session.
 	// at says when the loop started to end the interval (before the
 	// marks) and when it started the flush: each guarantee times its
 	// commit from one of them.
@@ -48,7 +57,8 @@ type committer interface {
 	fail(err error) error
 	// next runs after each poll that did not stop the session; ended says
 	// an interval ended (exactly-once: the stranded-offset watch;
-	// at-least-once: the rebalance blocked during processing may run).
+	// at-least-once: the rewind a produce failure left due, then the
+	// rebalance blocked during processing may run, then the backoff).
 	next(ctx context.Context, ended bool) error
 	// registryAborted follows the abandon of a batch the schema registry
 	// could not decode (registryoutage.go): it backs off; exactly-once
@@ -157,6 +167,9 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 	p, c := l.p, l.c
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !c.polled(fetches) {
+		return false, nil
+	}
 	if err := l.process(ctx, fetches); err != nil {
 		c.abandon()
 		p.samples.discard()
@@ -325,9 +338,10 @@ type eosCommitter struct {
 	watch  *strandedWatch
 }
 
-func (c *eosCommitter) client() *kgo.Client { return c.sess.Client() }
-func (c *eosCommitter) close()              { c.sess.Close() } // leaves the group
-func (c *eosCommitter) check() error        { return nil }
+func (c *eosCommitter) client() *kgo.Client     { return c.sess.Client() }
+func (c *eosCommitter) close()                  { c.sess.Close() } // leaves the group
+func (c *eosCommitter) check() error            { return nil }
+func (c *eosCommitter) polled(kgo.Fetches) bool { return true } // End rewinds the session itself
 func (c *eosCommitter) fail(err error) error {
 	return err // Run says the session restarts
 }
@@ -405,26 +419,40 @@ func (c *eosCommitter) produceAborted(prodErr error) error {
 	p.samples.discard()
 	p.dropState(nil)
 	p.gaps.rewind(c.sess.Client().CommittedOffsets())
-	if topic, ok := kclient.AuthzRefused(prodErr); ok {
-		p.m.Aborts.WithLabelValues(observe.AbortAuthorization).Inc()
-		p.m.AuthzRefused.WithLabelValues(topic).Inc()
-		why := fmt.Sprintf("transaction aborted: writes to topic %s refused by the broker's authorizer (%v); "+
-			"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", topic, prodErr, maxProduceBackoff)
-		p.st.NotReady(why)
-		p.log.Error("writes refused by an ACL; transaction aborted, the batch will be tried again", "topic", topic, "err", prodErr)
-	} else {
-		p.m.Aborts.WithLabelValues(observe.AbortProduceError).Inc()
-		p.st.NotReady("transaction aborted: produce failed: " + prodErr.Error())
-		p.log.Error("produce failed; transaction aborted, the batch will be processed again", "err", prodErr)
-	}
+	p.produceFailure(prodErr, "transaction aborted")
 	if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
 		return fmt.Errorf("produce: %w", prodErr)
 	}
-	// Give a persistent failure (deleted topic, refused ACL) room
-	// instead of spinning: each retry processes the batch again.
-	p.produceFails++
-	time.Sleep(min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff))
+	time.Sleep(p.produceBackoff())
 	return nil
+}
+
+// produceFailure accounts for an interval a produce failure left
+// uncommitted, the same under both guarantees: the abort by reason (a
+// refusal by the authorizer also by topic), /readyz's reason and the
+// log. undone says what became of the interval.
+func (p *Processor) produceFailure(prodErr error, undone string) {
+	if topic, ok := kclient.AuthzRefused(prodErr); ok {
+		p.m.Aborts.WithLabelValues(observe.AbortAuthorization).Inc()
+		p.m.AuthzRefused.WithLabelValues(topic).Inc()
+		why := fmt.Sprintf("%s: writes to topic %s refused by the broker's authorizer (%v); "+
+			"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", undone, topic, prodErr, maxProduceBackoff)
+		p.st.NotReady(why)
+		p.log.Error("writes refused by an ACL; "+undone+", the batch will be tried again", "topic", topic, "err", prodErr)
+		return
+	}
+	p.m.Aborts.WithLabelValues(observe.AbortProduceError).Inc()
+	p.st.NotReady(undone + ": produce failed: " + prodErr.Error())
+	p.log.Error("produce failed; "+undone+", the batch will be processed again", "err", prodErr)
+}
+
+// produceBackoff is the wait before a batch whose produce failed is
+// processed again: 1 s, doubling to maxProduceBackoff while the failures
+// go on (a commit resets it), so a persistent failure (a deleted topic, a
+// refused ACL) gets room instead of a spin.
+func (p *Processor) produceBackoff() time.Duration {
+	p.produceFails++
+	return min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff)
 }
 
 // runAtLeastOnce is one group session under at-least-once: outputs go
@@ -432,7 +460,7 @@ func (c *eosCommitter) produceAborted(prodErr error) error {
 // after every output of the interval is acknowledged.
 func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 	l := newCommitLoop(ctx, p)
-	c := &aloCommitter{p: p, l: l}
+	c := &aloCommitter{p: p, l: l, first: map[tp]int64{}}
 	o := append(p.clientOpts(),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -449,7 +477,10 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 
 // aloCommitter commits the offsets of each interval after its outputs
 // are acknowledged, from the loop and from the revoke callback (under
-// the loop's mu, never both at once).
+// the loop's mu, never both at once). A produce failure commits nothing
+// and, unless it is fatal, rewinds the consumer to the committed offsets
+// in the session, as an aborted transaction does: the interval's records
+// are processed again (the outputs already written are written twice).
 type aloCommitter struct {
 	p  *Processor
 	l  *commitLoop
@@ -458,6 +489,17 @@ type aloCommitter struct {
 	// the group runs the revoke callback, which must then commit nothing.
 	failed    bool
 	revokeErr error // a commit of the revoke callback that failed
+	// rewindDue: a produce failed and the consumer is not rewound yet,
+	// so its positions are past outputs never written; until the rewind
+	// (next, or polled after the revoke callback met the failure) nothing
+	// may commit. l.mu guards it.
+	rewindDue bool
+	// wait is the backoff a produce failure left for next.
+	wait time.Duration
+	// first is the first offset polled of each partition this session:
+	// where a rewind takes a partition the group has no commit of (the
+	// client's CommittedOffsets has none to give).
+	first map[tp]int64
 }
 
 func (c *aloCommitter) client() *kgo.Client { return c.cl }
@@ -487,10 +529,68 @@ func (c *aloCommitter) fail(err error) error {
 	return err
 }
 
-// next lets the rebalance blocked since the poll run.
-func (c *aloCommitter) next(context.Context, bool) error {
+// polled notes the first offset of the partitions new to this session;
+// when the revoke callback left a rewind due, it rewinds and skips the
+// poll (its records come from past the failure; they are fetched
+// again). It runs where SetOffsets belongs: on the polling goroutine,
+// with the rebalance blocked. l.mu is held.
+func (c *aloCommitter) polled(fetches kgo.Fetches) bool {
+	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+		if len(ftp.Records) == 0 {
+			return
+		}
+		if _, ok := c.first[tp{ftp.Topic, ftp.Partition}]; !ok {
+			c.first[tp{ftp.Topic, ftp.Partition}] = ftp.Records[0].Offset
+		}
+	})
+	if !c.rewindDue {
+		return true
+	}
+	c.rewind()
+	return false
+}
+
+// next rewinds after a produce failure of the interval just ended, lets
+// the rebalance blocked since the poll run, then waits the failure's
+// backoff (a rebalance may run meanwhile: nothing is left to commit).
+func (c *aloCommitter) next(ctx context.Context, _ bool) error {
+	c.l.mu.Lock()
+	if c.rewindDue {
+		c.rewind()
+	}
+	wait := c.wait
+	c.wait = 0
+	c.l.mu.Unlock()
 	c.cl.AllowRebalance()
+	if wait > 0 {
+		c.p.idle(ctx, wait) // a stop ends the wait; the loop then ends
+	}
 	return nil
+}
+
+// rewind sets the consumer back to the committed offsets (a partition
+// without a commit: to its first offset this session) and the gap
+// tracker with it, as the transact session does after an abort. The
+// client drops what it had fetched beyond them. Partitions revoked since
+// are no longer consumed: SetOffsets skips them, their next owner starts
+// at the committed offsets. l.mu is held.
+func (c *aloCommitter) rewind() {
+	to := c.cl.CommittedOffsets()
+	if to == nil {
+		to = map[string]map[int32]kgo.EpochOffset{}
+	}
+	for k, at := range c.first {
+		if _, ok := to[k.topic][k.partition]; ok {
+			continue
+		}
+		if to[k.topic] == nil {
+			to[k.topic] = map[int32]kgo.EpochOffset{}
+		}
+		to[k.topic][k.partition] = kgo.EpochOffset{Epoch: -1, Offset: at}
+	}
+	c.cl.SetOffsets(to)
+	c.p.gaps.rewind(to)
+	c.rewindDue = false
 }
 
 func (c *aloCommitter) stopping() string { return "stopping: offsets committed, leaving the group" }
@@ -501,17 +601,14 @@ func (c *aloCommitter) stopping() string { return "stopping: offsets committed, 
 func (c *aloCommitter) end(ctx context.Context, at endTimes, pending *metrics.Tally, prodErr error) (bool, error) {
 	p := c.p
 	if prodErr != nil {
-		if topic, ok := kclient.AuthzRefused(prodErr); ok {
-			// Nothing is committed; the session is rebuilt with backoff.
-			p.m.AuthzRefused.WithLabelValues(topic).Inc()
-		}
-		return false, fmt.Errorf("produce: %w", prodErr)
+		return false, c.produceFailed(prodErr)
 	}
 	if err := c.cl.CommitUncommittedOffsets(kgo.PreCommitFnContext(ctx, func(r *kmsg.OffsetCommitRequest) error { return p.src.commitMeta(r) })); err != nil {
 		p.samples.discard()
 		return false, fmt.Errorf("commit offsets: %w", err)
 	}
 	p.samples.committed()
+	p.produceFails = 0
 	p.stage.Checkpoint()
 	if pending.Empty() {
 		return true, nil
@@ -522,19 +619,48 @@ func (c *aloCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 	return true, nil
 }
 
+// produceFailed ends an interval a produce failed in, committing nothing:
+// accounted as exactly-once accounts for its aborted transaction; a fatal
+// error (kclient.Classify) ends the session, any other leaves a rewind
+// and a backoff due, and the session goes on. The state in memory holds
+// the interval's changes: it is dropped, the next records restore what
+// the changelog holds.
+func (c *aloCommitter) produceFailed(prodErr error) error {
+	p := c.p
+	p.samples.discard()
+	p.dropState(nil)
+	*c.l.pending = *metrics.NewTally()
+	p.produceFailure(prodErr, "offsets not committed")
+	if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
+		c.failed = true // leaving the group commits nothing
+		return fmt.Errorf("produce: %w", prodErr)
+	}
+	c.l.perr.reset() // every promise ran (the flush): the failure is handled
+	c.rewindDue = true
+	c.wait = p.produceBackoff()
+	return nil
+}
+
 // revoked wraps onRevoked: before partitions are revoked, what was
-// processed of them is committed (unless the batch failed); lost
-// partitions can commit nothing.
+// processed of them is committed (unless the batch failed or a rewind is
+// due); lost partitions can commit nothing. A produce failure met here
+// leaves its rewind to the loop (polled): this callback runs off the
+// polling goroutine, where SetOffsets is not safe.
 func (c *aloCommitter) revoked(kind string) func(context.Context, *kgo.Client, map[string][]int32) {
 	inner := c.p.onRevoked(kind)
 	return func(ctx context.Context, k *kgo.Client, r map[string][]int32) {
 		c.l.mu.Lock()
-		if kind == "revoked" && !c.failed {
+		if kind == "revoked" && !c.failed && !c.rewindDue {
 			if _, err := c.l.end(); err != nil && c.revokeErr == nil {
 				c.revokeErr = err
 			}
 		} else {
-			*c.l.pending = *metrics.NewTally() // lost: nothing can be committed
+			*c.l.pending = *metrics.NewTally() // nothing can be committed
+		}
+		for t, ps := range r {
+			for _, part := range ps {
+				delete(c.first, tp{t, part})
+			}
 		}
 		c.l.mu.Unlock()
 		inner(ctx, k, r)

@@ -25,7 +25,11 @@ type ReadOptions struct {
 	Brokers []string
 	// ClientOpts are added to every client (TLS, SASL).
 	ClientOpts []kgo.Opt
-	Topic      string
+	// FetchOpts are added, after ClientOpts, to the client that reads
+	// the records, not to the one that lists the partitions' bounds
+	// (the client section's fetch bounds: kclient.ConsumerOpts).
+	FetchOpts []kgo.Opt
+	Topic     string
 	// FromBeginning reads each partition from its first record. Otherwise
 	// Last records of each partition are read (the last committed ones).
 	FromBeginning bool
@@ -51,12 +55,7 @@ func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error 
 	if len(offsets) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(o.Brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-	}, o.ClientOpts...)...)
+	cl, err := kgo.NewClient(o.readerOpts(offsets)...)
 	if err != nil {
 		return err
 	}
@@ -193,6 +192,18 @@ func (rd *reader) flush() error {
 	}
 	rd.backlog, rd.later = nil, nil
 	return nil
+}
+
+// readerOpts are the options of Read's consuming client.
+func (o ReadOptions) readerOpts(offsets map[int32]kgo.Offset) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+	}
+	opts = append(opts, o.ClientOpts...)
+	return append(opts, o.FetchOpts...)
 }
 
 // bounds returns each partition's first offset and its committed end

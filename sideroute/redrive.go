@@ -33,9 +33,18 @@ type Redrive struct {
 	Brokers []string
 	// ClientOpts are added to every client (TLS, SASL).
 	ClientOpts []kgo.Opt
-	Topology   *topology.Topology
-	From       Target
-	To         string
+	// ReadOpts are added, after ClientOpts, to the clients that read the
+	// side route and the ledger (the topology's client section:
+	// kclient.ConsumerOpts, its fetch bounds).
+	ReadOpts []kgo.Opt
+	// ProduceOpts are added, after ClientOpts, to the transactional
+	// producer (the topology's client section: kclient.ProducerOpts, its
+	// compression and metadata minimum age among them), so the redriven
+	// records are written as the router writes its own.
+	ProduceOpts []kgo.Opt
+	Topology    *topology.Topology
+	From        Target
+	To          string
 	// Filter selects records (nil: all); Transform computes the new value
 	// (nil: the original bytes).
 	Filter, Transform *topology.Expr
@@ -116,8 +125,7 @@ func (o Redrive) Run(ctx context.Context) (Counts, error) {
 	if run.redriven, err = o.readLedger(ctx, run.c.Ledger, !o.DryRun); err != nil {
 		return run.c, err
 	}
-	err = Read(ctx, ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, Topic: o.From.Topic, FromBeginning: true},
-		func(r *kgo.Record) error { return run.decide(ctx, r) })
+	err = Read(ctx, o.readOptions(o.From.Topic), func(r *kgo.Record) error { return run.decide(ctx, r) })
 	if errors.Is(err, ErrNoTopic) {
 		return run.c, fmt.Errorf("route %s: topic %s does not exist yet (the router creates it when it starts)", o.From.Name, o.From.Topic)
 	}
@@ -170,12 +178,7 @@ func (run *redriveRun) open(ctx context.Context) error {
 	if err := o.ensureLedger(ctx, run.c.Ledger); err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(o.Brokers...),
-		kgo.TransactionalID(TransactionalID(appID, o.From.Name)),
-		kgo.TransactionTimeout(o.TxnTimeout),
-		kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Config.Dirty.MaxRecordBytes+4096, 1<<20))),
-	}, o.ClientOpts...)...)
+	cl, err := kgo.NewClient(o.producerOpts()...)
 	if err != nil {
 		return err
 	}
@@ -186,6 +189,24 @@ func (run *redriveRun) open(ctx context.Context) error {
 		return fmt.Errorf("init transactional producer %s: %w", TransactionalID(appID, o.From.Name), err)
 	}
 	return nil
+}
+
+// producerOpts are the options of the transactional producer.
+func (o *Redrive) producerOpts() []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.TransactionalID(TransactionalID(o.Topology.Config.ApplicationID, o.From.Name)),
+		kgo.TransactionTimeout(o.TxnTimeout),
+		kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Config.Dirty.MaxRecordBytes+4096, 1<<20))),
+	}
+	opts = append(opts, o.ClientOpts...)
+	return append(opts, o.ProduceOpts...)
+}
+
+// readOptions are how a redrive reads a topic (the side route, the
+// ledger): all of it, with the reading clients' options.
+func (o Redrive) readOptions(topic string) ReadOptions {
+	return ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, FetchOpts: o.ReadOpts, Topic: topic, FromBeginning: true}
 }
 
 func (run *redriveRun) promise(_ *kgo.Record, err error) {
@@ -385,7 +406,7 @@ func (o Redrive) readLedger(ctx context.Context, topic string, wait bool) (*ledg
 			}
 		}
 	}
-	err := Read(ctx, ReadOptions{Brokers: o.Brokers, ClientOpts: o.ClientOpts, Topic: topic, FromBeginning: true}, func(r *kgo.Record) error {
+	err := Read(ctx, o.readOptions(topic), func(r *kgo.Record) error {
 		if r.Value == nil {
 			out.del(string(r.Key))
 			return nil

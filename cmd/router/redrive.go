@@ -97,18 +97,13 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 			return badRedrive("--transform: %v", err)
 		}
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	rd, err := newRedrive(top, target, f, fexpr, texpr)
 	if err != nil {
 		return err
 	}
+	rd.OnRecord = f.onRecord(top, stdout, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	rd := sideroute.Redrive{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topology: top,
-		From: target, To: f.to, Filter: fexpr, Transform: texpr,
-		DryRun: f.dryRun, Limit: f.limit, MaxRedrives: f.maxRedr, TxnRecords: f.txnRecs, RunID: f.runID,
-		OnRecord: f.onRecord(top, stdout, stderr),
-	}
 	c, err := rd.Run(ctx)
 	b, _ := json.Marshal(c)
 	fmt.Fprintln(stdout, string(b))
@@ -125,6 +120,24 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "redrive: %d records were not redriven because an expression failed on them; they stay on %s\n", c.ExprErrors, target.Topic)
 	}
 	return nil
+}
+
+// newRedrive is the redrive the flags ask for, its clients built as the
+// router's are: the security section on every one, and the client
+// section's fetch side on those that read (the side route, the ledger)
+// and its produce side (compression, metadata minimum age, buffers) on
+// the producer.
+func newRedrive(top *topology.Topology, target sideroute.Target, f *redriveFlags, filter, transform *topology.Expr) (sideroute.Redrive, error) {
+	copts, err := kclient.SecurityOpts(top.Config.Security)
+	if err != nil {
+		return sideroute.Redrive{}, err
+	}
+	return sideroute.Redrive{
+		Brokers: top.Config.Brokers, ClientOpts: copts, Topology: top,
+		ReadOpts: kclient.ConsumerOpts(top.Config.Client), ProduceOpts: kclient.ProducerOpts(top.Config.Client),
+		From: target, To: f.to, Filter: filter, Transform: transform,
+		DryRun: f.dryRun, Limit: f.limit, MaxRedrives: f.maxRedr, TxnRecords: f.txnRecs, RunID: f.runID,
+	}, nil
 }
 
 // onRecord prints what a dry run would send, and the first 20 records not

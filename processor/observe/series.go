@@ -14,7 +14,8 @@ const (
 	AbortRebalance     = "rebalance"
 	// AbortRegistryUnavailable: a registry-backed input's batch met a
 	// schema registry outage (also counted under at-least-once, where
-	// the batch is given up uncommitted).
+	// the batch is given up uncommitted, as AbortAuthorization and
+	// AbortProduceError are for a produce failure).
 	AbortRegistryUnavailable = "registry_unavailable"
 )
 
@@ -67,6 +68,9 @@ func Series(top *topology.Topology) metrics.Series {
 	if top.Config.Guarantee == topology.ExactlyOnce {
 		s.Aborts = []string{AbortCommitError, AbortAuthorization, AbortProduceError, AbortRebalance}
 		s.Stranded = []string{"commit", "abort"}
+	} else {
+		// An at-least-once interval a produce failure left uncommitted.
+		s.Aborts = []string{AbortAuthorization, AbortProduceError}
 	}
 	if registryInputs(top) {
 		s.Dirty = append(s.Dirty, registryDirtyPairs...)
