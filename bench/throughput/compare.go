@@ -140,6 +140,15 @@ type latency struct {
 	P50MS     float64 `json:"p50_ms"`
 	P99MS     float64 `json:"p99_ms"`
 	MaxMS     float64 `json:"max_ms"`
+	// The two parts of each timed record's latency: from the harness's
+	// Produce call to the broker's acknowledgement (the harness's
+	// producer and the broker's append, on the same cores), and from the
+	// acknowledgement to the record's output being visible (the
+	// contender, its transaction and the read_committed reader).
+	AckP50MS      float64 `json:"acked_p50_ms"`
+	AckP99MS      float64 `json:"acked_p99_ms"`
+	AfterAckP50MS float64 `json:"after_ack_p50_ms"`
+	AfterAckP99MS float64 `json:"after_ack_p99_ms"`
 }
 
 // row is one line of the table: medians of a contender's runs.
@@ -154,8 +163,11 @@ type row struct {
 	Ratio     float64 `json:"ratio_to_limit_alo"`
 	P50MS     float64 `json:"p50_ms"`
 	P99MS     float64 `json:"p99_ms"`
-	Seen      string  `json:"latency_seen"`
-	Skipped   string  `json:"skipped,omitempty"`
+	// AfterAckP99MS: the p99 from the broker's acknowledgement of the
+	// harness's record to its output being visible (latency.AfterAckP99MS).
+	AfterAckP99MS float64 `json:"after_ack_p99_ms"`
+	Seen          string  `json:"latency_seen"`
+	Skipped       string  `json:"skipped,omitempty"`
 }
 
 // report is the JSON the harness writes.
@@ -419,7 +431,7 @@ func (s *compareSession) latencyRuns(med map[string]run) {
 			continue
 		}
 		s.rep.Latencies = append(s.rep.Latencies, l)
-		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen)", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed)
+		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen); to the ack p50 %.1f p99 %.1f ms, after it p50 %.1f p99 %.1f ms", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed, l.AckP50MS, l.AckP99MS, l.AfterAckP50MS, l.AfterAckP99MS)
 	}
 }
 
@@ -886,7 +898,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	}
 	defer func() { _ = p.stop() }()
 	total := int(rate*dur.Seconds()) + 1
-	pr := &latencyProbe{sent: make([]atomic.Int64, total+1), total: total}
+	pr := &latencyProbe{sent: make([]atomic.Int64, total+1), acked: make([]atomic.Int64, total+1), seenAt: make([]atomic.Int64, total+1), total: total}
 	// From the start: the outputs are this run's own, created empty above.
 	// At the end, a partition whose end the client resolved late (a loaded
 	// machine) would skip the records written to it before: the smoke saw
@@ -932,30 +944,28 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	if err != nil && all {
 		return res, fmt.Errorf("%w\n%s", err, p.tail())
 	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	lats := pr.lats
-	res.Seen = len(lats)
-	if len(lats) > 0 {
-		slices.Sort(lats)
-		q := func(f float64) float64 { return float64(lats[int(f*float64(len(lats)-1))]) / 1e6 }
-		res.P50MS, res.P99MS, res.MaxMS = q(0.5), q(0.99), q(1)
-	}
+	e2e, acked, afterAck := pr.split()
+	res.Seen = len(e2e)
+	res.P50MS, res.P99MS, res.MaxMS = quantile(e2e, 0.5), quantile(e2e, 0.99), quantile(e2e, 1)
+	res.AckP50MS, res.AckP99MS = quantile(acked, 0.5), quantile(acked, 0.99)
+	res.AfterAckP50MS, res.AfterAckP99MS = quantile(afterAck, 0.5), quantile(afterAck, 0.99)
 	return res, nil
 }
 
 // latencyProbe is one latency phase's bookkeeping: when each timed record
-// was sent, and the latencies of those seen on the outputs.
+// was sent, acknowledged by the broker and seen on the outputs (ns, by
+// record number; 0: not yet).
 type latencyProbe struct {
 	total    int
-	sent     []atomic.Int64 // by record number: send time in ns, 0 once seen
+	sent     []atomic.Int64
+	acked    []atomic.Int64
+	seenAt   []atomic.Int64
 	seen     atomic.Int64
 	warmSeen atomic.Bool
-	mu       sync.Mutex
-	lats     []time.Duration
 }
 
-// consume reads the outputs until ctx ends, timing each probe record.
+// consume reads the outputs until ctx ends, noting when each probe
+// record is first seen.
 func (pr *latencyProbe) consume(ctx context.Context, cons *kgo.Client) {
 	for ctx.Err() == nil {
 		fs := cons.PollFetches(ctx)
@@ -967,16 +977,42 @@ func (pr *latencyProbe) consume(ctx context.Context, cons *kgo.Client) {
 				if bytes.Contains(r.Value, []byte(`"id":"w-`)) {
 					pr.warmSeen.Store(true)
 				}
-			case i >= 1 && i <= pr.total:
-				if t := pr.sent[i].Swap(0); t > 0 {
+			case i >= 1 && i <= pr.total && pr.sent[i].Load() > 0:
+				if pr.seenAt[i].CompareAndSwap(0, now) {
 					pr.seen.Add(1)
-					pr.mu.Lock()
-					pr.lats = append(pr.lats, time.Duration(now-t))
-					pr.mu.Unlock()
 				}
 			}
 		})
 	}
+}
+
+// split returns, sorted, the latencies of the records seen: sent to seen,
+// sent to acknowledged and acknowledged to seen. An acknowledgement the
+// harness received after the record was already seen counts 0 after it.
+func (pr *latencyProbe) split() (e2e, acked, after []time.Duration) {
+	for i := 1; i <= pr.total; i++ {
+		sent, ack, seen := pr.sent[i].Load(), pr.acked[i].Load(), pr.seenAt[i].Load()
+		if sent == 0 || seen == 0 {
+			continue
+		}
+		e2e = append(e2e, time.Duration(seen-sent))
+		if ack > 0 {
+			acked = append(acked, time.Duration(ack-sent))
+			after = append(after, time.Duration(max(seen-ack, 0)))
+		}
+	}
+	for _, xs := range [][]time.Duration{e2e, acked, after} {
+		slices.Sort(xs)
+	}
+	return e2e, acked, after
+}
+
+// quantile of sorted durations, in ms; 0 for none.
+func quantile(xs []time.Duration, f float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return float64(xs[int(f*float64(len(xs)-1))]) / 1e6
 }
 
 // warmUp sends a probe every 100 ms until the consumer sees one: then its
@@ -1018,11 +1054,18 @@ func (pr *latencyProbe) pace(ctx context.Context, prod *kgo.Client, res *latency
 			ev := g.Next()
 			ev.Value = bytes.Replace(ev.Value, []byte(`"id":"e-`), []byte(`"id":"l-`), 1)
 			res.Sent++
+			var promise func(*kgo.Record, error)
 			if _, ok := idNumber(ev.Value); ok { // an empty value carries no id to time
 				res.Timed++
-				pr.sent[res.Sent].Store(time.Now().UnixNano())
+				i := res.Sent
+				pr.sent[i].Store(time.Now().UnixNano())
+				promise = func(_ *kgo.Record, err error) {
+					if err == nil {
+						pr.acked[i].Store(time.Now().UnixNano())
+					}
+				}
 			}
-			prod.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, nil)
+			prod.Produce(ctx, &kgo.Record{Key: ev.Key, Value: ev.Value}, promise)
 		}
 	}
 	res.SentPS = float64(res.Sent) / time.Since(begin).Seconds()
@@ -1084,7 +1127,7 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 		}
 		for _, l := range lats {
 			if l.Contender == c.Name {
-				r.P50MS, r.P99MS, r.Seen = l.P50MS, l.P99MS, fmt.Sprintf("%d/%d", l.Seen, l.Timed)
+				r.P50MS, r.P99MS, r.AfterAckP99MS, r.Seen = l.P50MS, l.P99MS, l.AfterAckP99MS, fmt.Sprintf("%d/%d", l.Seen, l.Timed)
 			}
 		}
 		out = append(out, r)
@@ -1185,15 +1228,15 @@ func printTable(w io.Writer, rep report) {
 
 func markdownTable(rep report) string {
 	var b strings.Builder
-	b.WriteString("| contender | engine | workload | guarantee | runs | records/s | MB/s | ratio to limit-alo | CPU s per M records | records per CPU-s | peak RSS MB | p50 ms | p99 ms | latency records seen |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| contender | engine | workload | guarantee | runs | records/s | MB/s | ratio to limit-alo | CPU s per M records | records per CPU-s | peak RSS MB | p50 ms | p99 ms | p99 after the ack ms | latency records seen |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
 		if r.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | skipped: %s | | | | | | | | |\n", r.Name, r.Engine, r.Workload, r.Guarantee, r.Skipped)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | – | skipped: %s | | | | | | | | | |\n", r.Name, r.Engine, r.Workload, r.Guarantee, r.Skipped)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %s |\n",
-			r.Name, r.Engine, r.Workload, r.Guarantee, r.Runs, r.RecordsPS, r.MBPS, r.Ratio, r.CPUPerM, r.PerCPUS, r.PeakRSSMB, r.P50MS, r.P99MS, r.Seen)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %.0f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %.1f | %s |\n",
+			r.Name, r.Engine, r.Workload, r.Guarantee, r.Runs, r.RecordsPS, r.MBPS, r.Ratio, r.CPUPerM, r.PerCPUS, r.PeakRSSMB, r.P50MS, r.P99MS, r.AfterAckP99MS, r.Seen)
 	}
 	return b.String()
 }

@@ -5,8 +5,10 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,5 +202,42 @@ func TestWaitUntil(t *testing.T) {
 	err := waitUntil(context.Background(), 20*time.Millisecond, time.Millisecond, "never", func() (bool, string) { return false, "still no" })
 	if err == nil || !strings.Contains(err.Error(), "for never; last seen: still no") {
 		t.Fatalf("waitUntil past its ceiling = %v, want what it waited for and saw", err)
+	}
+}
+
+// TestLatencySplit: each seen record's latency splits at the broker's
+// acknowledgement; a record never seen is in none of the three, and an
+// acknowledgement that came after the record was seen counts 0 after it.
+func TestLatencySplit(t *testing.T) {
+	pr := &latencyProbe{total: 4, sent: make([]atomic.Int64, 5), acked: make([]atomic.Int64, 5), seenAt: make([]atomic.Int64, 5)}
+	ms := int64(time.Millisecond)
+	set := func(i int, sent, ack, seen int64) {
+		pr.sent[i].Store(sent * ms)
+		pr.acked[i].Store(ack * ms)
+		pr.seenAt[i].Store(seen * ms)
+	}
+	set(1, 100, 130, 300) // 200 = 30 + 170
+	set(2, 100, 400, 350) // acknowledged after it was seen
+	set(3, 100, 110, 0)   // never seen
+	set(4, 200, 0, 260)   // seen, its acknowledgement not (yet) received
+	e2e, acked, after := pr.split()
+	want := func(name string, got []time.Duration, ms ...int) {
+		t.Helper()
+		var w []time.Duration
+		for _, m := range ms {
+			w = append(w, time.Duration(m)*time.Millisecond)
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s = %v, want %v", name, got, w)
+		}
+	}
+	want("sent to seen", e2e, 60, 200, 250)
+	want("sent to acked", acked, 30, 300)
+	want("acked to seen", after, 0, 170)
+	if q := quantile(e2e, 0.5); q != 200 {
+		t.Errorf("p50 = %v ms, want 200", q)
+	}
+	if q := quantile(nil, 0.99); q != 0 {
+		t.Errorf("quantile of none = %v, want 0", q)
 	}
 }
