@@ -131,15 +131,19 @@ type run struct {
 
 // latency is one contender's end-to-end latency at a fixed offered load.
 type latency struct {
-	Contender string  `json:"contender"`
-	RatePS    float64 `json:"offered_per_s"`
-	Sent      int     `json:"sent"`
-	SentPS    float64 `json:"achieved_per_s"` // what the harness managed to send
-	Timed     int     `json:"timed"`          // sent records that carry an id (not the empty ones)
-	Seen      int     `json:"seen"`
-	P50MS     float64 `json:"p50_ms"`
-	P99MS     float64 `json:"p99_ms"`
-	MaxMS     float64 `json:"max_ms"`
+	Contender string `json:"contender"`
+	Rep       int    `json:"rep"`
+	// AtRateOf: the phase was offered the rate of that contender's phase
+	// (the same offered load, for the p99 goal), not its own.
+	AtRateOf string  `json:"at_rate_of,omitempty"`
+	RatePS   float64 `json:"offered_per_s"`
+	Sent     int     `json:"sent"`
+	SentPS   float64 `json:"achieved_per_s"` // what the harness managed to send
+	Timed    int     `json:"timed"`          // sent records that carry an id (not the empty ones)
+	Seen     int     `json:"seen"`
+	P50MS    float64 `json:"p50_ms"`
+	P99MS    float64 `json:"p99_ms"`
+	MaxMS    float64 `json:"max_ms"`
 	// The two parts of each timed record's latency: from the harness's
 	// Produce call to the broker's acknowledgement (the harness's
 	// producer and the broker's append, on the same cores), and from the
@@ -166,23 +170,30 @@ type row struct {
 	// AfterAckP99MS: the p99 from the broker's acknowledgement of the
 	// harness's record to its output being visible (latency.AfterAckP99MS).
 	AfterAckP99MS float64 `json:"after_ack_p99_ms"`
+	// LatencyPS is the rate its own latency phases were offered;
+	// SameRateP99MS, for limit-eos, its p99 at the rate of
+	// sidestream-w1-eos's phases. P50MS, P99MS, AfterAckP99MS and
+	// SameRateP99MS are the medians of the latency repetitions' figures.
+	LatencyPS     float64 `json:"latency_offered_per_s"`
+	SameRateP99MS float64 `json:"same_rate_p99_ms,omitempty"`
 	Seen          string  `json:"latency_seen"`
 	Skipped       string  `json:"skipped,omitempty"`
 }
 
 // report is the JSON the harness writes.
 type report struct {
-	Command   string    `json:"command"`
-	Time      time.Time `json:"time"`
-	Machine   machine   `json:"machine"`
-	Records   int       `json:"records"`
-	Bytes     int64     `json:"input_bytes"`
-	Reps      int       `json:"repetitions"`
-	LatencyS  float64   `json:"latency_seconds"`
-	Rows      []row     `json:"rows"`
-	Runs      []run     `json:"runs"`
-	Latencies []latency `json:"latencies"`
-	Goals     []goal    `json:"goals"`
+	Command     string    `json:"command"`
+	Time        time.Time `json:"time"`
+	Machine     machine   `json:"machine"`
+	Records     int       `json:"records"`
+	Bytes       int64     `json:"input_bytes"`
+	Reps        int       `json:"repetitions"`
+	LatencyS    float64   `json:"latency_seconds"`
+	LatencyReps int       `json:"latency_repetitions"`
+	Rows        []row     `json:"rows"`
+	Runs        []run     `json:"runs"`
+	Latencies   []latency `json:"latencies"`
+	Goals       []goal    `json:"goals"`
 }
 
 type machine struct {
@@ -208,8 +219,8 @@ type compareFlags struct {
 	brokers, only, topologies, streamsDir, gokaBin, javaHeap string
 	kafkaVersion, docs, jsonOut, png, command, profileDir    string
 	heapDir                                                  string
-	records, reps, parallel                                  int
-	latSecs                                                  float64
+	records, reps, latReps, parallel                         int
+	latSecs, latRate                                         float64
 	smoke, verify                                            bool
 	ceiling, timeout                                         time.Duration
 }
@@ -221,6 +232,8 @@ func parseCompareFlags(args []string) *compareFlags {
 	fs.IntVar(&f.records, "records", 1_000_000, "records to preload into the 6-partition input")
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of every throughput run (order alternates)")
 	fs.Float64Var(&f.latSecs, "latency-seconds", 10, "length of the paced latency phase per contender")
+	fs.IntVar(&f.latReps, "latency-reps", 3, "repetitions of every latency phase (the table has the median of their p50s and p99s)")
+	fs.Float64Var(&f.latRate, "latency-rate", 0, "offer every contender's latency phase this many records/s (default: half its own median records/s)")
 	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all); names: "+names())
 	fs.BoolVar(&f.smoke, "smoke", false, "a quick check that every contender works: 3000 records, contenders --parallel at a time, a 1 s latency phase at 500 records/s whose every record must be seen, no files written")
 	fs.IntVar(&f.parallel, "parallel", 1, "with --smoke: contenders run at once (each is several processes and ~100 partitions on one broker)")
@@ -289,7 +302,7 @@ func cmdCompare(args []string) error {
 		f: f, ctx: context.Background(), adm: kadm.NewClient(cl), bs: bs, stamp: stamp, input: "bench-logs-" + stamp,
 		env:    compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir, heapDir: f.heapDir},
 		latDur: time.Duration(f.latSecs * float64(time.Second)), logDir: logDir, skipped: map[string]string{},
-		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs,
+		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs, LatencyReps: f.latReps,
 			Machine: describeMachine(f.kafkaVersion)},
 	}
 	logf("preloading %d records into %s (6 partitions), not timed", f.records, s.input)
@@ -417,21 +430,57 @@ func (s *compareSession) throughputReps() {
 }
 
 // latencyRuns runs each contender's paced latency phase at half its
-// median throughput.
+// median throughput (or --latency-rate), --latency-reps times in
+// alternating order; and limit-eos's again at sidestream-w1-eos's rate
+// (sameRateOf), so that the p99 goal compares the two at the same load.
 func (s *compareSession) latencyRuns(med map[string]run) {
+	type phase struct {
+		c        contender
+		atRateOf string
+	}
+	var phases []phase
 	for _, c := range s.active {
 		if s.skipped[c.Name] != "" {
 			continue
 		}
-		id := fmt.Sprintf("l%s-%s", s.stamp, c.Name)
-		l, err := latencyRun(s.ctx, s.adm, s.env, c, s.bs, id, s.f.records, 0.5*med[c.Name].RecordsPS, s.latDur, s.f.ceiling, false)
-		if err != nil {
-			logf("%s latency failed: %v (logs in %s)", c.Name, err, s.logDir)
-			s.failed = true
-			continue
+		phases = append(phases, phase{c: c})
+		if o := sameRateOf[c.Name]; o != "" && s.f.latRate == 0 && s.skipped[o] == "" && med[o].RecordsPS > 0 {
+			phases = append(phases, phase{c: c, atRateOf: o})
 		}
-		s.rep.Latencies = append(s.rep.Latencies, l)
-		logf("latency %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen); to the ack p50 %.1f p99 %.1f ms, after it p50 %.1f p99 %.1f ms", c.Name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed, l.AckP50MS, l.AckP99MS, l.AfterAckP50MS, l.AfterAckP99MS)
+	}
+	for r := 1; r <= s.f.latReps; r++ {
+		order := slices.Clone(phases)
+		if r%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, ph := range order {
+			of := ph.c.Name
+			if ph.atRateOf != "" {
+				of = ph.atRateOf
+			}
+			rate := 0.5 * med[of].RecordsPS
+			if s.f.latRate > 0 {
+				rate = s.f.latRate
+			}
+			id := fmt.Sprintf("l%s-%d-%s", s.stamp, r, ph.c.Name)
+			if ph.atRateOf != "" {
+				id += "-at-" + ph.atRateOf
+			}
+			l, err := latencyRun(s.ctx, s.adm, s.env, ph.c, s.bs, id, s.f.records, rate, s.latDur, s.f.ceiling, false)
+			if err != nil {
+				logf("%s latency failed: %v (logs in %s)", ph.c.Name, err, s.logDir)
+				s.failed = true
+				continue
+			}
+			l.Rep, l.AtRateOf = r, ph.atRateOf
+			s.rep.Latencies = append(s.rep.Latencies, l)
+			name := ph.c.Name
+			if ph.atRateOf != "" {
+				name += " (" + ph.atRateOf + "'s rate)"
+			}
+			logf("latency %d/%d %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen); to the ack p50 %.1f p99 %.1f ms, after it p50 %.1f p99 %.1f ms",
+				r, s.f.latReps, name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed, l.AckP50MS, l.AckP99MS, l.AfterAckP50MS, l.AfterAckP99MS)
+		}
 	}
 }
 
@@ -1125,14 +1174,50 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 				r.Ratio = m.RecordsPS / limit
 			}
 		}
-		for _, l := range lats {
-			if l.Contender == c.Name {
-				r.P50MS, r.P99MS, r.AfterAckP99MS, r.Seen = l.P50MS, l.P99MS, l.AfterAckP99MS, fmt.Sprintf("%d/%d", l.Seen, l.Timed)
+		own := latencyOf(lats, c.Name, "")
+		if len(own) > 0 {
+			seen, timed := 0, 0
+			for _, l := range own {
+				seen, timed = seen+l.Seen, timed+l.Timed
 			}
+			r.Seen = fmt.Sprintf("%d/%d", seen, timed)
+			r.P50MS = median(own, func(l latency) float64 { return l.P50MS })
+			r.P99MS = median(own, func(l latency) float64 { return l.P99MS })
+			r.AfterAckP99MS = median(own, func(l latency) float64 { return l.AfterAckP99MS })
+			r.LatencyPS = median(own, func(l latency) float64 { return l.RatePS })
+		}
+		if same := latencyOf(lats, c.Name, sameRateOf[c.Name]); len(same) > 0 && sameRateOf[c.Name] != "" {
+			r.SameRateP99MS = median(same, func(l latency) float64 { return l.P99MS })
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// sameRateOf: the contenders whose latency is also measured at another's
+// offered rate (the p99 goal's pair: the same load for both), and whose.
+var sameRateOf = map[string]string{"limit-eos": "sidestream-w1-eos"}
+
+// latencyOf is a contender's latency phases at the rate of atRateOf's
+// ("": its own).
+func latencyOf(lats []latency, name, atRateOf string) []latency {
+	var out []latency
+	for _, l := range lats {
+		if l.Contender == name && l.AtRateOf == atRateOf {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// median of one figure of the phases (the upper one of an even count).
+func median(ls []latency, f func(latency) float64) float64 {
+	v := make([]float64, len(ls))
+	for i, l := range ls {
+		v[i] = f(l)
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 // goals are the targets of the work on the per-record cost, each a ratio
@@ -1186,13 +1271,23 @@ func goals(rs []row) []goal {
 	rss := func(r row) float64 { return r.PeakRSSMB }
 	ratio("sidestream-w1-eos", "limit-eos", "peak RSS", rss, 1, true)
 	ratio("sidestream-w1-eos", "streams-w1-eos", "peak RSS", rss, 0.25, true)
+	// The p99 of both at the same offered load, sidestream-w1-eos's 50%:
+	// the limit's own 50% offers the shared cores a higher load.
 	p99 := func(r row) float64 {
-		if r.Seen == "" {
+		switch {
+		case r.Seen == "":
 			return 0
+		case r.SameRateP99MS > 0:
+			return r.SameRateP99MS
 		}
 		return r.P99MS
 	}
-	ratio("sidestream-w1-eos", "limit-eos", "p99 end-to-end latency at 50% load", p99, 1, true)
+	if w1, ok := get("sidestream-w1-eos"); ok {
+		if l, ok := get("limit-eos"); ok && l.SameRateP99MS == 0 && l.LatencyPS != w1.LatencyPS {
+			p99 = func(row) float64 { return 0 } // not at the same rate: unmeasured
+		}
+	}
+	ratio("sidestream-w1-eos", "limit-eos", "p99 end-to-end latency at 50% load, both at its offered rate", p99, 1, true)
 	for _, w := range []string{"w1", "w2"} {
 		ratio("sidestream-"+w+"-eos", "streams-"+w+"-eos", "records per CPU-second", func(r row) float64 { return r.PerCPUS }, 2, false)
 	}
@@ -1267,8 +1362,8 @@ func writeDocs(path string, rep report, png string) error {
 	}
 	var b strings.Builder
 	b.WriteString(docsBegin + "\n")
-	fmt.Fprintf(&b, "Latest run: %s, `%s`, %d records (%.0f bytes each on average), %d repetitions, a %.0f s latency phase per contender.\n\n",
-		rep.Time.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Records, float64(rep.Bytes)/float64(max(rep.Records, 1)), rep.Reps, rep.LatencyS)
+	fmt.Fprintf(&b, "Latest run: %s, `%s`, %d records (%.0f bytes each on average), %d repetitions, %d latency phases of %.0f s per contender (the table: the median of their p50s and p99s; limit-eos also at sidestream-w1-eos's offered rate, for the p99 goal).\n\n",
+		rep.Time.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Records, float64(rep.Bytes)/float64(max(rep.Records, 1)), rep.Reps, rep.LatencyReps, rep.LatencyS)
 	fmt.Fprintf(&b, "Machine: %s, %d cores, %d GB, %s, Apache Kafka %s (scripts/kafka.sh, same machine). `/proc/loadavg` at the start: `%s`, at the end: `%s`.\n\n",
 		rep.Machine.CPU, rep.Machine.Cores, rep.Machine.MemGB, rep.Machine.Go, rep.Machine.Kafka, rep.Machine.LoadStart, rep.Machine.LoadEnd)
 	b.WriteString(markdownTable(rep))

@@ -83,7 +83,7 @@ func TestGoals(t *testing.T) {
 		"sidestream-w1-eos throughput / limit-alo":                         "yes", // 0.6
 		"sidestream-w1-eos peak RSS / limit-eos":                           "yes", // 0.75
 		"sidestream-w1-eos peak RSS / streams-w1-eos":                      "yes", // 0.15
-		"sidestream-w1-eos p99 end-to-end latency at 50% load / limit-eos": "no",  // 1.11
+		"sidestream-w1-eos p99 end-to-end latency at 50% load, both at its offered rate / limit-eos": "no", // 1.11
 		"sidestream-w1-eos records per CPU-second / streams-w1-eos":        "yes", // 4.35
 		"sidestream-w2-eos records per CPU-second / streams-w2-eos":        "unmeasured",
 	}
@@ -239,5 +239,53 @@ func TestLatencySplit(t *testing.T) {
 	}
 	if q := quantile(nil, 0.99); q != 0 {
 		t.Errorf("quantile of none = %v, want 0", q)
+	}
+}
+
+// TestP99GoalAtTheSameRate: the p99 goal divides sidestream-w1-eos's p99
+// by the limit's at the same offered rate (the median of the
+// repetitions), never by the limit's at its own, higher rate; without a
+// same-rate phase and at different rates it is unmeasured.
+func TestP99GoalAtTheSameRate(t *testing.T) {
+	med := map[string]run{
+		"limit-alo":         {RecordsPS: 1000, CPUPerM: 1},
+		"limit-eos":         {RecordsPS: 900, CPUPerM: 1},
+		"sidestream-w1-eos": {RecordsPS: 600, CPUPerM: 2},
+	}
+	ph := func(name, atRateOf string, rep int, rate, p99 float64) latency {
+		return latency{Contender: name, AtRateOf: atRateOf, Rep: rep, RatePS: rate, P99MS: p99, Seen: 10, Timed: 10}
+	}
+	own := []latency{
+		ph("sidestream-w1-eos", "", 1, 300, 120), ph("sidestream-w1-eos", "", 2, 300, 900), ph("sidestream-w1-eos", "", 3, 300, 110),
+		ph("limit-eos", "", 1, 450, 800), ph("limit-eos", "", 2, 450, 700), ph("limit-eos", "", 3, 450, 900),
+	}
+	p99Goal := func(lats []latency) goal {
+		t.Helper()
+		for _, g := range goals(rows(allContenders, med, nil, lats, nil)) {
+			if strings.HasPrefix(g.What, "sidestream-w1-eos p99") {
+				return g
+			}
+		}
+		t.Fatal("no p99 goal")
+		return goal{}
+	}
+	same := append(slices.Clone(own),
+		ph("limit-eos", "sidestream-w1-eos", 1, 300, 100), ph("limit-eos", "sidestream-w1-eos", 2, 300, 2000), ph("limit-eos", "sidestream-w1-eos", 3, 300, 110))
+	g := p99Goal(same)
+	if g.Met == nil || *g.Met || g.Measured != 120.0/110 {
+		t.Errorf("same rate: %+v, want 120/110 (the medians), not met", g)
+	}
+	rs := rows(allContenders, med, nil, same, nil)
+	for _, r := range rs {
+		if r.Name == "limit-eos" && (r.P99MS != 800 || r.Seen != "30/30" || r.LatencyPS != 450) {
+			t.Errorf("limit-eos row: p99 %v seen %s rate %v, want its own phases only: 800, 30/30, 450", r.P99MS, r.Seen, r.LatencyPS)
+		}
+	}
+	if g := p99Goal(own); g.Met != nil {
+		t.Errorf("different rates, no same-rate phase: %+v, want unmeasured", g)
+	}
+	atOne := []latency{ph("sidestream-w1-eos", "", 1, 200, 100), ph("limit-eos", "", 1, 200, 200)} // --latency-rate
+	if g := p99Goal(atOne); g.Met == nil || !*g.Met || g.Measured != 0.5 {
+		t.Errorf("one rate for all: %+v, want 0.5, met", g)
 	}
 }
