@@ -44,7 +44,9 @@ func benchEvents(b *testing.B, goodOnly bool) [][]byte {
 // path cleared by withoutFastPath: both code paths in one binary), the
 // same without its schema, and the end-to-end benchmark's workload W1
 // (bench/topologies/w1.yaml: no schema, the Kafka timestamp as event
-// time).
+// time), and stage one of W2 (bench/topologies/w2.yaml: W1's routes and a
+// window route, whose records go to its repartition topic with the
+// stage-one headers).
 func benchTopologies(b *testing.B) map[string]*topology.Topology {
 	noSchema, err := topology.LoadFile("../examples/logs-by-level.yaml")
 	if err != nil {
@@ -59,11 +61,13 @@ func benchTopologies(b *testing.B) map[string]*topology.Topology {
 		"schema":           exampleTopology(b, []string{"127.0.0.1:9092"}, topology.ExactlyOnce),
 		"schema-validator": exampleTopology(b, []string{"127.0.0.1:9092"}, topology.ExactlyOnce),
 		"no-schema":        top,
-		"w1":        pipelinetest.ExampleAt(b, "../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"}),
+		"w1":               pipelinetest.ExampleAt(b, "../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"}),
+		"w2":               pipelinetest.ExampleAt(b, "../bench/topologies/w2.yaml", []string{"127.0.0.1:9092"}),
+		"w3":               pipelinetest.ExampleAt(b, "../bench/topologies/w3.yaml", []string{"127.0.0.1:9092"}),
 	}
 }
 
-var benchNames = []string{"schema", "schema-validator", "no-schema", "w1"}
+var benchNames = []string{"schema", "schema-validator", "no-schema", "w1", "w2", "w3"}
 
 // withoutFastPath clears the schema fast path of the "schema-validator"
 // benchmarks: every record goes to the validator, as before it.

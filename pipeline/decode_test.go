@@ -390,3 +390,28 @@ func TestDecodeAllocs(t *testing.T) {
 		t.Fatalf("routes %v", tally.Routes)
 	}
 }
+
+// TestWindowStageOneAllocs: a window route's stage-one record (W2: its
+// group key, the envelope and the header slice) comes from the slabs
+// too, not from three allocations per record.
+func TestWindowStageOneAllocs(t *testing.T) {
+	top := pipelinetest.ExampleAt(t, "../bench/topologies/w2.yaml", []string{"127.0.0.1:9092"})
+	eng := New(top)
+	r := &kgo.Record{Topic: "logs", Value: []byte(good), Timestamp: time.UnixMilli(1_790_000_000_000), Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}}}
+	tally := metrics.NewTally()
+	outs := eng.Process(r, tally) // the pool's first state and slabs
+	if len(outs) != 2 || len(outs[1].Headers) != 2 || string(outs[1].Key) != "checkout" {
+		t.Fatalf("%d outputs: want the main route's record and the window's repartition record, keyed by service, with the input's header and the envelope", len(outs))
+	}
+	const n = 10 * slabRecords
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		eng.Process(r, tally)
+	}
+	runtime.ReadMemStats(&after)
+	// Slabs of bytes hold about fifty envelopes and keys each.
+	if got, most := after.Mallocs-before.Mallocs, uint64(n/8); got > most && !raceBuild {
+		t.Fatalf("stage one of a window route allocates %d times for %d records, want at most %d", got, n, most)
+	}
+}

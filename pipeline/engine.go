@@ -210,7 +210,7 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 		return to, rerr
 	}
 	// The parts read the same variables as the routes.
-	to.parts, rerr = e.parts(r, st.vars(), d, to.outs)
+	to.parts, rerr = e.parts(st, r, st.vars(), d, to.outs)
 	return to, rerr
 }
 
@@ -227,7 +227,7 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 			rec.Topic = o.Route.Window.RepartitionTopic
 			aligned := tracked && o.Route.Window.Config.Watermark == topology.WatermarkAligned
 			var rerr *RecordError
-			if rec.Headers, rerr = e.windowHeaders(r, o.Route, d, before, aligned); rerr != nil {
+			if rec.Headers, rerr = e.windowHeaders(st, r, o.Route, d, before, aligned); rerr != nil {
 				return nil, rerr
 			}
 		}
@@ -270,6 +270,41 @@ func (st *evalState) newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
 
 // slabRecords is how many records (and record pointers) one slab holds.
 const slabRecords = 128
+
+// carve is room for n bytes (len 0, cap n) from st's byte slab, as
+// newRecords is for records: an append past n moves to memory of its
+// own, never into the next piece. st nil: an allocation of its own.
+func (st *evalState) carve(n int) []byte {
+	if st == nil || n > slabBytes/16 {
+		return make([]byte, 0, n)
+	}
+	if len(st.byteSlab) < n {
+		st.byteSlab = make([]byte, slabBytes)
+	}
+	b := st.byteSlab[:0:n]
+	st.byteSlab = st.byteSlab[n:]
+	return b
+}
+
+// headers is room for n headers (len 0, cap n) from st's header slab,
+// as carve is for bytes.
+func (st *evalState) headers(n int) []kgo.RecordHeader {
+	if st == nil || n > slabHeaders/16 {
+		return make([]kgo.RecordHeader, 0, n)
+	}
+	if len(st.hdrSlab) < n {
+		st.hdrSlab = make([]kgo.RecordHeader, slabHeaders)
+	}
+	hs := st.hdrSlab[:0:n]
+	st.hdrSlab = st.hdrSlab[n:]
+	return hs
+}
+
+// slabBytes and slabHeaders are the sizes of the byte and header slabs.
+const (
+	slabBytes   = 16 << 10
+	slabHeaders = 512
+)
 
 // tombstone forwards an input tombstone to every route with tombstones:
 // forward, as it came: key, headers, timestamp, null value. It has no

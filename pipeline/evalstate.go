@@ -26,6 +26,10 @@ type evalState struct {
 	// are carved from (newRecords); they outlive the record.
 	recSlab []kgo.Record
 	ptrSlab []*kgo.Record
+	// byteSlab and hdrSlab are the same for the bytes and header slices
+	// of output records (keys, the stage-one envelope): carve, headers.
+	byteSlab []byte
+	hdrSlab  []kgo.RecordHeader
 
 	// The record: its router, Kafka side, value and decoded fields.
 	rt    *router

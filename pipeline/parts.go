@@ -3,7 +3,6 @@ package pipeline
 import (
 	"math"
 
-	"github.com/expr-lang/expr/vm"
 	gojson "github.com/goccy/go-json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -16,10 +15,10 @@ import (
 // whose source is one of the record's route outputs (or its input topic)
 // and whose predicate holds, keyed by its ID for the repartition topic.
 // Any failure makes the whole record dirty.
-func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []output) ([]*kgo.Record, *RecordError) {
+func (e *Engine) parts(st *evalState, r *kgo.Record, ev map[string]any, d *Decoded, outs []output) ([]*kgo.Record, *RecordError) {
 	var recs []*kgo.Record
-	var machine vm.VM
-	var js []byte // the registry-backed value as JSON, rendered once
+	machine := &st.machine // the routes are done with it
+	var js []byte          // the registry-backed value as JSON, rendered once
 	for _, rt := range e.assemblies {
 		for _, pn := range rt.Assembly.Parts {
 			value, original, ok := partSource(r, pn, outs)
@@ -49,7 +48,7 @@ func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []outp
 			}
 			switch {
 			case len(pn.Project) > 0:
-				v, rerr := project(&machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
+				v, rerr := project(machine, &topology.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
 				if rerr != nil {
 					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
 					return nil, rerr
@@ -63,9 +62,9 @@ func (e *Engine) parts(r *kgo.Record, ev map[string]any, d *Decoded, outs []outp
 				}
 				value = js
 			}
-			hs, _ := e.repartitionHeaders(r, d.EventTime, math.MinInt64, false, 0, nil)
-			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: []byte(pn.Name)})
-			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: []byte(id), Value: value, Headers: hs, Timestamp: r.Timestamp})
+			hs, _ := e.repartitionHeaders(st, r, d.EventTime, math.MinInt64, false, 0, nil)
+			hs = append(hs, kgo.RecordHeader{Key: wire.HeaderPart, Value: append(st.carve(len(pn.Name)), pn.Name...)})
+			recs = append(recs, &kgo.Record{Topic: rt.Assembly.RepartitionTopic, Key: append(st.carve(len(id)), id...), Value: value, Headers: hs, Timestamp: r.Timestamp})
 		}
 	}
 	return recs, nil

@@ -27,15 +27,15 @@ import (
 // fields a window route's aggregates read). Under
 // topics.repartition_format: headers the envelope is expanded into the
 // seven text headers it replaced (wire.ExpandRepartition).
-func (e *Engine) repartitionHeaders(r *kgo.Record, eventTime, before int64, aligned bool, fields int, fill func([]byte) ([]byte, error)) ([]kgo.RecordHeader, error) {
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+2)
+func (e *Engine) repartitionHeaders(st *evalState, r *kgo.Record, eventTime, before int64, aligned bool, fields int, fill func([]byte) ([]byte, error)) ([]kgo.RecordHeader, error) {
+	hs := st.headers(len(r.Headers) + 2)
 	hs = append(hs, r.Headers...)
 	env := wire.Envelope{
 		EventTime: eventTime, Aligned: aligned, SourceMax: before,
 		Partition: int64(r.Partition), Offset: r.Offset,
 		Topic: []byte(r.Topic), Key: r.Key, HasKey: r.Key != nil, HasFields: fill != nil,
 	}
-	b := wire.AppendEnvelope(make([]byte, 0, wire.EnvelopeSize(&env)+fields), &env)
+	b := wire.AppendEnvelope(st.carve(wire.EnvelopeSize(&env)+fields), &env)
 	if fill != nil {
 		var err error
 		if b, err = fill(b); err != nil {
@@ -104,11 +104,11 @@ var noFields, _ = wire.AppendFields(nil, nil, nil)
 // (repartitionHeaders) and the fields its aggregates read, as decoded
 // (wire.HeaderFields): stage two evaluates the aggregates on those, so
 // it never decodes the value again, whatever the input's format.
-func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
+func (e *Engine) windowHeaders(st *evalState, r *kgo.Record, rt *topology.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
 	names := e.winFields[rt].names
 	if len(names) == 0 {
 		// A route of bare counts reads no field.
-		hs, _ := e.repartitionHeaders(r, d.EventTime, before, aligned, len(noFields), func(b []byte) ([]byte, error) {
+		hs, _ := e.repartitionHeaders(st, r, d.EventTime, before, aligned, len(noFields), func(b []byte) ([]byte, error) {
 			return append(b, noFields...), nil
 		})
 		return hs, nil
@@ -130,7 +130,7 @@ func (e *Engine) windowHeaders(r *kgo.Record, rt *topology.RouteNode, d *Decoded
 			return v, v != nil
 		}
 	}
-	hs, err := e.repartitionHeaders(r, d.EventTime, before, aligned, 2+24*len(names), func(b []byte) ([]byte, error) {
+	hs, err := e.repartitionHeaders(st, r, d.EventTime, before, aligned, 2+24*len(names), func(b []byte) ([]byte, error) {
 		return wire.AppendFieldsFunc(b, names, get)
 	})
 	if err != nil {

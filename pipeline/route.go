@@ -177,7 +177,7 @@ func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, 
 			if err != nil {
 				return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: group_by %q: %v", rt.Name, g.Source, err)
 			}
-			o.Key = []byte(k)
+			o.Key = append(re.carve(len(k)), k...)
 		}
 		return o, nil
 	}
@@ -190,7 +190,7 @@ func (re *evalState) outputFor(rt *topology.RouteNode, fast fastRoute) (output, 
 		if err != nil {
 			return o, recErr(wire.StageRoute, wire.ReasonKeyError, "route %q: key %q: %v", rt.Name, rt.Key.Source, err)
 		}
-		o.Key = []byte(k)
+		o.Key = append(re.carve(len(k)), k...)
 	}
 	switch {
 	case rt.Avro != nil:

@@ -205,14 +205,14 @@ func TestFastSchemaReasons(t *testing.T) {
 	clear(slow.fast)
 	values := []string{
 		good,
-		`{"id":"e-1","ts":1,"service":"s","message":"m"}`,                              // required level missing
-		strings.Replace(good, `"ERROR"`, `"TRACE"`, 1),                                // enum
-		strings.Replace(good, `1790000000123`, `"yesterday"`, 1),                      // type
-		strings.Replace(good, `1790000000123`, `-5`, 1),                               // minimum
-		strings.Replace(good, `1790000000123`, `1.5`, 1),                              // integer
-		strings.Replace(good, `"e-1"`, `""`, 1),                                       // minLength
-		strings.Replace(good, `"e-1"`, `"\u0000"`, 1),                                 // escaped: the validator decides (valid)
-		strings.Replace(good, `"e-1"`, `7`, 1),                                        // type
+		`{"id":"e-1","ts":1,"service":"s","message":"m"}`,                                  // required level missing
+		strings.Replace(good, `"ERROR"`, `"TRACE"`, 1),                                     // enum
+		strings.Replace(good, `1790000000123`, `"yesterday"`, 1),                           // type
+		strings.Replace(good, `1790000000123`, `-5`, 1),                                    // minimum
+		strings.Replace(good, `1790000000123`, `1.5`, 1),                                   // integer
+		strings.Replace(good, `"e-1"`, `""`, 1),                                            // minLength
+		strings.Replace(good, `"e-1"`, `"\u0000"`, 1),                                      // escaped: the validator decides (valid)
+		strings.Replace(good, `"e-1"`, `7`, 1),                                             // type
 		`{"id":"e","ts":1,"level":"INFO","service":"s","message":"m","latency_ms":-0.001}`, // minimum of a fraction
 		`{"id":"e","ts":1,"level":"INFO","service":"s","message":"m","latency_ms":"1"}`,
 		`{"id":"e","ts":1,"level":"INFO","service":"s","message":"m","user_id":1.0}`, // integer 1.0 is valid

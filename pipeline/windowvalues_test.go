@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -189,7 +190,11 @@ func TestWindowValuesAllocs(t *testing.T) {
 // TestRepartitionHeadersProperty: stage one writes the input's headers
 // and one envelope, capped at its end, that expands to the seven headers
 // written one by one before the envelope, exactly (nil and empty apart).
+// Carved from an evalState's slabs, what an earlier record got stays as
+// it was.
 func TestRepartitionHeadersProperty(t *testing.T) {
+	st := &evalState{}
+	var earlier, earlierCopy [][]kgo.RecordHeader
 	rapid.Check(t, func(rt *rapid.T) {
 		r := &kgo.Record{
 			Topic: rapid.StringN(0, 40, -1).Draw(rt, "topic"), Partition: rapid.Int32().Draw(rt, "partition"),
@@ -224,10 +229,26 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 			fill = func(b []byte) ([]byte, error) { return append(b, fields...), nil }
 			want = append(want, kgo.RecordHeader{Key: wire.HeaderFields, Value: fields})
 		}
-		got, err := (&Engine{}).repartitionHeaders(r, et, before, aligned, 4, fill)
+		from := st
+		if rapid.Bool().Draw(rt, "own allocation") {
+			from = nil
+		}
+		got, err := (&Engine{}).repartitionHeaders(from, r, et, before, aligned, 4, fill)
 		if err != nil {
 			rt.Fatal(err)
 		}
+		// What comes after it appends to its own copy.
+		_ = append(got, kgo.RecordHeader{Key: "part", Value: []byte("x")})
+		for i, hs := range earlier {
+			if !reflect.DeepEqual(hs, earlierCopy[i]) {
+				rt.Fatalf("an earlier record's headers changed: %q, were %q", hs, earlierCopy[i])
+			}
+		}
+		c := slices.Clone(got)
+		for j := range c {
+			c[j].Value = bytes.Clone(c[j].Value)
+		}
+		earlier, earlierCopy = append(earlier, got), append(earlierCopy, c)
 		// One envelope after the input's headers, which stage two writes
 		// out as the seven headers stage one wrote before it.
 		if len(got) != len(r.Headers)+1 || got[len(r.Headers)].Key != wire.HeaderRepartition {
@@ -244,7 +265,7 @@ func TestRepartitionHeadersProperty(t *testing.T) {
 		}
 		// topics.repartition_format: headers writes those seven itself,
 		// for a stage two of a version before the envelope.
-		old, err := (&Engine{expand: true}).repartitionHeaders(r, et, before, aligned, 4, fill)
+		old, err := (&Engine{expand: true}).repartitionHeaders(st, r, et, before, aligned, 4, fill)
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -77,15 +77,15 @@ func TestGoals(t *testing.T) {
 		{Contender: "limit-eos", P99MS: 90, Seen: 1, Sent: 1, Timed: 1},
 	}, map[string]string{"streams-w2-eos": "not built"})
 	want := map[string]string{
-		"sidestream-w1-eos CPU per record / limit-eos":                     "yes", // 1.92
-		"sidestream-w2-eos CPU per record / limit-eos":                     "no",  // 6.0
-		"sidestream-w3-eos CPU per record / limit-eos":                     "unmeasured",
-		"sidestream-w1-eos throughput / limit-alo":                         "yes", // 0.6
-		"sidestream-w1-eos peak RSS / limit-eos":                           "yes", // 0.75
-		"sidestream-w1-eos peak RSS / streams-w1-eos":                      "yes", // 0.15
-		"sidestream-w1-eos p99 end-to-end latency at 50% load, both at its offered rate / limit-eos": "no", // 1.11
-		"sidestream-w1-eos records per CPU-second / streams-w1-eos":        "yes", // 4.35
-		"sidestream-w2-eos records per CPU-second / streams-w2-eos":        "unmeasured",
+		"sidestream-w1-eos CPU per record / limit-eos":                                               "yes", // 1.92
+		"sidestream-w2-eos CPU per record / limit-eos":                                               "no",  // 6.0
+		"sidestream-w3-eos CPU per record / limit-eos":                                               "unmeasured",
+		"sidestream-w1-eos throughput / limit-alo":                                                   "yes", // 0.6
+		"sidestream-w1-eos peak RSS / limit-eos":                                                     "yes", // 0.75
+		"sidestream-w1-eos peak RSS / streams-w1-eos":                                                "yes", // 0.15
+		"sidestream-w1-eos p99 end-to-end latency at 50% load, both at its offered rate / limit-eos": "no",  // 1.11
+		"sidestream-w1-eos records per CPU-second / streams-w1-eos":                                  "yes", // 4.35
+		"sidestream-w2-eos records per CPU-second / streams-w2-eos":                                  "unmeasured",
 	}
 	gs := goals(rows)
 	if len(gs) != len(want) {
