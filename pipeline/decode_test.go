@@ -374,16 +374,10 @@ func TestDecodeAllocs(t *testing.T) {
 	// random, each a few allocations: the exact count is a plain build's.
 	eng.Process(r, tally) // the pool's first state and slabs
 	const n = 10 * slabRecords
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range n {
-		eng.Process(r, tally)
-	}
-	runtime.ReadMemStats(&after)
 	// Two slabs per slabRecords records; a GC in the loop may empty the
 	// pool (a new state is a few allocations and two slabs of its own):
 	// far below one allocation per record either way.
-	if got, most := after.Mallocs-before.Mallocs, uint64(n/16); got > most && !raceBuild {
+	if got, most := mallocs(n, func() { eng.Process(r, tally) }), uint64(n/16); got > most && !raceBuild {
 		t.Fatalf("stage one allocates %d times for %d records, want at most %d", got, n, most)
 	}
 	if tally.Routes["main"] != n+1 {
@@ -404,14 +398,19 @@ func TestWindowStageOneAllocs(t *testing.T) {
 		t.Fatalf("%d outputs: want the main route's record and the window's repartition record, keyed by service, with the input's header and the envelope", len(outs))
 	}
 	const n = 10 * slabRecords
+	// Slabs of bytes hold about fifty envelopes and keys each.
+	if got, most := mallocs(n, func() { eng.Process(r, tally) }), uint64(n/8); got > most && !raceBuild {
+		t.Fatalf("stage one of a window route allocates %d times for %d records, want at most %d", got, n, most)
+	}
+}
+
+// mallocs counts the heap allocations of n calls of f.
+func mallocs(n int, f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range n {
-		eng.Process(r, tally)
+		f()
 	}
 	runtime.ReadMemStats(&after)
-	// Slabs of bytes hold about fifty envelopes and keys each.
-	if got, most := after.Mallocs-before.Mallocs, uint64(n/8); got > most && !raceBuild {
-		t.Fatalf("stage one of a window route allocates %d times for %d records, want at most %d", got, n, most)
-	}
+	return after.Mallocs - before.Mallocs
 }
