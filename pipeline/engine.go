@@ -275,29 +275,34 @@ const slabRecords = 128
 // newRecords is for records: an append past n moves to memory of its
 // own, never into the next piece. st nil: an allocation of its own.
 func (st *evalState) carve(n int) []byte {
-	if st == nil || n > slabBytes/16 {
+	if st == nil {
 		return make([]byte, 0, n)
 	}
-	if len(st.byteSlab) < n {
-		st.byteSlab = make([]byte, slabBytes)
-	}
-	b := st.byteSlab[:0:n]
-	st.byteSlab = st.byteSlab[n:]
-	return b
+	return carveFrom(&st.byteSlab, n, slabBytes)
 }
 
 // headers is room for n headers (len 0, cap n) from st's header slab,
 // as carve is for bytes.
 func (st *evalState) headers(n int) []kgo.RecordHeader {
-	if st == nil || n > slabHeaders/16 {
+	if st == nil {
 		return make([]kgo.RecordHeader, 0, n)
 	}
-	if len(st.hdrSlab) < n {
-		st.hdrSlab = make([]kgo.RecordHeader, slabHeaders)
+	return carveFrom(&st.hdrSlab, n, slabHeaders)
+}
+
+// carveFrom takes n elements (len 0, cap n) off the front of *slab, a
+// new slab of size when it has too few; a piece over a sixteenth of a
+// slab is an allocation of its own.
+func carveFrom[T any](slab *[]T, n, size int) []T {
+	if n > size/16 {
+		return make([]T, 0, n)
 	}
-	hs := st.hdrSlab[:0:n]
-	st.hdrSlab = st.hdrSlab[n:]
-	return hs
+	if len(*slab) < n {
+		*slab = make([]T, size)
+	}
+	piece := (*slab)[:0:n]
+	*slab = (*slab)[n:]
+	return piece
 }
 
 // slabBytes and slabHeaders are the sizes of the byte and header slabs.

@@ -1142,14 +1142,7 @@ func medians(runs []run) map[string]run {
 	med := map[string]run{}
 	for name, xs := range by {
 		m := xs[0]
-		pickMed := func(f func(run) float64) float64 {
-			v := make([]float64, len(xs))
-			for i, x := range xs {
-				v[i] = f(x)
-			}
-			sort.Float64s(v)
-			return v[len(v)/2]
-		}
+		pickMed := func(f func(run) float64) float64 { return medianBy(xs, f) }
 		m.RecordsPS = pickMed(func(r run) float64 { return r.RecordsPS })
 		m.MBPS = pickMed(func(r run) float64 { return r.MBPS })
 		m.CPUPerM = pickMed(func(r run) float64 { return r.CPUPerM })
@@ -1181,13 +1174,13 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 				seen, timed = seen+l.Seen, timed+l.Timed
 			}
 			r.Seen = fmt.Sprintf("%d/%d", seen, timed)
-			r.P50MS = median(own, func(l latency) float64 { return l.P50MS })
-			r.P99MS = median(own, func(l latency) float64 { return l.P99MS })
-			r.AfterAckP99MS = median(own, func(l latency) float64 { return l.AfterAckP99MS })
-			r.LatencyPS = median(own, func(l latency) float64 { return l.RatePS })
+			r.P50MS = medianBy(own, func(l latency) float64 { return l.P50MS })
+			r.P99MS = medianBy(own, func(l latency) float64 { return l.P99MS })
+			r.AfterAckP99MS = medianBy(own, func(l latency) float64 { return l.AfterAckP99MS })
+			r.LatencyPS = medianBy(own, func(l latency) float64 { return l.RatePS })
 		}
 		if same := latencyOf(lats, c.Name, sameRateOf[c.Name]); len(same) > 0 && sameRateOf[c.Name] != "" {
-			r.SameRateP99MS = median(same, func(l latency) float64 { return l.P99MS })
+			r.SameRateP99MS = medianBy(same, func(l latency) float64 { return l.P99MS })
 		}
 		out = append(out, r)
 	}
@@ -1210,11 +1203,12 @@ func latencyOf(lats []latency, name, atRateOf string) []latency {
 	return out
 }
 
-// median of one figure of the phases (the upper one of an even count).
-func median(ls []latency, f func(latency) float64) float64 {
-	v := make([]float64, len(ls))
-	for i, l := range ls {
-		v[i] = f(l)
+// medianBy is the median of one figure of xs (the upper one of an even
+// count).
+func medianBy[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
 	}
 	sort.Float64s(v)
 	return v[len(v)/2]
