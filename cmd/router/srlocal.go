@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // localRegistry is the in-process schema registry of router demo and
@@ -32,11 +32,11 @@ type localSchema struct {
 // input format (false: not registry-backed).
 func inputSchemaType(f string) (sr.SchemaType, bool) {
 	switch f {
-	case topology.InputAvro:
+	case config.InputAvro:
 		return sr.TypeAvro, true
-	case topology.InputProtobuf:
+	case config.InputProtobuf:
 		return sr.TypeProtobuf, true
-	case topology.InputJSONSchema:
+	case config.InputJSONSchema:
 		return sr.TypeJSON, true
 	}
 	return 0, false

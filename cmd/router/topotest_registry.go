@@ -11,8 +11,8 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/registry"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/registry"
 )
 
 // testRegistry is a case's in-process schema registry (localRegistry):
@@ -40,7 +40,7 @@ type inputSchema struct {
 // schema file in the test file's schemas (topic: FILE, relative to the
 // test file); protobuf inputs are refused (router test does not write
 // Protobuf).
-func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]string) (*testRegistry, error) {
+func startTestRegistry(dir string, cfg *config.Config, schemas map[string]string) (*testRegistry, error) {
 	var list []localSchema
 	inputs := map[string]*inputSchema{}
 	for _, in := range cfg.Inputs {
@@ -48,7 +48,7 @@ func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]stri
 		if !ok {
 			continue
 		}
-		if in.Format == topology.InputProtobuf {
+		if in.Format == config.InputProtobuf {
 			return nil, fmt.Errorf("input %s has format protobuf: router test writes avro and json_schema inputs only", in.Topic)
 		}
 		file, ok := schemas[in.Topic]
@@ -85,7 +85,7 @@ func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]stri
 func (r *testRegistry) compile() error {
 	for topic, in := range r.inputs {
 		in.id = r.ids[topic+"-value"]
-		if in.format != topology.InputAvro {
+		if in.format != config.InputAvro {
 			continue
 		}
 		var err error
@@ -127,7 +127,7 @@ func (r *testRegistry) encode(topic string, js []byte, schemaID int) (b []byte, 
 		id = schemaID
 	}
 	payload := js
-	if in.format == topology.InputAvro {
+	if in.format == config.InputAvro {
 		dec := json.NewDecoder(bytes.NewReader(js))
 		dec.UseNumber()
 		var v any
