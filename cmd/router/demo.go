@@ -32,6 +32,7 @@ import (
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/internal/srlocal"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -185,10 +186,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 // relative to the topology file.
 const demoAvroSchema = "schemas/log-event.avsc"
 
-// demoRegistry is the demo's in-process schema registry (localRegistry)
+// demoRegistry is the demo's in-process schema registry (srlocal.Registry)
 // with the generator's Avro schema registered.
 type demoRegistry struct {
-	*localRegistry
+	*srlocal.Registry
 	schema string // the Avro log events' schema text
 	id     int    // its id
 }
@@ -199,12 +200,12 @@ type demoRegistry struct {
 // demo generates Avro only: a protobuf or json_schema input is refused.
 func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
 	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
-	var schemas []localSchema
+	var schemas []srlocal.Schema
 	var subjects []string
 	for _, in := range cfg.Inputs {
 		switch {
 		case in.Format == config.InputAvro:
-			schemas = append(schemas, localSchema{subject: in.Topic + "-value", path: path, typ: sr.TypeAvro})
+			schemas = append(schemas, srlocal.Schema{Subject: in.Topic + "-value", Path: path, Type: sr.TypeAvro})
 			subjects = append(subjects, in.Topic+"-value")
 		case config.RegistryFormat(in.Format):
 			return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)}
@@ -217,11 +218,11 @@ func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*d
 	if err != nil {
 		return nil, exitError{code: 1, msg: fmt.Sprintf("router demo: the Avro generator's schema: %v", err)}
 	}
-	lr, err := startLocalRegistry(schemas)
+	lr, err := srlocal.Start(schemas)
 	if err != nil {
 		return nil, err
 	}
-	r := &demoRegistry{localRegistry: lr, schema: string(text), id: lr.ids[subjects[0]]}
+	r := &demoRegistry{Registry: lr, schema: string(text), id: lr.IDs[subjects[0]]}
 	ignored := ""
 	if cfg.SchemaRegistry.URL != "" || os.Getenv(config.EnvRegistryURL) != "" {
 		ignored = "; the schema_registry settings of the file and " + config.EnvRegistryURL + " do not apply"
