@@ -11,25 +11,15 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 )
 
-// knownEnv are the SIDESTREAM_* variables the router reads.
-var knownEnv = map[string]bool{
-	"SIDESTREAM_CONFIG": true, "SIDESTREAM_BROKERS": true, "SIDESTREAM_APPLICATION_ID": true,
-	"SIDESTREAM_GUARANTEE": true, "SIDESTREAM_COMMIT_INTERVAL": true, "SIDESTREAM_LISTEN": true,
-	"SIDESTREAM_INSTANCE_ID": true, "SIDESTREAM_OWNER_URL_TEMPLATE": true, "SIDESTREAM_STATIC_MEMBERSHIP": true,
-	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true,
-	config.EnvSecurityProtocol: true, config.EnvSASLMechanism: true, config.EnvSASLUsername: true,
-	config.EnvRegistryURL: true, config.EnvRegistryUsername: true, config.EnvRegistryPassword: true,
-	config.EnvRegistryFetchTimeout: true, config.EnvRegistryUnknownIDTTL: true, config.EnvRegistryTLSCAFile: true,
-	config.EnvRegistryTLSCertFile: true, config.EnvRegistryTLSKeyFile: true,
-	config.EnvSASLPassword: true, config.EnvSASLOAuthTokenURL: true, config.EnvSASLOAuthClientID: true,
-	config.EnvSASLOAuthClientSecret: true, config.EnvSASLOAuthScopes: true, config.EnvTLSCAFile: true, config.EnvTLSCertFile: true,
-	config.EnvTLSKeyFile: true, config.EnvTLSServerName: true, config.EnvTLSInsecureSkipVer: true,
-	config.EnvStateStore: true, config.EnvStateDir: true, config.EnvOnChangelogLoss: true,
-	config.EnvAPIAuth: true, config.EnvAPITokenFile: true, config.EnvAPITokens: true,
-	config.EnvAPIMetrics: true, config.EnvAPITLSCertFile: true, config.EnvAPITLSKeyFile: true,
-	config.EnvAPITLSClientCA: true, config.EnvAPISamples: true, config.EnvAPIRedact: true,
-	config.EnvAPISampleMaxLen: true,
-}
+// knownEnv are the SIDESTREAM_* variables the router reads: the
+// settings spec's (config.Settings), so a variable is added in one place.
+var knownEnv = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range config.EnvNames() {
+		m[n] = true
+	}
+	return m
+}()
 
 // toolEnvPrefixes are the repository's test and script settings
 // (scripts/kafka.sh, registry.sh, connect.sh, test.sh, the integration

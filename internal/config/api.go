@@ -91,18 +91,6 @@ const (
 	EnvAPISampleMaxLen = "SIDESTREAM_API_SAMPLE_MAX_BYTES"
 )
 
-var apiEnv = map[string]string{
-	"api.auth":               EnvAPIAuth,
-	"api.token_file":         EnvAPITokenFile,
-	"api.metrics":            EnvAPIMetrics,
-	"api.tls.cert_file":      EnvAPITLSCertFile,
-	"api.tls.key_file":       EnvAPITLSKeyFile,
-	"api.tls.client_ca_file": EnvAPITLSClientCA,
-	"api.samples":            EnvAPISamples,
-	"api.redact":             EnvAPIRedact,
-	"api.sample_max_bytes":   EnvAPISampleMaxLen,
-}
-
 // ProtectMetrics reports whether /metrics needs credentials.
 func (a API) ProtectMetrics() bool { return a.Metrics == APIMetricsProtected }
 
@@ -149,22 +137,15 @@ func checkRedactPath(p string) error {
 func (d *doc) validateAPI() {
 	a := &d.cfg.API
 	a.Auth, a.Metrics, a.Samples = strings.ToLower(a.Auth), strings.ToLower(a.Metrics), strings.ToLower(a.Samples)
-	if a.Auth == "" {
-		a.Auth = APIAuthNone
-	}
-	if a.Metrics == "" {
-		a.Metrics = APIMetricsOpen
-	}
-	if a.Samples == "" {
-		a.Samples = SamplesFull
-	}
+	d.cfg.applySpecDefaults("api.")
 	if n, ok := d.nodes["api.sample_max_bytes"]; ok && n.Tag == "!!int" && isZero(n.Value) {
 		d.at("api.sample_max_bytes", "api.sample_max_bytes must not be 0; remove it to get the default (%d), or set api.samples: off", DefaultSampleMaxBytes)
 	} else if a.SampleMaxBytes < 0 || a.SampleMaxBytes > maxSampleMaxBytes {
 		d.at("api.sample_max_bytes", "api.sample_max_bytes must be 1 to %d, got %d", maxSampleMaxBytes, a.SampleMaxBytes)
 	}
-	if a.SampleMaxBytes <= 0 {
-		a.SampleMaxBytes = DefaultSampleMaxBytes
+	if a.SampleMaxBytes < 0 {
+		a.SampleMaxBytes = 0 // reported above; the default stands in
+		d.cfg.applySpecDefaults("api.sample_max_bytes")
 	}
 	if !oneOf(a.Auth, APIAuthNone, APIAuthBearer, APIAuthMTLS) {
 		d.at("api.auth", "api.auth must be %q, %q or %q, got %q", APIAuthNone, APIAuthBearer, APIAuthMTLS, a.Auth)
@@ -259,20 +240,11 @@ func APIOverridesFromEnv(getenv func(string) string) APIOverrides {
 // problem with a value from the file points at FILE:LINE:COL; one from
 // the environment names the variable. No message quotes a token.
 func (c *Config) ApplyAPI(o APIOverrides) error {
-	a := &c.API
-	if a.Auth == "" {
-		a.Auth = APIAuthNone
+	if c.API.SampleMaxBytes < 0 {
+		c.API.SampleMaxBytes = 0
 	}
-	if a.Metrics == "" {
-		a.Metrics = APIMetricsOpen
-	}
-	if a.Samples == "" {
-		a.Samples = SamplesFull
-	}
-	if a.SampleMaxBytes <= 0 {
-		a.SampleMaxBytes = DefaultSampleMaxBytes
-	}
-	k := newOverrideCheck(c, "api", apiEnv)
+	c.applySpecDefaults("api.")
+	k := newOverrideCheck(c, "api", sectionEnv("api"))
 	k.apiOverrides(o)
 	if err := k.err(); err != nil {
 		return err
@@ -291,7 +263,7 @@ func (k *overrideCheck) apiOverrides(o APIOverrides) {
 		}
 		v = strings.ToLower(v)
 		if !oneOf(v, ok...) {
-			k.problem("%s must be %s, got %q", apiEnv[path], quoteList(ok), v)
+			k.problem("%s must be %s, got %q", k.env[path], quoteList(ok), v)
 			return
 		}
 		*dst, k.fromEnv[path] = v, true
@@ -323,7 +295,7 @@ func (k *overrideCheck) apiOverrides(o APIOverrides) {
 		}
 		*f.value, k.fromEnv[f.path] = v, true
 		if err := f.check(v); err != nil {
-			k.problem("%s: %v", apiEnv[f.path], err)
+			k.problem("%s: %v", k.env[f.path], err)
 		}
 	}
 	if o.Tokens != "" {

@@ -106,15 +106,6 @@ func (t *Topology) Assemblies() []*RouteNode {
 	return out
 }
 
-func (a *Assemble) applyDefaults() {
-	if a.Time == "" {
-		a.Time = ClockProcessing
-	}
-	if a.Duplicates == "" {
-		a.Duplicates = LastWins
-	}
-}
-
 // validateAssembly checks an assembly route. Its topic receives assembled
 // records, so when, key, value and project do not apply.
 func (d *doc) validateAssembly(p string, r Route, routes []Route, useTopic useTopicFunc) {

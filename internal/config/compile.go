@@ -372,34 +372,17 @@ const (
 	EnvTLSInsecureSkipVer    = "SIDESTREAM_TLS_INSECURE_SKIP_VERIFY"
 )
 
-// securityEnv names the environment variable of each security field.
-var securityEnv = map[string]string{
-	"security.protocol":                 EnvSecurityProtocol,
-	"security.sasl.mechanism":           EnvSASLMechanism,
-	"security.sasl.username":            EnvSASLUsername,
-	"security.sasl.password":            EnvSASLPassword,
-	"security.sasl.oauth.token_url":     EnvSASLOAuthTokenURL,
-	"security.sasl.oauth.client_id":     EnvSASLOAuthClientID,
-	"security.sasl.oauth.client_secret": EnvSASLOAuthClientSecret,
-	"security.sasl.oauth.scopes":        EnvSASLOAuthScopes,
-	"security.tls.ca_file":              EnvTLSCAFile,
-	"security.tls.cert_file":            EnvTLSCertFile,
-	"security.tls.key_file":             EnvTLSKeyFile,
-	"security.tls.server_name":          EnvTLSServerName,
-	"security.tls.insecure_skip_verify": EnvTLSInsecureSkipVer,
-}
-
 // OverridesFromEnv reads SIDESTREAM_BROKERS (comma-separated),
 // SIDESTREAM_APPLICATION_ID, SIDESTREAM_GUARANTEE,
 // SIDESTREAM_COMMIT_INTERVAL and the security variables above.
 func OverridesFromEnv(getenv func(string) string) Overrides {
 	var o Overrides
-	if b := getenv("SIDESTREAM_BROKERS"); b != "" {
+	if b := getenv(EnvBrokers); b != "" {
 		o.Brokers = splitList(b)
 	}
-	o.ApplicationID = getenv("SIDESTREAM_APPLICATION_ID")
-	o.Guarantee = getenv("SIDESTREAM_GUARANTEE")
-	o.CommitInterval = getenv("SIDESTREAM_COMMIT_INTERVAL")
+	o.ApplicationID = getenv(EnvApplicationID)
+	o.Guarantee = getenv(EnvGuarantee)
+	o.CommitInterval = getenv(EnvCommitInterval)
 	o.StateStore = getenv(EnvStateStore)
 	o.StateDir = getenv(EnvStateDir)
 	o.OnChangelogLoss = getenv(EnvOnChangelogLoss)
@@ -534,7 +517,7 @@ func (c *Config) Apply(o Overrides) error {
 // from the file points at FILE:LINE:COL; one with a value from the
 // environment names the variable. No message quotes the password.
 func (c *Config) applySecurity(o SecurityOverrides) error {
-	k := newOverrideCheck(c, "security", securityEnv)
+	k := newOverrideCheck(c, "security", sectionEnv("security"))
 	k.securityOverrides(o)
 	if err := k.err(); err != nil {
 		return err

@@ -466,98 +466,38 @@ const (
 	DefaultShutdown       = 30 * time.Second
 )
 
+// applyDefaults sets what the file leaves unset: every default Settings
+// states as a value (applySpecDefaults), then the ones that depend on
+// other settings (a Rule in Settings), computed here.
 func (c *Config) applyDefaults() {
-	if c.Guarantee == "" {
-		c.Guarantee = ExactlyOnce
-	}
-	if c.State.Store == "" {
-		c.State.Store = StoreMemory
-	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = Duration(DefaultCommitInterval)
-	}
-	if c.CommitRecords == 0 {
-		c.CommitRecords = DefaultCommitRecords
-	}
-	if c.CommitWhenDrained == nil {
-		t := true
-		c.CommitWhenDrained = &t
-	}
-	if c.Topics.Create == nil {
-		t := true
-		c.Topics.Create = &t
-	}
-	if c.Topics.Partitions == 0 {
-		c.Topics.Partitions = DefaultPartitions
-	}
-	if c.Topics.ReplicationFactor == 0 {
-		c.Topics.ReplicationFactor = -1
-	}
-	for i := range c.Inputs {
-		if c.Inputs[i].Format == "" {
-			c.Inputs[i].Format = "json"
-		}
-	}
+	c.applySpecDefaults("")
 	if c.EventTime.Format == "" {
-		if c.EventTime.Field == "" {
-			c.EventTime.Format = TimeKafka
-		} else {
+		c.EventTime.Format = TimeKafka
+		if c.EventTime.Field != "" {
 			c.EventTime.Format = TimeEpochMillis
 		}
 	}
-	if c.EventTime.OnAhead == "" {
-		c.EventTime.OnAhead = AheadDirty
-	}
-	if c.Routing.Match == "" {
-		c.Routing.Match = MatchFirst
-	}
 	for i := range c.Routes {
 		c.Routes[i].applyDefaults()
-	}
-	if c.Dirty.MaxRecordBytes == 0 {
-		c.Dirty.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if c.Dirty.TruncateTo == 0 {
 		// A small max_record_bytes must not make the default truncation
 		// invalid: the user never wrote truncate_to.
 		c.Dirty.TruncateTo = min(DefaultTruncateTo, max(c.Dirty.MaxRecordBytes-1024, 1))
 	}
-	if c.Shutdown == 0 {
-		c.Shutdown = Duration(DefaultShutdown)
-	}
-	if c.Security.Protocol == "" {
-		c.Security.Protocol = ProtocolPlaintext
-	}
-	c.Client.applyDefaults(c.Dirty.MaxRecordBytes)
-	c.applyTopicDefaults()
-	for i := range c.Routes {
-		if w := c.Routes[i].Window; w != nil {
-			w.Limits.applyDefaults()
-		}
-		if a := c.Routes[i].Assemble; a != nil {
-			a.Limits.applyDefaults()
-		}
+	if c.Client.MaxBufferedBytes == 0 {
+		c.Client.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 2*c.Dirty.MaxRecordBytes)
 	}
 }
 
-// applyDefaults fills a route's window and assembly settings, its value
-// (the input, or the projection when project is set) and its format
-// (raw for the input's bytes, json for what the router writes itself).
+// applyDefaults fills a route's value (the input, or the projection when
+// project is set) and its format (raw for the input's bytes, json for
+// what the router writes itself).
 func (r *Route) applyDefaults() {
-	if w := r.Window; w != nil && w.Watermark == "" {
-		w.Watermark = WatermarkAligned
-	}
-	if w := r.Window; w != nil && w.Emit == "" {
-		w.Emit = EmitUpdate
-	}
-	if a := r.Assemble; a != nil {
-		a.applyDefaults()
-	}
 	if r.Value == "" {
+		r.Value = ValueOriginal
 		if len(r.Project) > 0 {
 			r.Value = ValueProjection
-		} else {
-			r.Value = ValueOriginal
 		}
 	}
 	if r.Format == "" {

@@ -96,33 +96,6 @@ const (
 	DefaultCompression = CompressionSnappy
 )
 
-func (c *Client) applyDefaults(maxRecord int) {
-	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = DefaultFetchMaxBytes
-	}
-	if c.FetchMaxPartitionBytes == 0 {
-		c.FetchMaxPartitionBytes = DefaultFetchMaxPartitionBytes
-	}
-	if c.MaxBufferedRecords == 0 {
-		c.MaxBufferedRecords = DefaultMaxBufferedRecords
-	}
-	if c.MaxBufferedBytes == 0 {
-		c.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 2*maxRecord)
-	}
-	if c.MetadataMinAge == 0 {
-		c.MetadataMinAge = Duration(DefaultMetadataMinAge)
-	}
-	if c.Compression == "" {
-		c.Compression = DefaultCompression
-	}
-}
-
-func (l *Limits) applyDefaults() {
-	if l != nil && l.OnOverflow == "" {
-		l.OnOverflow = OverflowRoute
-	}
-}
-
 // validateClient checks the client section.
 func (d *doc) validateClient() {
 	c := d.cfg.Client

@@ -106,17 +106,6 @@ const (
 	EnvRegistryTLSKeyFile  = "SIDESTREAM_SCHEMA_REGISTRY_TLS_KEY_FILE"
 )
 
-var registryEnv = map[string]string{
-	"schema_registry.url":            EnvRegistryURL,
-	"schema_registry.username":       EnvRegistryUsername,
-	"schema_registry.password":       EnvRegistryPassword,
-	"schema_registry.fetch_timeout":  EnvRegistryFetchTimeout,
-	"schema_registry.unknown_id_ttl": EnvRegistryUnknownIDTTL,
-	"schema_registry.tls.ca_file":    EnvRegistryTLSCAFile,
-	"schema_registry.tls.cert_file":  EnvRegistryTLSCertFile,
-	"schema_registry.tls.key_file":   EnvRegistryTLSKeyFile,
-}
-
 // RegistryOverrides are the schema_registry settings from the
 // environment; empty fields leave the file's value.
 type RegistryOverrides struct {
@@ -233,7 +222,7 @@ func (c *Config) ApplyRegistry(o RegistryOverrides) error { return c.applyRegist
 // a client certificate its key. A problem with a value from the file
 // points at FILE:LINE:COL; one with a value from a variable names it.
 func (c *Config) applyRegistry(o RegistryOverrides) error {
-	k := newOverrideCheck(c, "schema_registry", registryEnv)
+	k := newOverrideCheck(c, "schema_registry", sectionEnv("schema_registry"))
 	k.registryOverrides(o)
 	s := &c.SchemaRegistry
 	if s.URL == "" {

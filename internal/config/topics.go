@@ -209,26 +209,6 @@ func (d *doc) validateTopics() {
 	d.validateTopicConfigs("dirty.topic_configs", c.Dirty.TopicConfigs)
 }
 
-func (c *Config) applyTopicDefaults() {
-	if c.Topics.OnRepartitionRetention == "" {
-		c.Topics.OnRepartitionRetention = RetentionWarn
-	}
-	if c.Topics.PurgeInterval == 0 {
-		c.Topics.PurgeInterval = Duration(DefaultPurgeInterval)
-	}
-	if c.Topics.RepartitionFormat == "" {
-		c.Topics.RepartitionFormat = RepartitionEnvelope
-	}
-	for i := range c.Inputs {
-		if c.Inputs[i].Start == "" {
-			c.Inputs[i].Start = StartEarliest
-		}
-		if c.Inputs[i].OnGap == "" {
-			c.Inputs[i].OnGap = GapSkip
-		}
-	}
-}
-
 // Repartition and changelog topic configs the router always sets, over
 // topics.configs: a repartition topic is never expired by time or size
 // (the router deletes what the group committed; records of a replay

@@ -1,0 +1,295 @@
+package config
+
+import (
+	"strconv"
+	"time"
+)
+
+// Setting is one setting of the router, declared once in Settings: where
+// it stands in the topology file, its type and default, the environment
+// variable and flag that override it, a line of documentation and its
+// allowed values. Load applies the defaults from it (applySpecDefaults),
+// the environment overrides and `router run`'s unknown-variable warning
+// take their variable names from it (EnvNames, sectionEnv), and
+// docs/reference/config.md is generated from it (ReferencePage). The
+// tests in settings_test.go fail when the Config struct, the defaults
+// applied, the variables read or the page disagree with it.
+type Setting struct {
+	// Path is the setting's YAML path: "client.metadata_min_age", list
+	// items as "routes[].window.size". "" for a setting of the process,
+	// not of the file (Flag and Env name it).
+	Path string
+	// Type is the value's type as the page names it (string, int, bool,
+	// duration, "duration, 0 allowed", secret, list, map, section ...).
+	Type string
+	// Default is the value an unset setting takes, as YAML writes it; ""
+	// when it has none. Load sets it unless Rule is given.
+	Default string
+	// Rule, when the default depends on other settings, says how (the
+	// page shows it); applyDefaults computes it, and Default is then its
+	// value in a file that sets nothing else.
+	Rule string
+	// OnRead: Load leaves the setting unset (an explicit 0s differs
+	// from none) and its reader applies Default (the ...OrDefault
+	// methods).
+	OnRead bool
+	// Required: the file (or an override) must give it.
+	Required bool
+	// Env and Flag are the environment variable and `router run` flag
+	// that override it ("" for none).
+	Env  string
+	Flag string
+	// Doc is one line for the reference page.
+	Doc string
+	// Enum lists the allowed values of a string setting (validation
+	// refuses others; a test holds it to that).
+	Enum []string
+}
+
+// The environment variables of the process and of the top-level
+// overrides (the sections' own stand with their sections).
+const (
+	EnvConfig           = "SIDESTREAM_CONFIG"
+	EnvBrokers          = "SIDESTREAM_BROKERS"
+	EnvApplicationID    = "SIDESTREAM_APPLICATION_ID"
+	EnvGuarantee        = "SIDESTREAM_GUARANTEE"
+	EnvCommitInterval   = "SIDESTREAM_COMMIT_INTERVAL"
+	EnvListen           = "SIDESTREAM_LISTEN"
+	EnvInstanceID       = "SIDESTREAM_INSTANCE_ID"
+	EnvOwnerURLTemplate = "SIDESTREAM_OWNER_URL_TEMPLATE"
+	EnvStaticMembership = "SIDESTREAM_STATIC_MEMBERSHIP"
+	EnvLogLevel         = "SIDESTREAM_LOG_LEVEL"
+	EnvLogFormat        = "SIDESTREAM_LOG_FORMAT"
+)
+
+// Types as the reference page names them.
+const (
+	tString   = "string"
+	tInt      = "int"
+	tBool     = "bool"
+	tDuration = "duration"
+	tSpan     = "duration, 0 allowed"
+	tSecret   = "secret"
+	tList     = "list of strings"
+	tMap      = "map"
+	tConfigs  = "topic configs"
+	tProject  = "mapping"
+	tSection  = "section"
+	tItems    = "list of sections"
+)
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func dur(d time.Duration) string { return d.String() }
+
+// Settings is every setting, in the order of the topology file's model
+// (the Config struct), then the process's own.
+var Settings = concat(
+	[]Setting{
+		{Path: "application_id", Type: tString, Required: true, Env: EnvApplicationID, Flag: "--application-id", Doc: "consumer group id, transactional id prefix, prefix of internal topics; letters, digits, `.`, `_`, `-`"},
+		{Path: "brokers", Type: tList, Env: EnvBrokers, Flag: "--brokers", Doc: "`host:port` list; required at run time (file, variable or flag)"},
+		{Path: "guarantee", Type: tString, Default: string(ExactlyOnce), Env: EnvGuarantee, Flag: "--guarantee", Enum: []string{string(ExactlyOnce), string(AtLeastOnce)}, Doc: "one transaction per commit, or an idempotent producer with offsets committed after the outputs are acknowledged"},
+		{Path: "commit_interval", Type: tDuration, Default: dur(DefaultCommitInterval), Env: EnvCommitInterval, Flag: "--commit-interval", Doc: "how often a transaction (or an offset commit) ends"},
+		{Path: "commit_records", Type: tInt, Default: itoa(DefaultCommitRecords), Doc: "end the transaction early after this many input records"},
+		{Path: "commit_when_drained", Type: tBool, Default: "true", Doc: "exactly-once: end a transaction early once a poll leaves nothing unprocessed (at least a tenth of `commit_interval`)"},
+		{Path: "topics", Type: tSection, Doc: "how the router creates the topics it needs"},
+		{Path: "topics.create", Type: tBool, Default: "true", Doc: "create missing output topics at start (inputs are never created)"},
+		{Path: "topics.partitions", Type: tInt, Default: itoa(DefaultPartitions), Doc: "partitions of created topics"},
+		{Path: "topics.replication_factor", Type: tInt, Default: "-1", Doc: "replication of created topics; -1 is the broker's default"},
+		{Path: "topics.configs", Type: tConfigs, Doc: "Kafka topic configs of every created topic (checked by name and value); never applied to an existing topic"},
+		{Path: "topics.on_repartition_retention", Type: tString, Default: RetentionWarn, Enum: []string{RetentionWarn, RetentionFail}, Doc: "an existing repartition topic that expires records: a WARN and a `/readyz` warning, or refuse to start"},
+		{Path: "topics.repartition_format", Type: tString, Default: RepartitionEnvelope, Enum: []string{RepartitionEnvelope, RepartitionHeaders}, Doc: "what stage one writes for stage two: one binary header, or the older seven text headers (rolling upgrades)"},
+		{Path: "topics.purge_interval", Type: tDuration, Default: dur(DefaultPurgeInterval), Doc: "how often repartition records below the committed offsets are deleted; at least 1s"},
+		{Path: "inputs", Type: tItems, Required: true, Doc: "the input topics"},
+		{Path: "inputs[].topic", Type: tString, Required: true, Doc: "an input topic; it must exist"},
+		{Path: "inputs[].format", Type: tString, Default: InputJSON, Enum: []string{InputJSON, InputAvro, InputProtobuf, InputJSONSchema}, Doc: "a JSON object per record, or the Confluent wire format decoded with the writer schema from `schema_registry`"},
+		{Path: "inputs[].schema", Type: tString, Doc: "a JSON Schema file (relative to the topology file) every record must satisfy; `json` inputs only"},
+		{Path: "inputs[].start", Type: tString, Default: StartEarliest, Enum: []string{StartEarliest, StartLatest}, Doc: "where a group without committed offsets starts; a committed offset always wins"},
+		{Path: "inputs[].on_gap", Type: tString, Default: GapSkip, Enum: []string{GapSkip, GapFail}, Doc: "records the broker deleted before the router read them: counted and skipped, or the task stops"},
+		{Path: "event_time", Type: tSection, Doc: "where a record's event time comes from"},
+		{Path: "event_time.field", Type: tString, Doc: "JSON path of the event time (gjson syntax: `ts`, `meta.time`)"},
+		{Path: "event_time.format", Type: tString, Default: TimeKafka, Rule: "`epoch_ms` with a field, else `kafka`", Enum: []string{TimeEpochMillis, TimeEpochSecs, TimeRFC3339, TimeKafka}, Doc: "how the field is read; `kafka` is the record's timestamp"},
+		{Path: "event_time.max_ahead", Type: tSpan, Default: "0s", Doc: "how far an event time may be ahead of the record's Kafka timestamp; 0s is no bound"},
+		{Path: "event_time.on_ahead", Type: tString, Default: AheadDirty, Enum: []string{AheadDirty, AheadClamp}, Doc: "an event time beyond `max_ahead`: dirty (`event_time_ahead`), or clamped to timestamp + `max_ahead`"},
+		{Path: "routing", Type: tSection, Doc: "how routes are matched"},
+		{Path: "routing.match", Type: tString, Default: string(MatchFirst), Enum: []string{string(MatchFirst), string(MatchAll)}, Doc: "the first route whose `when` holds, or every one (fan-out)"},
+		{Path: "routing.default", Type: tString, Required: true, Doc: "the route of records no predicate matched, or `drop` (counted)"},
+		{Path: "routes", Type: tItems, Required: true, Doc: "the named outputs"},
+		{Path: "routes[].name", Type: tString, Required: true, Doc: "lower-case, unique; `dirty` and `drop` are reserved"},
+		{Path: "routes[].topic", Type: tString, Required: true, Doc: "the output topic; unique across routes, dirty and inputs"},
+		{Path: "routes[].when", Type: tString, Doc: "the predicate, an expr-lang expression returning bool; empty is always"},
+		{Path: "routes[].key", Type: tString, Doc: "expression of the output key; empty keeps the input key"},
+		{Path: "routes[].value", Type: tString, Default: ValueOriginal, Rule: "`projection` with `project`, else `original`", Enum: []string{ValueOriginal, ValueProjection}, Doc: "the input bytes unchanged, or a JSON object built from `project`"},
+		{Path: "routes[].project", Type: tProject, Doc: "output field to expression, written in order"},
+		{Path: "routes[].window", Type: tSection, Doc: "makes the route an event-time window: results per group key and window"},
+		{Path: "routes[].window.type", Type: tString, Required: true, Enum: []string{WindowTumbling, WindowHopping, WindowSession}, Doc: "tumbling (size), hopping (size, advance) or session (gap)"},
+		{Path: "routes[].window.size", Type: tDuration, Doc: "tumbling and hopping: the window's length"},
+		{Path: "routes[].window.advance", Type: tDuration, Doc: "hopping: how far each window starts after the last"},
+		{Path: "routes[].window.gap", Type: tDuration, Doc: "session: the inactivity that closes a session"},
+		{Path: "routes[].window.max_out_of_orderness", Type: tSpan, Default: "0s", Doc: "subtracted from the largest event time to give the watermark"},
+		{Path: "routes[].window.grace", Type: tSpan, Default: "0s", Doc: "allowed lateness after a window's end"},
+		{Path: "routes[].window.idle_timeout", Type: tSpan, Default: "0s", Doc: "advance a quiet task's watermark with the wall clock; 0s is off"},
+		{Path: "routes[].window.watermark", Type: tString, Default: WatermarkAligned, Enum: []string{WatermarkAligned, WatermarkMax}, Doc: "the minimum over input partitions (deterministic), or the largest event time read"},
+		{Path: "routes[].window.repartition", Type: tBool, Default: "true", Doc: "false: the input is already partitioned by the group key; no repartition topic"},
+		{Path: "routes[].window.emit", Type: tString, Default: EmitUpdate, Enum: []string{EmitUpdate, EmitFinal}, Doc: "the first result and each late update, or only the final result"},
+		{Path: "routes[].window.group_by", Type: tString, Doc: "the group key expression; empty is the input key"},
+		{Path: "routes[].window.late_topic", Type: tString, Required: true, Doc: "receives records whose every window is already purged"},
+		{Path: "routes[].window.late_topic_configs", Type: tConfigs, Doc: "topic configs of the late topic when created, over `topics.configs`"},
+		{Path: "routes[].window.aggregates", Type: tItems, Required: true, Doc: "the aggregates of each window, in output order"},
+		{Path: "routes[].window.aggregates[].name", Type: tString, Required: true, Doc: "the result field's name"},
+		{Path: "routes[].window.aggregates[].fn", Type: tString, Required: true, Doc: "count, sum, min, max, avg, first, last or distinct_count"},
+		{Path: "routes[].window.aggregates[].of", Type: tString, Doc: "the expression aggregated; count without it counts records"},
+	},
+	limitsSettings("routes[].window", "windows (sessions)"),
+	[]Setting{
+		{Path: "routes[].format", Type: tString, Default: OutputRaw, Rule: "`json` with `project`, `window` or `assemble`, else `raw`", Enum: []string{OutputRaw, OutputJSON, OutputConnectJSON, OutputAvro}, Doc: "how the value is written; `avro` registers its schema under `<topic>-value`"},
+		{Path: "routes[].assemble", Type: tSection, Doc: "makes the route an assembly: parts joined by ID"},
+		{Path: "routes[].assemble.id", Type: tString, Doc: "the ID expression of every part that sets none"},
+		{Path: "routes[].assemble.parts", Type: tItems, Required: true, Doc: "the parts, in the order of the assembled value"},
+		{Path: "routes[].assemble.parts[].name", Type: tString, Required: true, Doc: "the part's name in the assembled value"},
+		{Path: "routes[].assemble.parts[].source", Type: tString, Required: true, Doc: "a route of this topology or an input topic"},
+		{Path: "routes[].assemble.parts[].when", Type: tString, Doc: "a predicate on the source's records"},
+		{Path: "routes[].assemble.parts[].id", Type: tString, Doc: "this part's ID expression, over the assembly's"},
+		{Path: "routes[].assemble.parts[].project", Type: tProject, Doc: "the part's value; default the source route's output or the input record"},
+		{Path: "routes[].assemble.complete_when", Type: tList, Doc: "the parts that complete an assembly; default all"},
+		{Path: "routes[].assemble.ttl", Type: tDuration, Required: true, Doc: "how long an assembly stays open after its first part"},
+		{Path: "routes[].assemble.time", Type: tString, Default: ClockProcessing, Enum: []string{ClockProcessing, ClockEvent}, Doc: "the TTL's clock: the wall clock, or the records' event time"},
+		{Path: "routes[].assemble.duplicates", Type: tString, Default: LastWins, Enum: []string{LastWins, FirstWins}, Doc: "which of two parts of one name an assembly keeps"},
+		{Path: "routes[].assemble.retention", Type: tSpan, Default: "0s", Doc: "how long a completed ID is remembered (its later parts go to `duplicate_topic`)"},
+		{Path: "routes[].assemble.incomplete_topic", Type: tString, Required: true, Doc: "receives assemblies whose TTL passed"},
+		{Path: "routes[].assemble.duplicate_topic", Type: tString, Doc: "receives parts of IDs completed within `retention`; required with it"},
+	},
+	limitsSettings("routes[].assemble", "assemblies"),
+	[]Setting{
+		{Path: "routes[].assemble.repartition", Type: tBool, Default: "true", Doc: "false: the input is already partitioned by the ID; no repartition topic"},
+		{Path: "routes[].tombstones", Type: tString, Default: TombstonesDirty, Enum: []string{TombstonesDirty, TombstonesForward}, Doc: "an input tombstone: dirty (`null_value`), or forwarded as it came (plain routes keeping the key)"},
+		{Path: "routes[].topic_configs", Type: tConfigs, Doc: "topic configs of the route's topic when created, over `topics.configs`"},
+		{Path: "dirty", Type: tSection, Required: true, Doc: "the dirty route: records that fail, with their bytes and reasons"},
+		{Path: "dirty.topic", Type: tString, Required: true, Doc: "the dirty route's topic"},
+		{Path: "dirty.max_record_bytes", Type: tInt, Default: itoa(DefaultMaxRecordBytes), Doc: "the largest record written as-is; keep under the broker's `message.max.bytes`"},
+		{Path: "dirty.truncate_to", Type: tInt, Default: itoa(DefaultTruncateTo), Rule: "65536, at most `max_record_bytes` - 1024", Doc: "a too-large record goes to dirty with its value cut to this size"},
+		{Path: "dirty.topic_configs", Type: tConfigs, Doc: "topic configs of the dirty topic when created, over `topics.configs`"},
+		{Path: "shutdown_timeout", Type: tDuration, Default: dur(DefaultShutdown), Doc: "time to end the open transaction and leave the group on SIGTERM"},
+		{Path: "security", Type: tSection, Doc: "how every client connects to the brokers"},
+		{Path: "security.protocol", Type: tString, Default: ProtocolPlaintext, Env: EnvSecurityProtocol, Enum: []string{ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL}, Doc: "TLS and/or SASL; Kafka's upper-case names are accepted"},
+		{Path: "security.tls", Type: tSection, Doc: "TLS of `ssl` and `sasl_ssl`"},
+		{Path: "security.tls.ca_file", Type: tString, Env: EnvTLSCAFile, Doc: "PEM CA certificates of the brokers; default the system's roots"},
+		{Path: "security.tls.cert_file", Type: tString, Env: EnvTLSCertFile, Doc: "client certificate chain (PEM); with `key_file`"},
+		{Path: "security.tls.key_file", Type: tString, Env: EnvTLSKeyFile, Doc: "its unencrypted private key (PEM); with `cert_file`"},
+		{Path: "security.tls.server_name", Type: tString, Env: EnvTLSServerName, Doc: "the name the brokers' certificates carry; default each broker's host"},
+		{Path: "security.tls.insecure_skip_verify", Type: tBool, Default: "false", Env: EnvTLSInsecureSkipVer, Doc: "accept any broker certificate: tests only, a WARN at start"},
+		{Path: "security.sasl", Type: tSection, Doc: "SASL of `sasl_plaintext` and `sasl_ssl`"},
+		{Path: "security.sasl.mechanism", Type: tString, Env: EnvSASLMechanism, Enum: []string{SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer, SASLAWSMSKIAM}, Doc: "required with `sasl_*`; AWS_MSK_IAM with `sasl_ssl` only"},
+		{Path: "security.sasl.username", Type: tString, Env: EnvSASLUsername, Doc: "PLAIN and SCRAM: required"},
+		{Path: "security.sasl.password", Type: tSecret, Env: EnvSASLPassword, Doc: "PLAIN and SCRAM: required; give it as the variable (the file works, with a WARN)"},
+		{Path: "security.sasl.oauth", Type: tSection, Doc: "OAUTHBEARER: a token by the client credentials grant"},
+		{Path: "security.sasl.oauth.token_url", Type: tString, Env: EnvSASLOAuthTokenURL, Doc: "the token endpoint; `https`, `http` only to a loopback host"},
+		{Path: "security.sasl.oauth.client_id", Type: tString, Env: EnvSASLOAuthClientID, Doc: "the client id"},
+		{Path: "security.sasl.oauth.client_secret", Type: tSecret, Env: EnvSASLOAuthClientSecret, Doc: "the client secret: only from the variable, never the file"},
+		{Path: "security.sasl.oauth.scopes", Type: tList, Env: EnvSASLOAuthScopes, Doc: "the scopes asked for (the variable: comma or space separated)"},
+		{Path: "security.sasl.oauth.extensions", Type: tMap, Doc: "SASL extensions sent with the token (KIP-342)"},
+		{Path: "state", Type: tSection, Doc: "where window and assembly tasks keep their state"},
+		{Path: "state.store", Type: tString, Default: string(StoreMemory), Env: EnvStateStore, Enum: []string{string(StoreMemory), string(StorePebble)}, Doc: "in memory (restored in full), or on disk with a local checkpoint"},
+		{Path: "state.dir", Type: tString, Env: EnvStateDir, Doc: "`pebble`: the directory of the local stores, one per instance"},
+		{Path: "state.on_changelog_loss", Type: tString, Default: string(ChangelogLossFail), Env: EnvOnChangelogLoss, Enum: []string{string(ChangelogLossFail), string(ChangelogLossStartEmpty)}, Doc: "a changelog that lost state: the task stops, or starts with what is left"},
+		{Path: "client", Type: tSection, Doc: "the Kafka client's buffers, metadata age and compression"},
+		{Path: "client.fetch_max_bytes", Type: tInt, Default: itoa(DefaultFetchMaxBytes), Doc: "most bytes one fetch response holds (8 MiB)"},
+		{Path: "client.fetch_max_partition_bytes", Type: tInt, Default: itoa(DefaultFetchMaxPartitionBytes), Doc: "most bytes one partition adds to a fetch (256 KiB)"},
+		{Path: "client.max_concurrent_fetches", Type: tInt, Default: "0", Doc: "fetches in flight or buffered; 0 is one per broker"},
+		{Path: "client.max_buffered_records", Type: tInt, Default: itoa(DefaultMaxBufferedRecords), Doc: "records waiting to be produced; producing blocks beyond"},
+		{Path: "client.max_buffered_bytes", Type: tInt, Default: itoa(DefaultMaxBufferedBytes), Rule: "64 MiB, at least 2 × `dirty.max_record_bytes`", Doc: "bytes waiting to be produced; producing blocks beyond"},
+		{Path: "client.metadata_min_age", Type: tDuration, Default: dur(DefaultMetadataMinAge), Doc: "the shortest time between two metadata requests"},
+		{Path: "client.compression", Type: tString, Default: DefaultCompression, Enum: []string{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd}, Doc: "the codec of every produced batch"},
+		{Path: "api", Type: tSection, Doc: "the HTTP API's authentication, TLS and samples"},
+		{Path: "api.auth", Type: tString, Default: APIAuthNone, Env: EnvAPIAuth, Enum: []string{APIAuthNone, APIAuthBearer, APIAuthMTLS}, Doc: "who may call the API; `/healthz`, `/readyz` stay open"},
+		{Path: "api.token_file", Type: tString, Env: EnvAPITokenFile, Doc: "bearer tokens, one a line, at least 16 characters; re-read on change"},
+		{Path: "api.metrics", Type: tString, Default: APIMetricsOpen, Env: EnvAPIMetrics, Enum: []string{APIMetricsOpen, APIMetricsProtected}, Doc: "whether `/metrics` needs the credentials"},
+		{Path: "api.tls", Type: tSection, Doc: "HTTPS for the API"},
+		{Path: "api.tls.cert_file", Type: tString, Env: EnvAPITLSCertFile, Doc: "the certificate chain (PEM); re-read on change"},
+		{Path: "api.tls.key_file", Type: tString, Env: EnvAPITLSKeyFile, Doc: "its key (PEM); re-read on change"},
+		{Path: "api.tls.client_ca_file", Type: tString, Env: EnvAPITLSClientCA, Doc: "`mtls`: the CA of the accepted client certificates"},
+		{Path: "api.samples", Type: tString, Default: SamplesFull, Env: EnvAPISamples, Enum: []string{SamplesFull, SamplesRedacted, SamplesOff}, Doc: "what `/ui` samples and `/state` values show"},
+		{Path: "api.redact", Type: tList, Env: EnvAPIRedact, Doc: "`redacted`: JSON paths replaced by `\"***\"` (`customer.email`, `items.*.card`)"},
+		{Path: "api.sample_max_bytes", Type: tInt, Default: itoa(DefaultSampleMaxBytes), Env: EnvAPISampleMaxLen, Doc: "the size cap of each shown sample, 1 to 1 MiB"},
+		{Path: "schema_registry", Type: tSection, Doc: "the registry of avro, protobuf and json_schema inputs and avro routes"},
+		{Path: "schema_registry.url", Type: tString, Env: EnvRegistryURL, Doc: "the Confluent-compatible base URL, without credentials; required by a registry format"},
+		{Path: "schema_registry.username", Type: tString, Env: EnvRegistryUsername, Doc: "HTTP basic auth user; needs the password"},
+		{Path: "schema_registry.password", Type: tSecret, Env: EnvRegistryPassword, Doc: "only from the variable, never the file"},
+		{Path: "schema_registry.tls", Type: tSection, Doc: "TLS of an https registry"},
+		{Path: "schema_registry.tls.ca_file", Type: tString, Env: EnvRegistryTLSCAFile, Doc: "PEM CA certificates of the registry; default the system's roots"},
+		{Path: "schema_registry.tls.cert_file", Type: tString, Env: EnvRegistryTLSCertFile, Doc: "client certificate (PEM); with `key_file`"},
+		{Path: "schema_registry.tls.key_file", Type: tString, Env: EnvRegistryTLSKeyFile, Doc: "its unencrypted key (PEM); with `cert_file`"},
+		{Path: "schema_registry.fetch_timeout", Type: tDuration, Default: dur(DefaultRegistryFetchTimeout), OnRead: true, Env: EnvRegistryFetchTimeout, Doc: "bounds one schema fetch; past it the batch is retried, never dirty"},
+		{Path: "schema_registry.unknown_id_ttl", Type: tSpan, Default: dur(DefaultRegistryUnknownIDTTL), OnRead: true, Env: EnvRegistryUnknownIDTTL, Doc: "how long a 404 schema id is remembered; 0s asks every time"},
+	},
+	processSettings,
+)
+
+// processSettings are the process's own: flags and variables that are not
+// in the topology file.
+var processSettings = []Setting{
+	{Env: EnvAPITokens, Type: tSecret, Doc: "bearer tokens of the API, comma or space separated; only here"},
+	{Env: EnvConfig, Flag: "--config", Type: tString, Doc: "the topology file"},
+	{Env: EnvListen, Flag: "--listen", Type: tString, Default: ":8080", Doc: "the HTTP API's address (`router demo`: 127.0.0.1:8080)"},
+	{Env: EnvInstanceID, Flag: "--instance-id", Type: tString, Doc: "this process's unique name (default the host name); the transactional id is `application_id-instance_id`"},
+	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries"},
+	{Env: EnvStaticMembership, Flag: "--static-membership", Type: tBool, Default: "false", Doc: "the instance id as `group.instance.id`; the variable as strconv.ParseBool reads it"},
+	{Flag: "--workers", Type: tInt, Doc: "partitions of one poll processed in parallel (default GOMAXPROCS)"},
+	{Flag: "--transaction-timeout", Type: tDuration, Default: "10s", Doc: "the broker-side transaction timeout"},
+	{Env: EnvLogLevel, Flag: "--log-level", Type: tString, Default: "info", Enum: []string{"debug", "info", "warn", "error"}, Doc: "the log level; the Kafka client's per-commit lines are at debug"},
+	{Env: EnvLogFormat, Flag: "--log-format", Type: tString, Default: "text", Enum: []string{"text", "json"}, Doc: "the log format"},
+}
+
+// limitsSettings are the limits block of a window or an assembly route.
+func limitsSettings(prefix, what string) []Setting {
+	p := prefix + ".limits"
+	return []Setting{
+		{Path: p, Type: tSection, Doc: "bound each task's state; default no bound"},
+		{Path: p + ".max_entries", Type: tInt, Doc: "open " + what + " per task"},
+		{Path: p + ".max_bytes", Type: tInt, Doc: "estimated bytes of one task's open " + what},
+		{Path: p + ".on_overflow", Type: tString, Default: OverflowRoute, Enum: []string{OverflowRoute, OverflowEvict}, Doc: "past a limit: the record to `overflow_topic`, or the oldest evicted"},
+		{Path: p + ".overflow_topic", Type: tString, Doc: "the overflow route's topic; required with `route`"},
+	}
+}
+
+func concat(parts ...[]Setting) []Setting {
+	var out []Setting
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// EnvNames are the SIDESTREAM_* variables the router reads, sorted as
+// Settings declares them.
+func EnvNames() []string {
+	var out []string
+	for _, s := range Settings {
+		if s.Env != "" {
+			out = append(out, s.Env)
+		}
+	}
+	return out
+}
+
+// sectionEnv maps each setting under a section ("security", "api") to
+// its variable: what overrideCheck names in messages.
+func sectionEnv(section string) map[string]string {
+	out := map[string]string{}
+	for _, s := range Settings {
+		if s.Env != "" && len(s.Path) > len(section) && s.Path[:len(section)+1] == section+"." {
+			out[s.Path] = s.Env
+		}
+	}
+	return out
+}
+
+// SettingAt is the setting at a YAML path ("routes[].window.size").
+func SettingAt(path string) (Setting, bool) {
+	for _, s := range Settings {
+		if s.Path == path && path != "" {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
