@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 func TestStaticMembershipFromEnv(t *testing.T) {
@@ -43,7 +45,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 func TestKnownEnvComplete(t *testing.T) {
 	re := regexp.MustCompile(`"(SIDESTREAM_[A-Z_]+)"`)
 	var files []string
-	for _, dir := range []string{".", "../../topology", "../../processor"} {
+	for _, dir := range []string{".", "../../internal/config", "../../internal/runtime"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -68,5 +70,52 @@ func TestKnownEnvComplete(t *testing.T) {
 	}
 	if n < 15 {
 		t.Fatalf("found only %d SIDESTREAM_* names", n)
+	}
+}
+
+// TestRunFlagsFromSettings: the flags of router run are the settings
+// spec's (config.Settings), each with the spec's default, and each
+// process variable the spec names is read as its flag's default.
+func TestRunFlagsFromSettings(t *testing.T) {
+	spec := map[string]config.Setting{}
+	for _, s := range config.Settings {
+		if s.Flag != "" {
+			spec[strings.TrimPrefix(s.Flag, "--")] = s
+		}
+	}
+	for _, s := range config.Settings {
+		if s.Env != "" && s.Path == "" && s.Flag != "" {
+			t.Setenv(s.Env, "")
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	new(runFlags).register(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		s, ok := spec[f.Name]
+		switch {
+		case !ok:
+			t.Errorf("router run has --%s, which config.Settings lacks", f.Name)
+		case s.Path == "" && s.Default != "" && f.DefValue != s.Default:
+			t.Errorf("--%s defaults to %q, the spec says %q", f.Name, f.DefValue, s.Default)
+		case s.Path == "" && s.Default == "" && f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s":
+			t.Errorf("--%s defaults to %q, the spec states no default", f.Name, f.DefValue)
+		}
+		delete(spec, f.Name)
+	})
+	for name := range spec {
+		t.Errorf("config.Settings declares --%s, which router run lacks", name)
+	}
+	for _, s := range config.Settings {
+		if s.Env == "" || s.Path != "" || s.Flag == "" {
+			continue
+		}
+		v := "1"
+		t.Setenv(s.Env, v)
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		new(runFlags).register(fs)
+		if got := fs.Lookup(strings.TrimPrefix(s.Flag, "--")).DefValue; got != v && !(got == "true" && s.Type == "bool") {
+			t.Errorf("%s=%s: %s defaults to %q; the variable is not read", s.Env, v, s.Flag, got)
+		}
+		t.Setenv(s.Env, "")
 	}
 }
