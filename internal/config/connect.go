@@ -9,6 +9,8 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sidestream/sidestream/internal/aggfn"
 )
 
 // Output formats of a route (routes[].format).
@@ -153,9 +155,9 @@ func windowConnectFields(p string, r Route, aggs []*Expr, inputs []inputSchema) 
 		}
 		var t string
 		switch a.Fn {
-		case "count", "distinct_count":
+		case aggfn.Count, aggfn.DistinctCount:
 			t = ConnectInt64
-		case "sum", "min", "max", "avg":
+		case aggfn.Sum, aggfn.Min, aggfn.Max, aggfn.Avg:
 			t = ConnectFloat64
 		default: // first, last: the type of what they keep
 			var e *Expr

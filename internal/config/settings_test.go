@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidestream/sidestream/internal/aggfn"
 )
 
 // The drift tests of the settings spec: each fails when the spec, the
@@ -446,6 +448,22 @@ func TestReferencePage(t *testing.T) {
 			if g != w {
 				t.Fatalf("%s differs from the settings spec at line %d (go test ./internal/config -run TestReferencePage -update rewrites it)\nspec: %s\npage: %s", ReferencePath, i+1, g, w)
 			}
+		}
+	}
+}
+
+// Every aggregate function aggfn names (the list the window operator
+// parses) is accepted by validation, and a name outside it is refused.
+func TestAggregateFunctionsFromAggfn(t *testing.T) {
+	for _, fn := range append(slices.Clone(aggfn.Names), "median") {
+		of := ", of: v"
+		if fn == aggfn.Count {
+			of = ""
+		}
+		b := strings.Replace(specBase, "{name: n, fn: count}", "{name: n, fn: "+fn+of+"}", 1)
+		_, err := Load("spec.yaml", []byte(b))
+		if valid := aggfn.Valid(fn); valid != (err == nil) {
+			t.Errorf("fn: %s (aggfn says valid %v): Load says %v", fn, valid, err)
 		}
 	}
 }

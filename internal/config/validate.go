@@ -18,6 +18,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidestream/sidestream/internal/aggfn"
 )
 
 var (
@@ -707,8 +709,6 @@ func firstLeaf(tree string) string {
 	return lines[0]
 }
 
-var aggregateFns = map[string]bool{"count": true, "sum": true, "min": true, "max": true, "avg": true, "first": true, "last": true, "distinct_count": true}
-
 // validateWindow checks a window route. Its topic receives window results,
 // so key, value and project do not apply.
 func (d *doc) validateWindow(p string, r Route, useTopic useTopicFunc) {
@@ -805,9 +805,9 @@ func (d *doc) validateAggregates(wp string, aggs []Aggregate) {
 		}
 		seen[a.Name] = true
 		switch {
-		case !aggregateFns[a.Fn]:
-			d.at(ap+".fn", "%s.fn must be one of count, sum, min, max, avg, first, last, distinct_count; got %q", ap, a.Fn)
-		case a.Of == "" && a.Fn != "count":
+		case !aggfn.Valid(a.Fn):
+			d.at(ap+".fn", "%s.fn must be one of %s; got %q", ap, strings.Join(aggfn.Names, ", "), a.Fn)
+		case a.Of == "" && a.Fn != aggfn.Count:
 			d.at(ap, "%s.of is required for %s (the expression aggregated)", ap, a.Fn)
 		}
 		if a.Of != "" {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/sidestream/sidestream/internal/aggfn"
 )
 
 // Kind is the window kind.
@@ -80,10 +82,15 @@ const (
 	DistinctCount
 )
 
-var aggNames = map[AggKind]string{
-	Count: "count", Sum: "sum", Min: "min", Max: "max", Avg: "avg",
-	First: "first", Last: "last", DistinctCount: "distinct_count",
-}
+// aggNames are the kinds' names: aggfn.Names in AggKind order (Count is
+// 1), the list the config model checks topologies against.
+var aggNames = func() map[AggKind]string {
+	m := make(map[AggKind]string, len(aggfn.Names))
+	for i, n := range aggfn.Names {
+		m[AggKind(i+1)] = n
+	}
+	return m
+}()
 
 func (a AggKind) String() string {
 	if s, ok := aggNames[a]; ok {
