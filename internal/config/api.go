@@ -36,7 +36,7 @@ type API struct {
 	// Redact lists JSON paths (customer.email, items.*.card; a list is
 	// crossed without naming its index) replaced under samples: redacted.
 	Redact []string `yaml:"redact"`
-	// SampleMaxBytes caps each sample's shown value (default 1024).
+	// SampleMaxBytes caps each sample's shown value.
 	SampleMaxBytes int `yaml:"sample_max_bytes"`
 
 	// Tokens are the bearer tokens of SIDESTREAM_API_TOKENS (never from

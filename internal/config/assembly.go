@@ -35,7 +35,7 @@ type Assemble struct {
 	// Duplicates is last_wins (default) or first_wins.
 	Duplicates string `yaml:"duplicates"`
 	// Retention is how long a completed ID is remembered: its later parts
-	// go to DuplicateTopic instead of opening a new assembly (default 0).
+	// go to DuplicateTopic instead of opening a new assembly.
 	Retention Span `yaml:"retention"`
 	// IncompleteTopic receives assemblies whose TTL passed.
 	IncompleteTopic string `yaml:"incomplete_topic"`

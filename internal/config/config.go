@@ -47,7 +47,9 @@ const (
 )
 
 // Config is one topology file as written by a user. Load parses and checks
-// it; Compile turns it into a Topology the runtime executes.
+// it; Compile turns it into a Topology the runtime executes. Each field's
+// default, type, environment variable and allowed values are declared
+// once, in Settings (settings.go); the field comments say what it means.
 type Config struct {
 	ApplicationID  string    `yaml:"application_id"`
 	Brokers        []string  `yaml:"brokers"`
@@ -55,8 +57,8 @@ type Config struct {
 	CommitInterval Duration  `yaml:"commit_interval"`
 	CommitRecords  int       `yaml:"commit_records"`
 	// CommitWhenDrained ends an exactly-once transaction before
-	// commit_interval when a poll leaves no fetched record unprocessed
-	// (default true): a read_committed consumer sees the records sooner.
+	// commit_interval when a poll leaves no fetched record unprocessed:
+	// a read_committed consumer sees the records sooner.
 	// A transaction still lasts at least a tenth of commit_interval.
 	CommitWhenDrained *bool         `yaml:"commit_when_drained"`
 	Topics            TopicDefaults `yaml:"topics"`
@@ -117,7 +119,7 @@ const mechanismNames = "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_
 // SIDESTREAM_TLS_*, SIDESTREAM_SASL_*), which is where the password
 // belongs.
 type Security struct {
-	// Protocol is plaintext (default), ssl, sasl_plaintext or sasl_ssl.
+	// Protocol is plaintext, ssl, sasl_plaintext or sasl_ssl.
 	Protocol string `yaml:"protocol"`
 	TLS      TLS    `yaml:"tls"`
 	SASL     SASL   `yaml:"sasl"`
@@ -235,11 +237,11 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.show()) }
 
 // TopicDefaults controls how the router creates the topics it needs.
 type TopicDefaults struct {
-	// Create makes missing output topics at start (default true).
+	// Create makes missing output topics at start.
 	Create *bool `yaml:"create"`
-	// Partitions of created topics (default 6).
+	// Partitions of created topics.
 	Partitions int32 `yaml:"partitions"`
-	// ReplicationFactor of created topics (default -1: the broker default).
+	// ReplicationFactor of created topics (-1: the broker default).
 	ReplicationFactor int16 `yaml:"replication_factor"`
 	// Configs are topic-level configs for every topic the router creates
 	// (retention.ms, cleanup.policy, ...); a route's topic_configs win
@@ -259,7 +261,7 @@ type TopicDefaults struct {
 	// reads both.
 	RepartitionFormat string `yaml:"repartition_format"`
 	// PurgeInterval is how often the router deletes repartition records
-	// below the group's committed offsets (default 30s).
+	// below the group's committed offsets.
 	PurgeInterval Duration `yaml:"purge_interval"`
 }
 
@@ -377,9 +379,9 @@ type Window struct {
 	Advance Duration `yaml:"advance"`
 	Gap     Duration `yaml:"gap"`
 	// MaxOutOfOrderness is subtracted from the largest event time seen to
-	// give the watermark (default 0).
+	// give the watermark.
 	MaxOutOfOrderness Span `yaml:"max_out_of_orderness"`
-	// Grace is the allowed lateness after a window's end (default 0).
+	// Grace is the allowed lateness after a window's end.
 	Grace Span `yaml:"grace"`
 	// IdleTimeout, when set, advances a quiet task's watermark with the
 	// wall clock (liveness over determinism; default off).
@@ -425,10 +427,10 @@ type Aggregate struct {
 type Dirty struct {
 	Topic string `yaml:"topic"`
 	// MaxRecordBytes is the largest record the router writes as-is
-	// (default 1000000, under the broker's default message.max.bytes).
+	// (under the broker's message.max.bytes).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// TruncateTo is the size a too-large payload is cut to on the dirty
-	// route (default 65536).
+	// route.
 	TruncateTo int `yaml:"truncate_to"`
 	// TopicConfigs are topic configs for the dirty topic when the router
 	// creates it, over topics.configs.

@@ -40,33 +40,33 @@ type Limits struct {
 // produced; how soon the client asks again where a partition's leader
 // is; and how produced batches are compressed.
 type Client struct {
-	// FetchMaxBytes is the most one fetch response may hold (default 8
-	// MiB; franz-go's own default is 50 MiB). The broker still returns a
+	// FetchMaxBytes is the most one fetch response may hold (franz-go's
+	// own default is 50 MiB). The broker still returns a
 	// record batch larger than it, so no record is ever stuck.
 	FetchMaxBytes int32 `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes is the most one partition contributes to a
-	// fetch response (default 256 KiB; franz-go's and Kafka's is 1 MiB:
+	// fetch response (franz-go's and Kafka's default is 1 MiB:
 	// each halving cut the router's peak RSS by about a sixth to a quarter
 	// without costing throughput on loopback, docs/benchmarks.md).
 	FetchMaxPartitionBytes int32 `yaml:"fetch_max_partition_bytes"`
 	// MaxConcurrentFetches bounds the fetches in flight or buffered across
-	// brokers (default 0: one per broker, franz-go's default).
+	// brokers (0: one per broker, franz-go's default).
 	MaxConcurrentFetches int `yaml:"max_concurrent_fetches"`
-	// MaxBufferedRecords bounds the records waiting to be produced
-	// (default 10000); Produce blocks beyond it.
+	// MaxBufferedRecords bounds the records waiting to be produced;
+	// Produce blocks beyond it.
 	MaxBufferedRecords int `yaml:"max_buffered_records"`
-	// MaxBufferedBytes bounds the bytes waiting to be produced (default
-	// 64 MiB); Produce blocks beyond it.
+	// MaxBufferedBytes bounds the bytes waiting to be produced; Produce
+	// blocks beyond it.
 	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
 	// MetadataMinAge is the shortest time between two metadata requests
-	// (default 250 ms; franz-go's own is 5 s). A produce refused with
+	// (franz-go's own default is 5 s). A produce refused with
 	// NOT_LEADER_FOR_PARTITION (a leader moved: a broker restarted, a
 	// topic was just created) holds the partition's records until the
 	// next metadata response; with 5 s a flush, and so the commit of an
 	// interval, waited up to 5 s (docs/benchmarks.md, "The 5 s stall").
 	MetadataMinAge Duration `yaml:"metadata_min_age"`
 	// Compression is the codec of every produced record batch: none,
-	// gzip, snappy, lz4 or zstd (default snappy, franz-go's own). A batch
+	// gzip, snappy, lz4 or zstd (franz-go's own default is snappy). A batch
 	// that does not shrink is sent uncompressed, and zstd falls back to
 	// none on a broker older than Kafka 2.1. The codec's level is the
 	// library's default: franz-go's levels are each library's own scale,

@@ -44,13 +44,14 @@ type SchemaRegistry struct {
 	TLS RegistryTLS `yaml:"tls"`
 	// FetchTimeout bounds one fetch of a schema and its references; past
 	// it the lookup is the registry's outage (the batch is aborted and
-	// retried), not the record's fault. Default 10s (FetchTimeoutOrDefault).
+	// retried), not the record's fault. FetchTimeoutOrDefault applies
+	// the default.
 	FetchTimeout Duration `yaml:"fetch_timeout"`
 	// UnknownIDTTL is how long a schema id the registry answered 404 for
 	// is remembered as unknown before it is asked again, so a stream of
-	// records with a bogus id costs one request per TTL. Default 30s
-	// (UnknownIDTTLOrDefault); 0s asks every time. A pointer: an explicit
-	// 0s differs from none.
+	// records with a bogus id costs one request per TTL
+	// (UnknownIDTTLOrDefault applies the default); 0s asks every time. A
+	// pointer: an explicit 0s differs from none.
 	UnknownIDTTL *Span `yaml:"unknown_id_ttl"`
 }
 
