@@ -15,6 +15,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/reset"
 )
 
@@ -130,7 +131,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 }
 
 // localState lists the changelogs' state directories below dir that exist.
-func localState(top *config.Topology, dir string) []string {
+func localState(top *plan.Plan, dir string) []string {
 	if dir == "" {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -131,7 +132,7 @@ func jsonValue(b []byte, v show.Value) json.RawMessage {
 
 type tailPrinter struct {
 	w   io.Writer
-	top *config.Topology
+	top *plan.Plan
 	f   tailFlags
 	// planned records are not written yet: no partition or offset.
 	planned bool
