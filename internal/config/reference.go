@@ -97,7 +97,12 @@ func orDash(s string) string {
 }
 
 func typeCell(s Setting) string {
-	if len(s.Enum) == 0 {
+	switch {
+	case s.Min != "" && s.Max != "":
+		return s.Type + ", " + s.Min + " to " + s.Max
+	case s.Min != "":
+		return s.Type + " ≥ " + s.Min
+	case len(s.Enum) == 0:
 		return s.Type
 	}
 	vals := make([]string, len(s.Enum))

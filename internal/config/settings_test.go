@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -464,6 +466,62 @@ func TestAggregateFunctionsFromAggfn(t *testing.T) {
 		_, err := Load("spec.yaml", []byte(b))
 		if valid := aggfn.Valid(fn); valid != (err == nil) {
 			t.Errorf("fn: %s (aggfn says valid %v): Load says %v", fn, valid, err)
+		}
+	}
+}
+
+// step moves a bound as YAML writes it by one unit (an integer by 1, a
+// duration by 1ms).
+func step(bound string, by int64) string {
+	if d, err := time.ParseDuration(bound); err == nil {
+		return (d + time.Duration(by)*time.Millisecond).String()
+	}
+	n, err := strconv.ParseInt(bound, 10, 64)
+	if err != nil {
+		panic(bound)
+	}
+	return itoa(n + by)
+}
+
+// withValue is specBase with the setting at path set to value.
+func withValue(t *testing.T, path, value string) []byte {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(specBase), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !setYAML(&doc, strings.Split(path, "."), value, false) {
+		t.Fatalf("specBase has no place for %s", path)
+	}
+	b, err := yaml.Marshal(&doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Each bound the spec states is validation's: the bound itself loads,
+// one step past it is refused at the setting's path.
+func TestSettingsRangesChecked(t *testing.T) {
+	for _, s := range Settings {
+		for _, b := range []struct {
+			bound string
+			out   int64
+		}{{s.Min, -1}, {s.Max, 1}} {
+			if s.Path == "" || b.bound == "" {
+				continue
+			}
+			t.Run(s.Path+" "+b.bound, func(t *testing.T) {
+				if _, err := Load("spec.yaml", withValue(t, s.Path, b.bound)); err != nil {
+					t.Errorf("%s: %s (the spec's bound) is refused: %v", s.Path, b.bound, err)
+				}
+				past := step(b.bound, b.out)
+				_, err := Load("spec.yaml", withValue(t, s.Path, past))
+				leaf := s.Path[strings.LastIndex(s.Path, ".")+1:]
+				if err == nil || !strings.Contains(err.Error(), leaf) {
+					t.Errorf("%s: %s (past the spec's bound) is not refused at it: %v", s.Path, past, err)
+				}
+			})
 		}
 	}
 }
