@@ -30,13 +30,13 @@ func setDefault(v reflect.Value, segs []string, def string) {
 	name, each := strings.CutSuffix(segs[0], "[]")
 	f := fieldByTag(v, name)
 	if !f.IsValid() {
-		panic(fmt.Sprintf("config: settings name %q, which %s has no field for", segs[0], v.Type()))
+		return // a path Config lacks: TestSettingsCoverConfig names it
 	}
 	if len(segs) == 1 {
 		if isUnset(f) {
-			if err := setFromText(f, def); err != nil {
-				panic(fmt.Sprintf("config: the default of %s: %v", name, err))
-			}
+			// A default that does not parse leaves the field unset:
+			// TestSettingsDefaultsApplied names it.
+			_ = setFromText(f, def)
 		}
 		return
 	}
