@@ -3,6 +3,8 @@ package config
 import (
 	"strconv"
 	"time"
+
+	"github.com/sidestream/sidestream/internal/aggfn"
 )
 
 // Setting is one setting of the router, declared once in Settings: where
@@ -143,7 +145,7 @@ var Settings = concat(
 		{Path: "routes[].window.late_topic_configs", Type: tConfigs, Doc: "topic configs of the late topic when created, over `topics.configs`"},
 		{Path: "routes[].window.aggregates", Type: tItems, Required: true, Doc: "the aggregates of each window, in output order"},
 		{Path: "routes[].window.aggregates[].name", Type: tString, Required: true, Doc: "the result field's name"},
-		{Path: "routes[].window.aggregates[].fn", Type: tString, Required: true, Doc: "count, sum, min, max, avg, first, last or distinct_count"},
+		{Path: "routes[].window.aggregates[].fn", Type: tString, Required: true, Enum: aggfn.Names, Doc: "the aggregate function"},
 		{Path: "routes[].window.aggregates[].of", Type: tString, Doc: "the expression aggregated; count without it counts records"},
 	},
 	limitsSettings("routes[].window", "windows (sessions)", "; at least the windows one record opens (hopping: size/advance)"),
