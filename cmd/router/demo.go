@@ -179,7 +179,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		f.instanceID = "demo"
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
-		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
+		f.brokers, top.Settings.ApplicationID, top.Settings.Guarantee, f.listen)
 	return runDemo(f, top, brokers, reg, log, stdout, stderr)
 }
 
@@ -331,7 +331,7 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []s
 		}
 	}
 	var expect demoExpect
-	avroIn := reg != nil && top.Config.Inputs[0].Format == config.InputAvro
+	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
 	switch {
 	case avroIn && kind != "logs":
 		return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)}
@@ -403,7 +403,7 @@ func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog
 	s := m.Snapshot()
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
-		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
+		Guarantee: string(top.Settings.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
 	}
 	if len(top.Windows()) > 0 {
@@ -500,11 +500,11 @@ func readBack(brokers []string, top *plan.Plan, log *slog.Logger) (map[string]in
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
 		if r.Window != nil {
-			byTopic[r.Window.Config.LateTopic] = "late"
+			byTopic[r.Window.Spec.LateTopic] = "late"
 		}
 		if a := r.Assembly; a != nil {
-			byTopic[a.Config.IncompleteTopic] = "assembly"
-			byTopic[a.Config.DuplicateTopic] = "assembly"
+			byTopic[a.Spec.IncompleteTopic] = "assembly"
+			byTopic[a.Spec.DuplicateTopic] = "assembly"
 		}
 	}
 	routes := map[string]int64{}

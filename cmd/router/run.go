@@ -172,7 +172,7 @@ func serveWith(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
-	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
+	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func serveWith(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        uiView{ui},
-		State:     stateReadersFor(proc, top.Config.API),
+		State:     stateReadersFor(proc, top.Settings.API),
 		Auth:      auth,
 	}))
 	if hooks.listening != nil {
@@ -203,7 +203,7 @@ func serveWith(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger
 	}()
 	logStarted(log, top, build, addr, tlsCfg != nil, proc.TransactionalID())
 
-	runErr := runUntilStopped(ctx, proc, top.Config.Shutdown.D(), log)
+	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
@@ -220,7 +220,7 @@ func processorOpts(top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metr
 		runtime.WithInstanceID(f.instanceID), runtime.WithStaticMembership(f.static),
 		runtime.WithTransactionTimeout(f.txnTimeout), runtime.WithOwnerURL(f.ownerURL),
 	}
-	if top.Config.API.Samples != config.SamplesOff {
+	if top.Settings.API.Samples != config.SamplesOff {
 		// Off keeps no record content in memory at all.
 		opts = append(opts, runtime.WithSideSampler(ui.Sample))
 	}
@@ -237,16 +237,16 @@ func processorOpts(top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metr
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.
 func logStarted(log *slog.Logger, top *plan.Plan, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
-	sec := top.Config.Security
-	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
+	sec := top.Settings.Security
+	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Settings.API.Auth, "brokers", top.Settings.Brokers,
+		"guarantee", top.Settings.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
 		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
 	}
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
-	apiWarnings(log, top.Config.API, addr)
+	apiWarnings(log, top.Settings.API, addr)
 }
 
 // runUntilStopped runs the processor until it returns or ctx ends; then it

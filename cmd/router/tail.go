@@ -65,7 +65,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return exitError{code: 2, msg: "router tail: --route: " + err.Error()}
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	p := tailPrinter{w: stdout, top: top, f: f}
 	err = sideroute.Read(ctx, sideroute.ReadOptions{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topic: target.Topic,
+		Brokers: top.Settings.Brokers, ClientOpts: copts, Topic: target.Topic,
 		FromBeginning: f.fromBeginning, Last: f.lines, Follow: f.follow,
 	}, p.print)
 	if errors.Is(err, sideroute.ErrNoTopic) {
