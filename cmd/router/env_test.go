@@ -119,3 +119,47 @@ func TestRunFlagsFromSettings(t *testing.T) {
 		t.Setenv(s.Env, "")
 	}
 }
+
+// TestDocumentedEnvKnown: every SIDESTREAM_* variable the Helm chart, the
+// docs, the README and the scripts name is one the router reads
+// (config.Settings) or one of the repository's tools (toolEnvPrefixes), so
+// a renamed variable cannot live on in the chart or the docs, and a tool's
+// is never warned about. (README's example of a misspelling is the one
+// exception.)
+func TestDocumentedEnvKnown(t *testing.T) {
+	re := regexp.MustCompile(`SIDESTREAM_[A-Z0-9_]*[A-Z0-9]\b`)
+	files := []string{"../../README.md"}
+	for _, root := range []string{"../../docs", "../../deploy", "../../scripts"} {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			if err == nil && !d.IsDir() && strings.Contains(".md.yaml.yml.tpl.txt.sh", filepath.Ext(path)) && filepath.Ext(path) != "" {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range re.FindAllString(string(b), -1) {
+			n++
+			if name == "SIDESTREAM_BROKER" && filepath.Base(f) == "README.md" {
+				continue // the misspelling the warning's example names
+			}
+			if unknown := unknownEnv([]string{name + "=x"}); len(unknown) > 0 {
+				t.Errorf("%s names %s, which the router does not read (config.Settings) and no tool uses", f, name)
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("found only %d SIDESTREAM_* names in the docs and the chart", n)
+	}
+}
