@@ -132,20 +132,16 @@ func checkRedactPath(p string) error {
 }
 
 // validateAPI checks each field of the api section as the file gives it
-// and resolves its file paths against the file's directory. The checks
-// between fields wait for ApplyAPI: the environment may give the rest.
+// (Load applied its defaults before) and resolves its file paths against
+// the file's directory. The checks between fields wait for ApplyAPI: the
+// environment may give the rest.
 func (d *doc) validateAPI() {
 	a := &d.cfg.API
 	a.Auth, a.Metrics, a.Samples = strings.ToLower(a.Auth), strings.ToLower(a.Metrics), strings.ToLower(a.Samples)
-	d.cfg.applySpecDefaults("api.")
 	if n, ok := d.nodes["api.sample_max_bytes"]; ok && n.Tag == "!!int" && isZero(n.Value) {
 		d.at("api.sample_max_bytes", "api.sample_max_bytes must not be 0; remove it to get the default (%d), or set api.samples: off", DefaultSampleMaxBytes)
 	} else if a.SampleMaxBytes < 0 || a.SampleMaxBytes > maxSampleMaxBytes {
 		d.at("api.sample_max_bytes", "api.sample_max_bytes must be 1 to %d, got %d", maxSampleMaxBytes, a.SampleMaxBytes)
-	}
-	if a.SampleMaxBytes < 0 {
-		a.SampleMaxBytes = 0 // reported above; the default stands in
-		d.cfg.applySpecDefaults("api.sample_max_bytes")
 	}
 	if !oneOf(a.Auth, APIAuthNone, APIAuthBearer, APIAuthMTLS) {
 		d.at("api.auth", "api.auth must be %q, %q or %q, got %q", APIAuthNone, APIAuthBearer, APIAuthMTLS, a.Auth)
