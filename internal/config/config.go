@@ -416,7 +416,7 @@ type Window struct {
 // Aggregate is one aggregation of a window route.
 type Aggregate struct {
 	Name string `yaml:"name"`
-	// Fn is count, sum, min, max, avg, first, last or distinct_count.
+	// Fn is an aggregate function (internal/aggfn names them).
 	Fn string `yaml:"fn"`
 	// Of is the expression aggregated (count without it counts records).
 	Of string `yaml:"of"`
