@@ -43,12 +43,14 @@ func (r stageRuntime) LocalCheckpoint(topic string, part int32, off *int64) {
 	r.p.obs.LocalCheckpoint(topic, part, off)
 }
 
-func (r stageRuntime) SetLost(topic string, part int32, why string) { r.p.obs.SetLost(topic, part, why) }
-func (r stageRuntime) ClearLost(topic string, part int32)           { r.p.obs.ClearLost(topic, part) }
-func (r stageRuntime) Assigned(topic string, part int32) bool       { return r.p.obs.Assigned(topic, part) }
-func (r stageRuntime) Hold(rep string, part int32, route string)    { r.p.src.hold(rep, part, route) }
-func (r stageRuntime) Holds(rep string, part int32) bool            { return r.p.src.holds(rep, part) }
-func (r stageRuntime) Admin() *kadm.Client                          { return r.p.adm }
+func (r stageRuntime) SetLost(topic string, part int32, why string) {
+	r.p.obs.SetLost(topic, part, why)
+}
+func (r stageRuntime) ClearLost(topic string, part int32)        { r.p.obs.ClearLost(topic, part) }
+func (r stageRuntime) Assigned(topic string, part int32) bool    { return r.p.obs.Assigned(topic, part) }
+func (r stageRuntime) Hold(rep string, part int32, route string) { r.p.src.hold(rep, part, route) }
+func (r stageRuntime) Holds(rep string, part int32) bool         { return r.p.src.holds(rep, part) }
+func (r stageRuntime) Admin() *kadm.Client                       { return r.p.adm }
 
 // restoreTask restores a fresh store from one changelog partition (its
 // metrics are counted once the task is kept: Kept).
