@@ -26,8 +26,8 @@ const (
 
 // Change is one difference between two plans.
 type Change struct {
-	Path  string `json:"path"`          // e.g. routes[revenue].window.aggregates
-	Class string `json:"class"`         // Live, NewState or Breaking
+	Path  string `json:"path"`  // e.g. routes[revenue].window.aggregates
+	Class string `json:"class"` // Live, NewState or Breaking
 	Route string `json:"route,omitempty"`
 	Was   any    `json:"was,omitempty"` // the old value as written (nil: absent)
 	Now   any    `json:"now,omitempty"` // the new value as written (nil: absent)
