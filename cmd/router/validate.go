@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/topotest"
 )
 
 // noArgs refuses positional arguments of a command that takes flags only.
@@ -171,7 +172,7 @@ func validateFile(path, registryURL string) validation {
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := readTestFile(path)
+		tf, err := topotest.ReadFile(path)
 		if err != nil {
 			v.Problems = []problem{{Message: err.Error()}}
 			return v
