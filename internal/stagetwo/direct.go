@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -160,7 +159,7 @@ func (t *windowTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([
 // only sources are this partition of each input) and publishes its
 // gauges.
 func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error {
-	now := time.Now()
+	now := s.eng.now()
 	var err error
 	if ok && max != nil && *max != math.MinInt64 && t.route.rt.Window.Config.Watermark == config.WatermarkAligned {
 		src := SourceID(topic, part)
@@ -192,7 +191,7 @@ func (t *assemblyTask) misplaced(out *kgo.Record, kp, part int32) *stageone.Reco
 }
 
 func (t *assemblyTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
-	return e.processAssemblyRecord(r, t, time.Now(), tally)
+	return e.processAssemblyRecord(r, t, e.now(), tally)
 }
 
 // finish publishes the task's gauges.

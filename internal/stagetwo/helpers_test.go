@@ -1,6 +1,8 @@
 package stagetwo
 
 import (
+	"time"
+
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,4 +41,4 @@ func checkConserved(t fataler, top *config.Topology, r *kgo.Record, outs []*kgo.
 	stageonetest.CheckConserved(t, top, r, outs, tally, stageone.RecordSize)
 }
 
-func newEngine(t *config.Topology) *engine { return &engine{stageone.New(t)} }
+func newEngine(t *config.Topology) *engine { return &engine{Engine: stageone.New(t), now: time.Now} }
