@@ -172,9 +172,9 @@ func validateFile(path, registryURL string) validation {
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := topotest.ReadFile(path)
+		tf, err := topotest.Check(path)
 		if err != nil {
-			v.Problems = []problem{{Message: err.Error()}}
+			v.Problems = testFileProblems(err)
 			return v
 		}
 		top := tf.Topology
@@ -205,6 +205,20 @@ func validateFile(path, registryURL string) validation {
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
 	return v
+}
+
+// testFileProblems are a test file's problems (topotest.FileError), each
+// at its line:col.
+func testFileProblems(err error) []problem {
+	var fe *topotest.FileError
+	if !errors.As(err, &fe) {
+		return []problem{{Message: err.Error()}}
+	}
+	out := make([]problem, len(fe.Problems))
+	for i, p := range fe.Problems {
+		out[i] = problem(p)
+	}
+	return out
 }
 
 // loadApplied loads a topology file (with the inputs' writer schemas when

@@ -93,7 +93,7 @@ func TestTopologyTestAvroRoute(t *testing.T) {
 func TestTopologyTestAvroBadInput(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{
 		{"enum", `{id: e-1, ts: 1, level: TRACE, service: s, host: h, message: m, user_id: 1, latency_ms: 1, region: r}`,
-			`input[0]: value (line 6): the value does not fit the Avro schema log-event.avsc (record sidestream.examples.LogEvent): level: "TRACE" is not a symbol of enum sidestream.examples.Level (DEBUG, INFO, WARN, ERROR)`},
+			`t.test.yaml:6:9: input[0]: value: the value does not fit the Avro schema log-event.avsc (record sidestream.examples.LogEvent): level: "TRACE" is not a symbol of enum sidestream.examples.Level (DEBUG, INFO, WARN, ERROR)`},
 		{"missing", `{id: e-1, ts: 1, level: INFO, service: s, host: h, message: m, latency_ms: 1, region: r}`,
 			`field user_id of record sidestream.examples.LogEvent is missing (it has no default)`},
 		{"unknown field", `{id: e-1, ts: 1, level: INFO, service: s, host: h, message: m, user_id: 1, latency_ms: 1, region: r, colour: red}`,

@@ -91,7 +91,7 @@ tests:
 	if err := os.WriteFile(bad, []byte("topology: x.yaml\ntests:\n  - name: n\n    inputs: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := run(t, bad); code != 2 || !strings.Contains(errs, "field inputs not found") {
+	if code, _, errs := run(t, bad); code != 2 || !strings.Contains(errs, bad+`:4:5: unknown field "inputs"`) {
 		t.Errorf("a misspelt field: exit %d %q", code, errs)
 	}
 	if code, _, errs := run(t); code != 2 || !strings.Contains(errs, "name the test files") {

@@ -1,0 +1,257 @@
+package topotest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/internal/sideroute"
+	"github.com/sidestream/sidestream/internal/wire"
+)
+
+type routeExpect struct {
+	target   sideroute.Target
+	records  []expected
+	contains bool
+}
+
+// parseExpect reads a case's expect: every route of the topology, with
+// the records the case wants on it (none when it names it not). Every
+// name the topology does not have is a problem at its line and column.
+func parseExpect(tf *File, tc Case, top *config.Topology) (map[string]*routeExpect, error) {
+	out := map[string]*routeExpect{}
+	for _, t := range sideroute.Targets(top) {
+		out[t.Name] = &routeExpect{target: t}
+	}
+	fe := &FileError{File: tf.path}
+	add := func(name, format string, args ...any) {
+		l, c := tf.pos.at(fmt.Sprintf("tests[%d].expect.%s", tc.index, name))
+		fe.Problems = append(fe.Problems, Problem{Line: l, Col: c, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range sortedKeys(tc.Expect) {
+		n := tc.Expect[name]
+		re, ok := out[name]
+		if !ok {
+			t, err := sideroute.Resolve(top, name)
+			if err != nil {
+				add(name, "expect: %v", err)
+				continue
+			}
+			re = out[t.Name]
+		}
+		if n.Kind == yaml.MappingNode {
+			var c struct {
+				Contains []expected `yaml:"contains"`
+			}
+			if err := n.Decode(&c); err != nil {
+				add(name, "expect %s: %v", name, err)
+				continue
+			}
+			re.records, re.contains = c.Contains, true
+			continue
+		}
+		if err := n.Decode(&re.records); err != nil {
+			add(name, "expect %s: a list of records or {contains: [...]}: %v", name, err)
+		}
+	}
+	if len(fe.Problems) > 0 {
+		return nil, fe
+	}
+	return out, nil
+}
+
+// compareRoutes reads every route's topic back (read_committed) and
+// returns the differences, route by route, and what each received.
+func compareRoutes(ctx context.Context, brokers []string, exp map[string]*routeExpect, reg *testRegistry) (caseResult, error) {
+	var diff, recv strings.Builder
+	for _, name := range sortedKeys(exp) {
+		re := exp[name]
+		gots, err := readRoute(ctx, brokers, re.target.Topic, reg)
+		if err != nil {
+			return caseResult{}, fmt.Errorf("read %s (%s): %w", name, re.target.Topic, err)
+		}
+		if len(gots) > 0 {
+			fmt.Fprintf(&recv, "    route %s (%s): %d records\n", name, re.target.Topic, len(gots))
+			for _, g := range gots {
+				fmt.Fprintf(&recv, "        %s\n", g)
+			}
+		}
+		missing, extra := match(re.records, gots)
+		if re.contains {
+			extra = nil
+		}
+		if len(missing) == 0 && len(extra) == 0 {
+			continue
+		}
+		writeDiff(&diff, name, re, gots, missing, extra)
+	}
+	return caseResult{diff: diff.String(), received: recv.String()}, nil
+}
+
+// writeDiff writes one route's diff: each wanted record not received
+// (-), each received record not wanted (+), and, for contains:, every
+// record the route received.
+func writeDiff(b *strings.Builder, name string, re *routeExpect, gots []got, missing []expected, extra []got) {
+	fmt.Fprintf(b, "    route %s (%s): %d records", name, re.target.Topic, len(gots))
+	if re.contains {
+		fmt.Fprintf(b, "; contains: %d of %d wanted records not received", len(missing), len(re.records))
+	}
+	b.WriteString("\n")
+	for _, m := range missing {
+		fmt.Fprintf(b, "      - want %s\n", describeExpected(m))
+	}
+	for _, g := range extra {
+		fmt.Fprintf(b, "      + got  %s\n", g)
+	}
+	if re.contains {
+		for _, g := range gots {
+			fmt.Fprintf(b, "        got  %s\n", g)
+		}
+	}
+}
+
+// readRoute reads a route's topic back (read_committed), each record as
+// the diff shows it.
+func readRoute(ctx context.Context, brokers []string, topic string, reg *testRegistry) ([]got, error) {
+	recs, err := readback.ReadCommitted(ctx, brokers, topic)
+	if err != nil && !strings.Contains(err.Error(), "UNKNOWN_TOPIC") {
+		return nil, err
+	}
+	var gots []got
+	for _, r := range recs {
+		why := wire.Decode(r.Headers)
+		g := got{Value: reg.view(ctx, r.Value), Reason: why.Code(), Error: why.Error}
+		if r.Key != nil {
+			k := string(r.Key)
+			g.Key = &k
+		}
+		gots = append(gots, g)
+	}
+	return gots, nil
+}
+
+// match pairs each expected record with one record read (any order): the
+// expected ones left over are missing, the records left over are extra.
+func match(want []expected, have []got) (missing []expected, extra []got) {
+	used := make([]bool, len(have))
+	for _, w := range want {
+		found := false
+		for i, g := range have {
+			if !used[i] && matches(w, g) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, w)
+		}
+	}
+	for i, g := range have {
+		if !used[i] {
+			extra = append(extra, g)
+		}
+	}
+	return missing, extra
+}
+
+func matches(w expected, g got) bool {
+	if w.Key != nil && (g.Key == nil || *w.Key != *g.Key) {
+		return false
+	}
+	if w.Reason != "" && w.Reason != g.Reason {
+		return false
+	}
+	if w.Error != "" && !strings.Contains(g.Error, w.Error) {
+		return false
+	}
+	if w.ValueHas != nil {
+		var gv any
+		if json.Unmarshal(g.Value, &gv) != nil || !containsJSON(gv, normalize(w.ValueHas)) {
+			return false
+		}
+	}
+	if w.Value.Kind == 0 {
+		return true
+	}
+	if w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!null" {
+		return g.Value == nil
+	}
+	if w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!str" {
+		return string(g.Value) == w.Value.Value
+	}
+	var wv, gv any
+	if err := w.Value.Decode(&wv); err != nil {
+		return false
+	}
+	if json.Unmarshal(g.Value, &gv) != nil {
+		return false
+	}
+	wb, _ := json.Marshal(normalize(wv))
+	gb, _ := json.Marshal(gv)
+	return bytes.Equal(wb, gb)
+}
+
+// normalize turns YAML's decoded maps into the JSON shapes json.Unmarshal
+// makes, so the two compare as JSON.
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// containsJSON: every field of want is in have with an equal value,
+// objects compared the same way.
+func containsJSON(have, want any) bool {
+	wm, ok := want.(map[string]any)
+	if !ok {
+		hb, _ := json.Marshal(have)
+		wb, _ := json.Marshal(want)
+		return bytes.Equal(hb, wb)
+	}
+	hm, ok := have.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, wv := range wm {
+		hv, ok := hm[k]
+		if !ok || !containsJSON(hv, wv) {
+			return false
+		}
+	}
+	return true
+}
+
+func describeExpected(e expected) string {
+	var b strings.Builder
+	if e.Key != nil {
+		fmt.Fprintf(&b, "key=%q ", *e.Key)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, "reason=%s ", e.Reason)
+	}
+	if e.Error != "" {
+		fmt.Fprintf(&b, "error~%q ", e.Error)
+	}
+	if e.Value.Kind != 0 {
+		if v, err := nodeBytes(&e.Value); err == nil {
+			fmt.Fprintf(&b, "value=%s ", v)
+		}
+	}
+	if e.ValueHas != nil {
+		v, _ := json.Marshal(normalize(e.ValueHas))
+		fmt.Fprintf(&b, "value_has=%s", v)
+	}
+	return strings.TrimSpace(b.String())
+}
