@@ -61,6 +61,10 @@ type Options struct {
 	// Verbose also prints, under each passing case, what each route
 	// received.
 	Verbose bool
+	// Format is text (a line per case, the diff under a failing one;
+	// the default) or json (one object: ok, and each case's file, name,
+	// verdict, duration, error or diff, and what each route received).
+	Format string
 }
 
 // Run runs the topology test files (each of files may be a glob that
@@ -69,79 +73,140 @@ type Options struct {
 // stderr. failed is true when a case failed; err is a problem with the
 // files or options themselves (no case ran).
 func Run(ctx context.Context, files []string, opts Options, stdout, stderr io.Writer) (failed bool, err error) {
-	if len(files) == 0 {
-		return false, errors.New("name the test files (router test examples/*.test.yaml)")
-	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
 	}
-	var only *regexp.Regexp
-	if opts.Run != "" {
-		if only, err = regexp.Compile(opts.Run); err != nil {
-			return false, fmt.Errorf("--run %q: %v", opts.Run, err)
-		}
+	if opts.Format != "" && opts.Format != "text" && opts.Format != "json" {
+		return false, fmt.Errorf("format %q: use text or json", opts.Format)
 	}
-	var paths []string
-	for _, p := range files {
-		m, err := filepath.Glob(p)
-		if err != nil || len(m) == 0 {
-			return false, fmt.Errorf("no file matches %q", p)
-		}
-		paths = append(paths, m...)
+	only, err := filter(opts.Run)
+	if err != nil {
+		return false, err
 	}
-	var tfs []*File
-	for _, f := range paths {
-		tf, err := ReadFile(f)
-		if err != nil {
-			return false, err
-		}
-		tfs = append(tfs, tf)
+	tfs, err := readFiles(files)
+	if err != nil {
+		return false, err
 	}
 	// Each case's router stops in the background once its routes are
 	// read; Run returns after all have.
 	var stopping sync.WaitGroup
 	defer stopping.Wait()
-	nfailed, ran := 0, 0
+	var results []CaseResult
 	for _, tf := range tfs {
 		for _, tc := range tf.Tests {
 			if only != nil && !only.MatchString(tc.Name) {
 				continue
 			}
-			ran++
-			if !runAndReport(ctx, stdout, tf, tc, opts, &stopping) {
-				nfailed++
+			r := runOne(ctx, tf, tc, opts, &stopping)
+			if opts.Format != "json" {
+				r.writeText(stdout, opts.Verbose)
 			}
+			results = append(results, r)
 		}
 	}
-	if ran == 0 {
+	if len(results) == 0 {
 		return false, errors.New("no test case to run")
 	}
+	nfailed := 0
+	for _, r := range results {
+		if !r.OK {
+			nfailed++
+		}
+	}
+	if opts.Format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			OK    bool         `json:"ok"`
+			Cases []CaseResult `json:"cases"`
+		}{nfailed == 0, results}); err != nil {
+			return false, err
+		}
+	}
 	if nfailed > 0 {
-		fmt.Fprintf(stderr, "router test: %d of %d cases failed\n", nfailed, ran)
+		fmt.Fprintf(stderr, "router test: %d of %d cases failed\n", nfailed, len(results))
 		return true, nil
 	}
 	return false, nil
 }
 
-// runAndReport runs one case and writes its line (and its diff or error
-// when it fails); it reports whether the case passed.
-func runAndReport(ctx context.Context, stdout io.Writer, tf *File, tc Case, opts Options, stopping *sync.WaitGroup) bool {
+// filter is the --run expression, nil without one.
+func filter(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("--run %q: %v", expr, err)
+	}
+	return re, nil
+}
+
+// readFiles expands the globs and reads every test file, before any
+// case runs.
+func readFiles(files []string) ([]*File, error) {
+	if len(files) == 0 {
+		return nil, errors.New("name the test files (router test examples/*.test.yaml)")
+	}
+	var tfs []*File
+	for _, p := range files {
+		m, err := filepath.Glob(p)
+		if err != nil || len(m) == 0 {
+			return nil, fmt.Errorf("no file matches %q", p)
+		}
+		for _, f := range m {
+			tf, err := ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			tfs = append(tfs, tf)
+		}
+	}
+	return tfs, nil
+}
+
+// CaseResult is one case's verdict, as --format json prints it.
+type CaseResult struct {
+	File       string `json:"file"`
+	Name       string `json:"name"`
+	OK         bool   `json:"ok"`
+	DurationMs int64  `json:"duration_ms"`
+	// Error: the case could not run (a bad input, a timeout); Diff: it
+	// ran and a route did not receive what it wanted.
+	Error    string `json:"error,omitempty"`
+	Diff     string `json:"diff,omitempty"`
+	Received string `json:"received,omitempty"`
+	took     time.Duration
+}
+
+// runOne runs one case.
+func runOne(ctx context.Context, tf *File, tc Case, opts Options, stopping *sync.WaitGroup) CaseResult {
 	start := time.Now()
 	res, err := runCase(ctx, tf, tc, opts.Timeout, stopping)
-	took := time.Since(start).Round(time.Millisecond)
-	switch {
-	case err != nil:
-		fmt.Fprintf(stdout, "FAIL %s: %s (%s)\n    %s\n", tf.path, tc.Name, took, strings.ReplaceAll(err.Error(), "\n", "\n    "))
-	case res.diff != "":
-		fmt.Fprintf(stdout, "FAIL %s: %s (%s)\n%s", tf.path, tc.Name, took, res.diff)
-	default:
-		fmt.Fprintf(stdout, "ok   %s: %s (%s)\n", tf.path, tc.Name, took)
-		if opts.Verbose {
-			fmt.Fprint(stdout, res.received)
-		}
-		return true
+	r := CaseResult{File: tf.path, Name: tc.Name, Diff: res.diff, Received: res.received}
+	r.took = time.Since(start).Round(time.Millisecond)
+	r.DurationMs = r.took.Milliseconds()
+	if err != nil {
+		r.Error = err.Error()
 	}
-	return false
+	r.OK = err == nil && res.diff == ""
+	return r
+}
+
+// writeText writes a case's line, and its error or diff when it failed
+// (what each route received too when verbose).
+func (r CaseResult) writeText(w io.Writer, verbose bool) {
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(w, "FAIL %s: %s (%s)\n    %s\n", r.File, r.Name, r.took, strings.ReplaceAll(r.Error, "\n", "\n    "))
+	case r.Diff != "":
+		fmt.Fprintf(w, "FAIL %s: %s (%s)\n%s", r.File, r.Name, r.took, r.Diff)
+	default:
+		fmt.Fprintf(w, "ok   %s: %s (%s)\n", r.File, r.Name, r.took)
+	}
+	if verbose && r.Error == "" {
+		fmt.Fprint(w, r.Received)
+	}
 }
 
 // caseResult is a case's diff ("" when every route matches) and what

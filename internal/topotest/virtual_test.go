@@ -1,6 +1,9 @@
 package topotest
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,5 +181,44 @@ func TestStepProblemsAtLine(t *testing.T) {
 	code, out, _ := run(t, f)
 	if code != 1 || !strings.Contains(out, f+`:6:9: input[0]: partition 3: the case's input topics have 2 partitions`) {
 		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// TestFormatJSONAndVerbose: --format json is one object with each case's
+// verdict and diff; verbose text lists what each route received.
+func TestFormatJSONAndVerbose(t *testing.T) {
+	f := writeCase(t, "logs-by-level.yaml", `tests:
+  - name: good
+    input:
+      - value: {id: e-1, ts: 1790000000000, level: WARN, service: s, message: m}
+    expect:
+      warn: [{value_has: {id: e-1}}]
+  - name: bad
+    input:
+      - value: {id: e-2, ts: 1790000000000, level: WARN, service: s, message: m}
+    expect:
+      warn: [{value_has: {id: e-3}}]
+`)
+	var out, errb bytes.Buffer
+	failed, err := Run(context.Background(), []string{f}, Options{Format: "json"}, &out, &errb)
+	if err != nil || !failed {
+		t.Fatalf("failed %v, err %v", failed, err)
+	}
+	var res struct {
+		OK    bool
+		Cases []CaseResult
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, out.String())
+	}
+	if res.OK || len(res.Cases) != 2 || !res.Cases[0].OK || res.Cases[1].OK || !strings.Contains(res.Cases[1].Diff, `- want value_has={"id":"e-3"}`) {
+		t.Fatalf("%+v", res)
+	}
+	out.Reset()
+	if failed, err := Run(context.Background(), []string{f}, Options{Run: "^good$", Verbose: true}, &out, &errb); err != nil || failed {
+		t.Fatalf("failed %v, err %v\n%s", failed, err, out.String())
+	}
+	if !strings.Contains(out.String(), "route warn (logs.warn): 1 records\n        value={\"id\":\"e-1\"") || strings.Contains(out.String(), "bad") {
+		t.Fatalf("verbose:\n%s", out.String())
 	}
 }
