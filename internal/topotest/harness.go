@@ -241,7 +241,7 @@ func (h *harness) runStep(ctx context.Context, s step, producer, byKey *kgo.Clie
 		return h.waitFor(ctx, func() bool { return h.clock.readCount() > reads })
 	}
 	h.unflushed = false // this step's commit carries the ticks before it
-	return h.waitFor(ctx, h.settled)
+	return h.waitFor(ctx, h.settledTwice())
 }
 
 // marks are the marks of every input partition at event time t, to
@@ -293,6 +293,23 @@ func (h *harness) settled() bool {
 		}
 	}
 	return h.marksRead() >= h.marksWritten()+float64(h.injected)
+}
+
+// settledTwice is settled seen on two polls in a row with no commit
+// between them: a commit adds its counters one by one (Observe), then
+// counts itself, so one look could see half of one.
+func (h *harness) settledTwice() func() bool {
+	last := -1.0
+	return func() bool {
+		c := testutil.ToFloat64(h.m.Commits)
+		if !h.settled() {
+			last = -1
+			return false
+		}
+		ok := last == c && testutil.ToFloat64(h.m.Commits) == c
+		last = c
+		return ok
+	}
 }
 
 // waitFor polls cond until it holds, the router stops or ctx ends.
