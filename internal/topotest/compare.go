@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/sideroute"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +24,7 @@ type routeExpect struct {
 // parseExpect reads a case's expect: every route of the topology, with
 // the records the case wants on it (none when it names it not). Every
 // name the topology does not have is a problem at its line and column.
-func parseExpect(tf *File, tc Case, top *config.Topology) (map[string]*routeExpect, error) {
+func parseExpect(tf *File, tc Case, top *plan.Plan) (map[string]*routeExpect, error) {
 	out := map[string]*routeExpect{}
 	for _, t := range sideroute.Targets(top) {
 		out[t.Name] = &routeExpect{target: t}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/sideroute"
 )
 
@@ -383,7 +384,7 @@ func Check(path string) (*File, error) {
 // checkTopology compiles the test file's topology offline, as router
 // test would run it (the in-process registry's URL stands in for a
 // registry-backed input's).
-func checkTopology(tf *File) (*config.Topology, error) {
+func checkTopology(tf *File) (*plan.Plan, error) {
 	path := tf.topologyPath()
 	cfg, err := config.LoadFile(path)
 	if err != nil {

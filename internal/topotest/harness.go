@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/runtime"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -64,7 +65,7 @@ type step struct {
 type harness struct {
 	tf      *File
 	tc      Case
-	top     *config.Topology
+	top     *plan.Plan
 	brokers []string
 	reg     *testRegistry
 	expect  map[string]*routeExpect
@@ -85,7 +86,7 @@ type harness struct {
 }
 
 // prepare reads a case's expectations and steps before anything runs.
-func prepare(tf *File, tc Case, top *config.Topology, brokers []string, reg *testRegistry) (*harness, error) {
+func prepare(tf *File, tc Case, top *plan.Plan, brokers []string, reg *testRegistry) (*harness, error) {
 	h := &harness{tf: tf, tc: tc, top: top, brokers: brokers, reg: reg,
 		clock: &clock{now: time.Now().Truncate(time.Millisecond)}, m: metrics.New()}
 	var err error
@@ -114,7 +115,7 @@ func (tf *File) errAt(path, format string, args ...any) error {
 // buildSteps turns the case's input into steps, the records in a row
 // into one step.
 func (h *harness) buildSteps() error {
-	parts := h.top.Config.Topics.Partitions
+	parts := h.top.Settings.Topics.Partitions
 	for i, in := range h.tc.Input {
 		path := fmt.Sprintf("tests[%d].input[%d]", h.tc.index, i)
 		switch {
@@ -157,8 +158,8 @@ func (h *harness) canMark() error {
 		switch {
 		case r.Window.Direct:
 			return fmt.Errorf("window route %s has repartition: false: its watermark follows its input partition's records only; write records instead", r.Name)
-		case r.Window.Config.Watermark != config.WatermarkAligned:
-			return fmt.Errorf("window route %s has watermark: %s: only aligned watermarks are moved by marks; write records instead", r.Name, r.Window.Config.Watermark)
+		case r.Window.Spec.Watermark != config.WatermarkAligned:
+			return fmt.Errorf("window route %s has watermark: %s: only aligned watermarks are moved by marks; write records instead", r.Name, r.Window.Spec.Watermark)
 		}
 		n++
 	}
@@ -248,7 +249,7 @@ func (h *harness) runStep(ctx context.Context, s step, producer, byKey *kgo.Clie
 // every partition of every window repartition topic: what stage one
 // writes at a commit when each source has reached t (sources.go).
 func (h *harness) marks(t int64) []*kgo.Record {
-	parts := h.top.Config.Topics.Partitions
+	parts := h.top.Settings.Topics.Partitions
 	var out []*kgo.Record
 	for _, in := range h.top.InputTopics() {
 		for p := range parts {

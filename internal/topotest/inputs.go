@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // inputRecord is the record of one input step (Partition -1: by key).
-func inputRecord(tf *File, top *config.Topology, x Input, reg *testRegistry) (*kgo.Record, error) {
+func inputRecord(tf *File, top *plan.Plan, x Input, reg *testRegistry) (*kgo.Record, error) {
 	inputs := top.InputTopics()
 	r := &kgo.Record{Topic: x.Topic, Partition: -1}
 	if r.Topic == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/metrics"
 )
 
@@ -291,7 +292,7 @@ func inputTopics(cfg *config.Config) []string {
 // compileTopology compiles a loaded topology as router run would, on
 // the in-process Kafka: plaintext, the overrides (brokers, the
 // in-process registry) applied.
-func compileTopology(cfg *config.Config, path string, o config.Overrides) (*config.Topology, error) {
+func compileTopology(cfg *config.Config, path string, o config.Overrides) (*plan.Plan, error) {
 	cfg.Security = config.Security{Protocol: config.ProtocolPlaintext}
 	o.Security = config.SecurityOverrides{}
 	if o.Registry.URL != "" {
@@ -301,12 +302,12 @@ func compileTopology(cfg *config.Config, path string, o config.Overrides) (*conf
 	if err := cfg.Apply(o); err != nil {
 		return nil, err
 	}
-	return config.Compile(cfg, filepath.Dir(path))
+	return plan.Compile(cfg, filepath.Dir(path))
 }
 
 // inputConsumed is the committed count of input records (the consumed
 // counters move only with a commit).
-func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
+func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 	var n float64
 	for _, t := range top.InputTopics() {
 		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))
