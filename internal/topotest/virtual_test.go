@@ -222,3 +222,42 @@ func TestFormatJSONAndVerbose(t *testing.T) {
 		t.Fatalf("verbose:\n%s", out.String())
 	}
 }
+
+// TestAdvanceTimeIdleSource: with idle_timeout, advance_time past it
+// leaves the input partition that never spoke out of the aligned
+// watermark, so the window closes on the other partition's progress.
+func TestAdvanceTimeIdleSource(t *testing.T) {
+	dir := t.TempDir()
+	top, err := os.ReadFile("../../examples/late-orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := strings.Replace(string(top), "      grace: 5m\n", "      grace: 5m\n      idle_timeout: 30s\n", 1)
+	if topo == string(top) {
+		t.Fatal("the topology was not rewritten")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(topo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "t.test.yaml")
+	src := `topology: t.yaml
+partitions: 2
+tests:
+  - name: partition 1 is idle
+    input:
+      - {key: o-1, partition: 0, value: {id: o-1, ts: 1789999980000, region: eu, customer: c-1, amount: 100}}
+      - {key: t-0, partition: 0, value: {id: t-0, ts: 1790000460000, region: apac, customer: c-0, amount: 1}}
+      - advance_time: 31s
+    expect:
+      orders: {contains: [{key: o-1}, {key: t-0}]}
+      revenue:
+        contains:
+          - {key: eu@1789999980000, value_has: {final: true, aggregates: {orders: 1, revenue: 100}}}
+`
+	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errs := run(t, f); code != 0 {
+		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
+	}
+}
