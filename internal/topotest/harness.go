@@ -15,8 +15,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sidestream/sidestream/internal/config"
-	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -173,7 +173,10 @@ func (h *harness) canMark() error {
 // committed what it did with it, and reads every route back.
 func (h *harness) run(ctx context.Context, timeout time.Duration) (caseResult, error) {
 	p, err := runtime.New(h.top, runtime.WithMetrics(h.m), runtime.WithInstanceID("test"), runtime.WithClock(h.clock.Now),
-		runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+		runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		// A fetch parked on the in-process broker that misses the wake-up
+		// of a record written meanwhile waits this long, not kgo's 5 s.
+		runtime.WithKgoOpts(kgo.FetchMaxWait(50*time.Millisecond)))
 	if err != nil {
 		return caseResult{}, err
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sidestream/sidestream/internal/config"
-	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // got is one record read back, in the shape a diff shows.
