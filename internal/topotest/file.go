@@ -355,8 +355,9 @@ func (tf *File) topologyPath() string {
 // names, without running them: what ReadFile checks, and that every
 // route an expect: names exists in the topology (each bad one at its
 // line and column). It returns the file read (nil when it could not
-// be) and every problem found, nil when there is none. `router
-// validate` calls it on a test file, then validates the topology.
+// be) and every problem found, nil when there is none; a topology that
+// does not compile is not checked against. `router validate` calls it
+// on a test file, then validates the topology.
 func Check(path string) (*File, error) {
 	tf, err := ReadFile(path)
 	if err != nil {
@@ -364,7 +365,9 @@ func Check(path string) (*File, error) {
 	}
 	top, err := checkTopology(tf)
 	if err != nil {
-		return tf, err
+		// The topology's own problems are for its validation to report
+		// (router validate validates it next), at its own lines.
+		return tf, nil
 	}
 	fe := &FileError{File: path}
 	for _, tc := range tf.Tests {
