@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,10 @@ type Options struct {
 	// Verbose also prints, under each passing case, what each route
 	// received.
 	Verbose bool
+	// Parallel is how many cases run at once, each on its own
+	// in-process cluster (default GOMAXPROCS, at least 4); the report
+	// keeps the files' order.
+	Parallel int
 	// Format is text (a line per case, the diff under a failing one;
 	// the default) or json (one object: ok, and each case's file, name,
 	// verdict, duration, error or diff, and what each route received).
@@ -92,22 +97,22 @@ func Run(ctx context.Context, files []string, opts Options, stdout, stderr io.Wr
 	// read; Run returns after all have.
 	var stopping sync.WaitGroup
 	defer stopping.Wait()
-	var results []CaseResult
+	var jobs []job
 	for _, tf := range tfs {
 		for _, tc := range tf.Tests {
-			if only != nil && !only.MatchString(tc.Name) {
-				continue
+			if only == nil || only.MatchString(tc.Name) {
+				jobs = append(jobs, job{tf: tf, tc: tc, done: make(chan struct{})})
 			}
-			r := runOne(ctx, tf, tc, opts, &stopping)
-			if opts.Format != "json" {
-				r.writeText(stdout, opts.Verbose)
-			}
-			results = append(results, r)
 		}
 	}
-	if len(results) == 0 {
+	if len(jobs) == 0 {
 		return false, errors.New("no test case to run")
 	}
+	results := runJobs(ctx, jobs, opts, &stopping, func(r CaseResult) {
+		if opts.Format != "json" {
+			r.writeText(stdout, opts.Verbose)
+		}
+	})
 	nfailed := 0
 	for _, r := range results {
 		if !r.OK {
@@ -129,6 +134,44 @@ func Run(ctx context.Context, files []string, opts Options, stdout, stderr io.Wr
 		return true, nil
 	}
 	return false, nil
+}
+
+// job is one case to run, and its result once done is closed.
+type job struct {
+	tf   *File
+	tc   Case
+	res  CaseResult
+	done chan struct{}
+}
+
+// runJobs runs the cases, up to opts.Parallel at once, each on its own
+// cluster, and hands each result to report in the files' order as soon
+// as it and every case before it are done.
+func runJobs(ctx context.Context, jobs []job, opts Options, stopping *sync.WaitGroup, report func(CaseResult)) []CaseResult {
+	n := opts.Parallel
+	if n <= 0 {
+		// A case mostly waits (commit intervals, the router's polls):
+		// four at once pay on two cores too.
+		n = max(goruntime.GOMAXPROCS(0), 4)
+	}
+	slots := make(chan struct{}, n)
+	go func() {
+		for i := range jobs {
+			slots <- struct{}{}
+			go func(j *job) {
+				defer func() { <-slots }()
+				j.res = runOne(ctx, j.tf, j.tc, opts, stopping)
+				close(j.done)
+			}(&jobs[i])
+		}
+	}()
+	out := make([]CaseResult, len(jobs))
+	for i := range jobs {
+		<-jobs[i].done
+		out[i] = jobs[i].res
+		report(out[i])
+	}
+	return out
 }
 
 // filter is the --run expression, nil without one.
