@@ -28,8 +28,12 @@ type File struct {
 	// Partitions of every input topic (and so of the internal topics)
 	// in each case, unless the case says; 0: the topology's
 	// topics.partitions (default 6).
-	Partitions int32  `yaml:"partitions"`
-	Tests      []Case `yaml:"tests"`
+	Partitions int32 `yaml:"partitions"`
+	// Clock is where the virtual processing-time clock of every case
+	// starts (epoch ms, or RFC 3339 text), unless the case says; empty:
+	// the real time when the case starts.
+	Clock yaml.Node `yaml:"clock"`
+	Tests []Case    `yaml:"tests"`
 
 	path string
 	pos  positions
@@ -37,8 +41,9 @@ type File struct {
 
 // Case is one test case: its input steps and what each route receives.
 type Case struct {
-	Name       string `yaml:"name"`
-	Partitions int32  `yaml:"partitions"` // overrides the file's
+	Name       string    `yaml:"name"`
+	Partitions int32     `yaml:"partitions"` // overrides the file's
+	Clock      yaml.Node `yaml:"clock"`      // overrides the file's
 	// Input is the case's steps, in order: records, and the virtual
 	// time steps advance_watermark and advance_time.
 	Input []Input `yaml:"input"`
@@ -141,8 +146,8 @@ func (p positions) at(path string) (line, col int) {
 
 // the keys a test file may use, by level.
 var (
-	fileKeys     = []string{"topology", "schemas", "partitions", "tests"}
-	caseKeys     = []string{"name", "partitions", "input", "expect", "wait"}
+	fileKeys     = []string{"topology", "schemas", "partitions", "clock", "tests"}
+	caseKeys     = []string{"name", "partitions", "clock", "input", "expect", "wait"}
 	inputKeys    = []string{"topic", "partition", "key", "value", "value_file", "value_base64", "schema_id", "headers", "timestamp", "advance_watermark", "advance_time"}
 	expectedKeys = []string{"key", "value", "reason", "error", "value_has"}
 )
@@ -191,6 +196,9 @@ func checkFile(tf *File, fe *FileError) {
 	if tf.Partitions < 0 {
 		add("partitions", "partitions must be at least 1, got %d", tf.Partitions)
 	}
+	if _, err := parseTime("clock", &tf.Clock); tf.Clock.Kind != 0 && err != nil {
+		add("clock", "%v", err)
+	}
 	for i := range tf.Tests {
 		tc := &tf.Tests[i]
 		tc.index = i
@@ -200,6 +208,9 @@ func checkFile(tf *File, fe *FileError) {
 		}
 		if tc.Partitions < 0 {
 			add(p+".partitions", "partitions must be at least 1, got %d", tc.Partitions)
+		}
+		if _, err := parseTime("clock", &tc.Clock); tc.Clock.Kind != 0 && err != nil {
+			add(p+".clock", "%v", err)
 		}
 		for j, in := range tc.Input {
 			if err := in.checkStep(); err != nil {
@@ -268,7 +279,7 @@ func keysOf(path string) []string {
 // descend: walk into everything but values, headers and schemas.
 func descend(path, key string) bool {
 	switch key {
-	case "value", "value_has", "headers", "advance_watermark":
+	case "value", "value_has", "headers", "advance_watermark", "clock":
 		return false
 	}
 	return path != "schemas"
@@ -336,7 +347,7 @@ func (in *Input) checkStep() error {
 		}
 	}
 	if wm {
-		if _, err := parseEventTime(&in.AdvanceWatermark); err != nil {
+		if _, err := parseTime("advance_watermark", &in.AdvanceWatermark); err != nil {
 			return err
 		}
 	}

@@ -88,7 +88,7 @@ type harness struct {
 // prepare reads a case's expectations and steps before anything runs.
 func prepare(tf *File, tc Case, top *plan.Plan, brokers []string, reg *testRegistry) (*harness, error) {
 	h := &harness{tf: tf, tc: tc, top: top, brokers: brokers, reg: reg,
-		clock: &clock{now: time.Now().Truncate(time.Millisecond)}, m: metrics.New()}
+		clock: &clock{now: startTime(tf, tc)}, m: metrics.New()}
 	var err error
 	if h.expect, err = parseExpect(tf, tc, top); err != nil {
 		return nil, err
@@ -104,6 +104,18 @@ func prepare(tf *File, tc Case, top *plan.Plan, brokers []string, reg *testRegis
 		h.steps = append(h.steps, step{advance: d})
 	}
 	return h, nil
+}
+
+// startTime is where a case's virtual clock starts: the case's clock,
+// the file's, or the real time now (checked by ReadFile).
+func startTime(tf *File, tc Case) time.Time {
+	for _, n := range []*yaml.Node{&tc.Clock, &tf.Clock} {
+		if n.Kind != 0 {
+			ms, _ := parseTime("clock", n)
+			return time.UnixMilli(ms)
+		}
+	}
+	return time.Now().Truncate(time.Millisecond)
 }
 
 // errAt is a *FileError at path's position.
@@ -127,7 +139,7 @@ func (h *harness) buildSteps() error {
 			if err := h.canMark(); err != nil {
 				return h.tf.errAt(path, "input[%d]: advance_watermark: %v", i, err)
 			}
-			t, _ := parseEventTime(&in.AdvanceWatermark)
+			t, _ := parseTime("advance_watermark", &in.AdvanceWatermark)
 			h.steps = append(h.steps, step{watermark: &t})
 			continue
 		}
@@ -358,8 +370,9 @@ func parseAdvance(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// parseEventTime reads advance_watermark: epoch ms, or RFC 3339 text.
-func parseEventTime(n *yaml.Node) (int64, error) {
+// parseTime reads advance_watermark or clock: epoch ms, or RFC 3339
+// text.
+func parseTime(field string, n *yaml.Node) (int64, error) {
 	if n.Kind == yaml.ScalarNode {
 		if ms, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
 			return ms, nil
@@ -368,5 +381,5 @@ func parseEventTime(n *yaml.Node) (int64, error) {
 			return t.UnixMilli(), nil
 		}
 	}
-	return 0, fmt.Errorf("advance_watermark %q: give epoch ms or RFC 3339 text (2026-09-21T14:21:00Z)", n.Value)
+	return 0, fmt.Errorf("%s %q: give epoch ms or RFC 3339 text (2026-09-21T14:21:00Z)", field, n.Value)
 }

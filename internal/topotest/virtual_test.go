@@ -172,6 +172,15 @@ func TestStepProblemsAtLine(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, f+`:7:9: input[1]: "soon" is not a duration`) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
+	f = writeCase(t, "late-orders.yaml", `clock: noon
+tests:
+  - name: a
+    input:
+      - {key: o-1, value: {id: o-1}}
+`)
+	if code, _, errs := run(t, f); code != 2 || !strings.Contains(errs, f+`:2:1: clock "noon": give epoch ms or RFC 3339 text`) {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
 	f = writeCase(t, "late-orders.yaml", `tests:
   - name: a
     partitions: 2
