@@ -119,7 +119,7 @@ func TestTopologyTestAvroBadInput(t *testing.T) {
 	if err := os.WriteFile(noSchema, []byte("topology: t.yaml\ntests:\n  - name: n\n    input: [{value: x}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := run(t, noSchema); code != 1 || !strings.Contains(out, "input logs-avro has format avro: name its writer schema in the test file (schemas: {logs-avro: FILE}") {
+	if code, out, _ := run(t, noSchema); code != 1 || !strings.Contains(out, noSchema+":1:1: input logs-avro has format avro: name its writer schema in the test file (schemas: {logs-avro: FILE}") {
 		t.Errorf("no schema: exit %d\n%s", code, out)
 	}
 }

@@ -286,7 +286,7 @@ func runCase(ctx context.Context, tf *File, tc Case, timeout time.Duration, stop
 	reg, err := startTestRegistry(filepath.Dir(tf.path), cfg, tf.Schemas)
 	if err != nil {
 		cleanup()
-		return caseResult{}, err
+		return caseResult{}, tf.errAt("schemas", "%v", err)
 	}
 	if reg != nil {
 		closeAll = append(closeAll, reg.Close)
