@@ -136,11 +136,10 @@ func (p positions) at(path string) (line, col int) {
 		if lc, ok := p[path]; ok {
 			return lc[0], lc[1]
 		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
+		if path == "" {
 			return 0, 0
 		}
-		path = path[:i]
+		path = path[:max(strings.LastIndexAny(path, ".["), 0)] // "" last: the document
 	}
 }
 
