@@ -90,7 +90,7 @@ type Config struct {
 // Stage is stage two of one processor: its window and assembly tasks.
 type Stage struct {
 	top       *plan.Plan
-	eng       *engine
+	eng       *recordRunner
 	rt        Runtime
 	log       *slog.Logger
 	m         *metrics.Metrics
@@ -101,9 +101,9 @@ type Stage struct {
 	as        *assemblyStage
 }
 
-// engine runs stage two's records with stage one's helpers (dirty
+// recordRunner runs stage two's records with stage one's helpers (dirty
 // records, field decoding, aggregate values, the record size ceiling).
-type engine struct {
+type recordRunner struct {
 	*stageone.Engine
 	now func() time.Time // Config.Clock
 }
@@ -122,7 +122,7 @@ func New(c Config) (*Stage, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Stage{top: c.Topology, eng: &engine{Engine: c.Engine, now: now}, rt: c.Runtime, log: c.Log, m: c.Metrics,
+	return &Stage{top: c.Topology, eng: &recordRunner{Engine: c.Engine, now: now}, rt: c.Runtime, log: c.Log, m: c.Metrics,
 		part: c.Partitioner, asmStores: c.AssemblyStores, ownerURL: c.OwnerURL, ws: ws, as: as}, nil
 }
 
