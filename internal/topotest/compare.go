@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -143,6 +144,12 @@ func writeDiff(b *strings.Builder, name string, re *routeExpect, gots []got, mis
 	b.WriteString("\n")
 	for _, m := range missing {
 		fmt.Fprintf(b, "      - want %s\n", describeExpected(m))
+		if g, why, ok := closest(m, gots); ok {
+			fmt.Fprintf(b, "        closest: %s\n", g)
+			for _, w := range why {
+				fmt.Fprintf(b, "          %s\n", w)
+			}
+		}
 	}
 	for _, g := range extra {
 		fmt.Fprintf(b, "      + got  %s\n", g)
@@ -178,41 +185,109 @@ func match(want []expected, have []got) (missing []expected, extra []got) {
 	return missing, extra
 }
 
-func matches(w expected, g got) bool {
+func matches(w expected, g got) bool { return len(mismatches(w, g)) == 0 }
+
+// mismatches says why g is not w: each matcher of w that g fails, with
+// what was wanted and what came (for values, field by field).
+func mismatches(w expected, g got) []string {
+	var out []string
 	if w.Key != nil && (g.Key == nil || *w.Key != *g.Key) {
-		return false
+		out = append(out, fmt.Sprintf("key: want %q, got %s", *w.Key, keyText(g.Key)))
 	}
 	if w.Reason != "" && w.Reason != g.Reason {
-		return false
+		out = append(out, fmt.Sprintf("reason: want %s, got %q", w.Reason, g.Reason))
 	}
 	if w.Error != "" && !strings.Contains(g.Error, w.Error) {
-		return false
+		out = append(out, fmt.Sprintf("error: want text %q, got %q", w.Error, g.Error))
 	}
+	var gv any
+	gotJSON := json.Unmarshal(g.Value, &gv) == nil
 	if w.ValueHas != nil {
-		var gv any
-		if json.Unmarshal(g.Value, &gv) != nil || !containsJSON(gv, normalize(w.ValueHas)) {
-			return false
+		if !gotJSON {
+			out = append(out, "value_has: the value is not JSON")
+		} else {
+			out = append(out, jsonDiff("value", gv, normalize(w.ValueHas), true)...)
 		}
 	}
-	if w.Value.Kind == 0 {
-		return true
+	switch {
+	case w.Value.Kind == 0:
+	case w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!null":
+		if g.Value != nil {
+			out = append(out, "value: want null (a tombstone), got a value")
+		}
+	case w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!str":
+		if string(g.Value) != w.Value.Value {
+			out = append(out, fmt.Sprintf("value: want the bytes %q", w.Value.Value))
+		}
+	default:
+		var wv any
+		switch {
+		case w.Value.Decode(&wv) != nil:
+			out = append(out, "value: the wanted value is not JSON")
+		case !gotJSON:
+			out = append(out, "value: the value is not JSON")
+		default:
+			out = append(out, jsonDiff("value", gv, normalize(wv), false)...)
+		}
 	}
-	if w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!null" {
-		return g.Value == nil
+	return out
+}
+
+func keyText(k *string) string {
+	if k == nil {
+		return "no key"
 	}
-	if w.Value.Kind == yaml.ScalarNode && w.Value.ShortTag() == "!!str" {
-		return string(g.Value) == w.Value.Value
+	return strconv.Quote(*k)
+}
+
+// jsonDiff lists where have differs from want, by path: a field
+// missing, a value not equal, and (unless contain: value_has) a field
+// not wanted.
+func jsonDiff(path string, have, want any, contain bool) []string {
+	wm, wok := want.(map[string]any)
+	hm, hok := have.(map[string]any)
+	if !wok || !hok {
+		hb, _ := json.Marshal(have)
+		wb, _ := json.Marshal(want)
+		if bytes.Equal(hb, wb) {
+			return nil
+		}
+		return []string{fmt.Sprintf("%s: want %s, got %s", path, wb, hb)}
 	}
-	var wv, gv any
-	if err := w.Value.Decode(&wv); err != nil {
-		return false
+	var out []string
+	for _, k := range sortedKeys(wm) {
+		hv, ok := hm[k]
+		if !ok {
+			out = append(out, fmt.Sprintf("%s.%s: missing", path, k))
+			continue
+		}
+		out = append(out, jsonDiff(path+"."+k, hv, wm[k], contain)...)
 	}
-	if json.Unmarshal(g.Value, &gv) != nil {
-		return false
+	if !contain {
+		for _, k := range sortedKeys(hm) {
+			if _, ok := wm[k]; !ok {
+				hb, _ := json.Marshal(hm[k])
+				out = append(out, fmt.Sprintf("%s.%s: not wanted, got %s", path, k, hb))
+			}
+		}
 	}
-	wb, _ := json.Marshal(normalize(wv))
-	gb, _ := json.Marshal(gv)
-	return bytes.Equal(wb, gb)
+	return out
+}
+
+// closest is the received record that fails the fewest of w's
+// matchers, and how it fails them; ok is false without any.
+func closest(w expected, gots []got) (got, []string, bool) {
+	best, bestWhy := -1, []string(nil)
+	for i, g := range gots {
+		why := mismatches(w, g)
+		if best < 0 || len(why) < len(bestWhy) {
+			best, bestWhy = i, why
+		}
+	}
+	if best < 0 {
+		return got{}, nil, false
+	}
+	return gots[best], bestWhy, true
 }
 
 // normalize turns YAML's decoded maps into the JSON shapes json.Unmarshal
@@ -227,28 +302,6 @@ func normalize(v any) any {
 		return v
 	}
 	return out
-}
-
-// containsJSON: every field of want is in have with an equal value,
-// objects compared the same way.
-func containsJSON(have, want any) bool {
-	wm, ok := want.(map[string]any)
-	if !ok {
-		hb, _ := json.Marshal(have)
-		wb, _ := json.Marshal(want)
-		return bytes.Equal(hb, wb)
-	}
-	hm, ok := have.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, wv := range wm {
-		hv, ok := hm[k]
-		if !ok || !containsJSON(hv, wv) {
-			return false
-		}
-	}
-	return true
 }
 
 func describeExpected(e expected) string {

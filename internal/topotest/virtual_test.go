@@ -115,6 +115,10 @@ func TestDiffShowsReceived(t *testing.T) {
 		`got  value={"id":"e-1","level":"WARN","message":"m","service":"s","ts":1790000000000}`,
 		`- want reason=schema_violation error~"no such text"`,
 		`+ got  reason=schema_violation error="`,
+		// each wanted record's closest, and the matchers it fails
+		`closest: value={"id":"e-1",`,
+		`value.id: want "e-9", got "e-1"`,
+		`error: want text "no such text", got "schema violation at /: missing property 'ts'"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff lacks %q:\n%s", want, out)
