@@ -139,7 +139,7 @@ image="$OUT/sidestream_${version}_image.oci.tar"
 while read -r line; do say "image: $line"; done <"$work/image.json"
 # The image's config (user, entrypoint, labels, one static binary per
 # platform), read back from the tarball.
-(cd tools/release && SIDESTREAM_RELEASE_IMAGE="$image" SIDESTREAM_RELEASE_VERSION="$version" \
+(cd tools/release && go vet ./... && SIDESTREAM_RELEASE_IMAGE="$image" SIDESTREAM_RELEASE_VERSION="$version" \
   SIDESTREAM_RELEASE_REVISION="$revision" go test -count=1 ./...) >&2
 
 # The chart: appVersion (and so the default image tag) from the version; a
@@ -149,6 +149,12 @@ chart_version="$(sed -n 's/^version: *//p' deploy/helm/sidestream/Chart.yaml)"
 scripts/helm.sh package deploy/helm/sidestream --app-version "$version" --version "$chart_version" \
   --destination "$OUT" >/dev/null
 # helm package stamps the time of the run into the archive: not reproducible.
+chart="$OUT/sidestream-$chart_version.tgz"
+[[ -f "$chart" ]] || die "helm package wrote no $chart"
+# The packaged chart runs this release's image.
+scripts/helm.sh template sidestream "$chart" >"$work/chart.yaml"
+grep -q "image: \"sidestream/router:$version\"" "$work/chart.yaml" ||
+  die "the packaged chart does not render the image sidestream/router:$version"
 
 (cd "$OUT" && sha256sum -- *.tar.gz *.cdx.json *.oci.tar *.tgz >SHA256SUMS)
 say "done in $((SECONDS - start))s:"
