@@ -1,8 +1,9 @@
 // Package deploytest checks what ships next to the router: the Helm chart
 // (lint, render, golden file, the fields that keep exactly-once safe on
 // Kubernetes, the helm test hook run against a live router, the values
-// schema and the README's generated values table), the Grafana dashboard and alerts (every metric they query
-// exists in metrics/metrics.go), and scripts/build.sh (the static binary the
+// schema and the README's generated values table), the Grafana dashboard
+// and alerts (every metric they query exists in
+// internal/metrics/metrics.go), and scripts/build.sh (the static binary the
 // Dockerfile builds runs).
 //
 // Helm is built from its Go module by scripts/helm.sh, once, into
