@@ -121,12 +121,16 @@ for platform in "${PLATFORMS[@]}"; do
   GOOS="$goos" GOARCH="$goarch" VERSION="$tag" REVISION="$revision" scripts/build.sh "$dir/router" 2>/dev/null
   cp LICENSE NOTICE README.md CHANGELOG.md "$dir/"
   archive "$dir" "$name.tar.gz"
+  # A serial number derived from what the SBOM describes, and no time
+  # stamp: the same commit gives the same SBOM.
+  serial="$(printf '%s' "$revision $name" | sha256sum | cut -c1-32)"
+  serial="${serial:0:8}-${serial:8:4}-5${serial:13:3}-a${serial:17:3}-${serial:20:12}"
   if [[ "$sbom_mode" == app ]]; then
-    GOOS="$goos" GOARCH="$goarch" CGO_ENABLED=0 "$CDX" app -json -licenses -std -main cmd/router \
-      -output "$OUT/$name.cdx.json" . 2>"$work/cdx.log" || { cat "$work/cdx.log" >&2; die "SBOM of $name failed"; }
+    GOOS="$goos" GOARCH="$goarch" CGO_ENABLED=0 "$CDX" app -json -licenses -std -notimestamp -serial "$serial" \
+      -main cmd/router -output "$OUT/$name.cdx.json" . 2>"$work/cdx.log" || { cat "$work/cdx.log" >&2; die "SBOM of $name failed"; }
   else
-    "$CDX" bin -json -std -version "$tag" -output "$OUT/$name.cdx.json" "$dir/router" 2>"$work/cdx.log" ||
-      { cat "$work/cdx.log" >&2; die "SBOM of $name failed"; }
+    "$CDX" bin -json -std -notimestamp -serial "$serial" -version "$tag" -output "$OUT/$name.cdx.json" "$dir/router" \
+      2>"$work/cdx.log" || { cat "$work/cdx.log" >&2; die "SBOM of $name failed"; }
   fi
   say "$name: router $(stat -c %s "$dir/router") bytes, archive $(stat -c %s "$OUT/$name.tar.gz") bytes"
 done
