@@ -144,7 +144,11 @@ while read -r line; do say "image: $line"; done <"$work/image.json"
 # The image's config (user, entrypoint, labels, one static binary per
 # platform), read back from the tarball.
 (cd tools/release && go vet ./... && SIDESTREAM_RELEASE_IMAGE="$image" SIDESTREAM_RELEASE_VERSION="$version" \
-  SIDESTREAM_RELEASE_REVISION="$revision" go test -count=1 ./...) >&2
+  SIDESTREAM_RELEASE_REVISION="$revision" go test -count=1 -v ./...) >"$work/image-test.log" 2>&1 ||
+  { cat "$work/image-test.log" >&2; die "the image's tests failed"; }
+grep -q -- '--- PASS: TestReleaseImage' "$work/image-test.log" ||
+  { cat "$work/image-test.log" >&2; die "TestReleaseImage did not run on $image"; }
+say "image: read back and checked (tools/release TestReleaseImage)"
 
 # The chart: appVersion (and so the default image tag) from the version; a
 # snapshot's chart version says it is one.
