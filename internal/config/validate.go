@@ -41,7 +41,7 @@ func (d *doc) validate() {
 	d.validateTopics()
 	useTopic := d.topicUses()
 	inSchemas := d.validateInputs(useTopic)
-	d.fields = d.withSchemaFields(newFieldTypes(inSchemas), inSchemas)
+	d.fields = d.withTypes(d.withSchemaFields(newFieldTypes(inSchemas), inSchemas), inSchemas)
 	d.validateEventTime()
 	d.checkEventTimeField()
 	d.validateRoutes(inSchemas, useTopic)
