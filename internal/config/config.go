@@ -80,7 +80,14 @@ type Config struct {
 	// made after the environment overrides (Apply) can still point at
 	// FILE:LINE:COL.
 	src *source
+	// warnings are what Load found that loads but likely does not do
+	// what was meant (Warnings).
+	warnings []Problem
 }
+
+// Warnings are what the file holds that is valid but likely not what was
+// meant (a routing.default no record can reach), each at its line:col.
+func (c *Config) Warnings() []Problem { return c.warnings }
 
 // source is a loaded file's name and the positions of its values.
 type source struct {

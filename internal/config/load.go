@@ -55,6 +55,7 @@ type doc struct {
 	keyPos   map[string]Pos        // key positions
 	nodes    map[string]*yaml.Node // value nodes, to tell an explicit 0 from an absent field
 	problems []Problem
+	warnings []Problem               // what loads but likely does not do what was meant
 	parsed   bool                    // the YAML itself parsed
 	fields   *fieldTypes             // what the inputs' JSON Schemas say about fields; nil without
 	schemas  map[string]SchemaFields // writer schemas by input topic (LoadFileWithFields)
@@ -62,6 +63,12 @@ type doc struct {
 
 func (d *doc) errAt(p Pos, format string, args ...any) {
 	d.problems = append(d.problems, Problem{File: d.file, Pos: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+// warnAt records a warning at path's value (as at does a problem): the
+// config loads, and router validate prints it and still exits 0.
+func (d *doc) warnAt(path string, format string, args ...any) {
+	d.warnings = append(d.warnings, Problem{File: d.file, Pos: d.lookup(path), Msg: fmt.Sprintf(format, args...)})
 }
 
 // at reports a problem at path's value, or at the nearest ancestor that is
@@ -144,6 +151,7 @@ func load(name string, b []byte, schemas map[string]SchemaFields) (*Config, erro
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	d.cfg.warnings = d.warnings
 	return &d.cfg, nil
 }
 
