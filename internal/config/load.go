@@ -368,6 +368,7 @@ func (d *doc) checkExplicitZeros() {
 		{"topics.replication_factor", int64(d.cfg.Topics.ReplicationFactor), "-1, the broker default"},
 		{"dirty.max_record_bytes", int64(d.cfg.Dirty.MaxRecordBytes), DefaultMaxRecordBytes},
 		{"dirty.truncate_to", int64(d.cfg.Dirty.TruncateTo), DefaultTruncateTo},
+		{"limits.max_record_bytes", int64(d.cfg.Limits.MaxRecordBytes), "each output topic's max.message.bytes"},
 	} {
 		if n, ok := d.nodes[f.path]; ok && n.Tag == "!!int" && f.v == 0 && isZero(n.Value) {
 			d.at(f.path, "%s must not be 0; remove it to get the default (%v)", f.path, f.def)

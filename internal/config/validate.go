@@ -331,6 +331,9 @@ func (d *doc) validateDirty(useTopic useTopicFunc) {
 	if c.Dirty.MaxRecordBytes > 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
+	if c.Limits.MaxRecordBytes < 0 {
+		d.at("limits.max_record_bytes", "limits.max_record_bytes must be positive (remove it to take each output topic's max.message.bytes), got %d", c.Limits.MaxRecordBytes)
+	}
 }
 
 // validateSecurity checks each field of the security section on its own:

@@ -107,6 +107,11 @@ type Processor struct {
 	admCl   *kgo.Client       // the client under adm
 	samples *sideSamples      // nil without WithSideSampler
 	gaps    *gapTracker       // where each consumed partition's next record must be
+
+	// topicMax is each output topic's max.message.bytes, read by Run
+	// before the first session (readOutputLimits): the producer's batch
+	// bound per topic.
+	topicMax map[string]int
 	// produceFails counts the transactions aborted in a row by a produce
 	// failure (the commit loop's own): the retry backs off with it.
 	produceFails int
@@ -253,6 +258,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.st.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	p.readOutputLimits(ctx, adm)
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.st.NotReady(err.Error())
 		return nilIfDone(ctx, err)
@@ -359,7 +365,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
 		kgo.WithHooks(p.m.KafkaHooks()),
-		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.ProducerBatchMaxBytesFn(p.batchMaxBytes),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			p.st.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {
