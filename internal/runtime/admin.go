@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -24,7 +25,7 @@ var ErrMissingInput = errors.New("input topic does not exist")
 // waitForBrokers blocks until the cluster answers a metadata request,
 // retrying with backoff and reporting why on /readyz meanwhile.
 func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error {
-	backoff := 250 * time.Millisecond
+	retries := retry.New(250*time.Millisecond, 10*time.Second)
 	for {
 		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := adm.BrokerMetadata(reqCtx)
@@ -41,13 +42,13 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if h := kclient.ConnHint(err, p.top.Config.Security); h != "" {
 			args = append(args, "hint", h)
 		}
+		backoff := retries.Next()
 		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
 		// Waiting for brokers is waiting on purpose: /healthz stays 200
 		// (a restart would not bring them), /readyz says why.
 		if !p.idle(ctx, backoff) {
 			return ctx.Err()
 		}
-		backoff = min(backoff*2, 10*time.Second)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -112,13 +113,13 @@ type Processor struct {
 	// before the first session (readOutputLimits): the producer's batch
 	// bound per topic.
 	topicMax map[string]int
-	// produceFails counts the transactions aborted in a row by a produce
-	// failure (the commit loop's own): the retry backs off with it.
-	produceFails int
-	// registryFails counts the batches aborted in a row by a schema
-	// registry outage (the backoff grows with it); registryDown holds
-	// readiness back until a commit with records (registryoutage.go).
-	registryFails int
+	// produceRetry is the backoff of the transactions aborted in a row
+	// by a produce failure (the commit loop's own); a commit resets it.
+	produceRetry *retry.Backoff
+	// registryRetry is the backoff of the batches aborted in a row by a
+	// schema registry outage; registryDown holds readiness back until a
+	// commit with records (registryoutage.go), which resets it.
+	registryRetry *retry.Backoff
 	registryDown  bool
 }
 
@@ -175,6 +176,9 @@ func New(top *config.Topology, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		st:   observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+
+		produceRetry:  retry.New(time.Second, maxProduceBackoff),
+		registryRetry: retry.New(time.Second, maxProduceBackoff),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
 		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL})
@@ -268,8 +272,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })
 	defer purging.Wait()
 	defer stopPurge()
-	const minBackoff = 500 * time.Millisecond
-	backoff := minBackoff
+	sessions := retry.New(500*time.Millisecond, 15*time.Second)
 	for {
 		var err error
 		sessionStart := time.Now()
@@ -285,7 +288,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			return nil
 		}
 		if p.st.LastCommit().After(sessionStart) {
-			backoff = minBackoff // the session worked for a while: a fresh failure
+			sessions.Reset() // the session worked for a while: a fresh failure
 		}
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
@@ -312,30 +315,18 @@ func (p *Processor) Run(ctx context.Context) error {
 			continue
 		}
 		p.st.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Config.Security))
+		backoff := sessions.Next()
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
 		}
-		backoff = min(backoff*2, 15*time.Second)
 	}
 }
 
 // idle waits d while keeping the loop alive for /healthz (the process is
 // well, it is waiting on purpose). It returns false when ctx ends first.
 func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	end := time.After(d)
-	for {
-		p.st.Loop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-end:
-			return true
-		case <-t.C:
-		}
-	}
+	return retry.Wait(ctx, d, p.st.Loop)
 }
 
 func nilIfDone(ctx context.Context, err error) error {
