@@ -5,7 +5,7 @@
 # once from its Go module into a cache folder outside the repo (a few
 # minutes on 2 cores), then the cached binary runs at once.
 #
-#   scripts/lint.sh            # lint everything
+#   scripts/lint.sh            # lint everything (the module, then bench/'s)
 #   scripts/lint.sh --bin      # only build it (if needed) and print its path
 #   scripts/lint.sh run ./api  # any golangci-lint arguments
 #
@@ -47,6 +47,10 @@ if [[ "${1:-}" == --bin ]]; then
 fi
 cd "$REPO_DIR"
 if (($# == 0)); then
-  set -- run ./...
+  # bench/ is a module of its own (bench/go.mod): linted from inside it,
+  # with the same rules.
+  "$LINT" run ./...
+  cd bench
+  exec "$LINT" run --config ../.golangci.yml ./...
 fi
 exec "$LINT" "$@"
