@@ -85,11 +85,18 @@ type Config struct {
 	// warnings are what Load found that loads but likely does not do
 	// what was meant (Warnings).
 	warnings []Problem
+	// fns are the embedding program's functions (LoadWith), which the
+	// plan compiles expressions with.
+	fns Functions
 }
 
 // Warnings are what the file holds that is valid but likely not what was
 // meant (a routing.default no record can reach), each at its line:col.
 func (c *Config) Warnings() []Problem { return c.warnings }
+
+// Functions are the Go functions the config was loaded with (LoadWith),
+// which its expressions may call.
+func (c *Config) Functions() Functions { return c.fns }
 
 // source is a loaded file's name and the positions of its values.
 type source struct {

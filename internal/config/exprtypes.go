@@ -238,7 +238,7 @@ const maxTypeChoices = 64
 //
 // A bare field as a predicate is left to strictCheck, which says so in
 // its own words.
-func typeCheck(src string, asBool, bare bool, ft *fieldTypes, fields []string) *ExprError {
+func typeCheck(src string, asBool, bare bool, ft *fieldTypes, fns Functions, fields []string) *ExprError {
 	if ft == nil || len(ft.types) == 0 {
 		return nil
 	}
@@ -265,7 +265,7 @@ func typeCheck(src string, asBool, bare bool, ft *fieldTypes, fields []string) *
 		for k, v := range metaEnv {
 			env[k] = v
 		}
-		opts := []expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}
+		opts := append([]expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}, fns.options()...)
 		if asBool {
 			opts = append(opts, expr.AsBool())
 		}

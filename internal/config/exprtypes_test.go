@@ -114,7 +114,7 @@ func TestTypeChecksAgainstRuntime(t *testing.T) {
 	for _, u := range unions {
 		ft := &fieldTypes{types: map[string][]any{"x": exprTypes(u)}, jsonTypes: map[string][]string{"x": u}}
 		for _, op := range oracleOps {
-			_, err := compileExpr(op, false, ft)
+			_, err := compileExpr(op, false, ft, nil)
 			if got, want := err == nil, runsOnSome(t, op, u); got != want {
 				t.Errorf("x of %v, %s: check passes %v, runs on some value %v (%v)", u, op, got, want, err)
 			}

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
@@ -36,10 +37,10 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), kclient.WithHint(err, p.top.Config.Security))
+		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Settings.Brokers, ","), kclient.WithHint(err, p.top.Settings.Security))
 		p.st.NotReady(reason)
-		args := []any{"brokers", p.top.Config.Brokers, "err", err}
-		if h := kclient.ConnHint(err, p.top.Config.Security); h != "" {
+		args := []any{"brokers", p.top.Settings.Brokers, "err", err}
+		if h := kclient.ConnHint(err, p.top.Settings.Security); h != "" {
 			args = append(args, "hint", h)
 		}
 		backoff := retries.Next()
@@ -55,7 +56,7 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 // ensureTopics checks the inputs exist and creates missing outputs with
 // the configured partitions and replication factor.
 func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
-	cfg := p.top.Config
+	cfg := p.top.Settings
 	inputs := p.top.InputTopics()
 	outputs := p.top.OutputTopics()
 	all := append(append([]string{}, inputs...), outputs...)
@@ -173,7 +174,7 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 			return fmt.Errorf("internal topic %q: %w", t, d.Err)
 		}
 		configs := p.top.CreateConfigs(t)
-		resp, err := adm.CreateTopic(ctx, parts, p.top.Config.Topics.ReplicationFactor, configs, t)
+		resp, err := adm.CreateTopic(ctx, parts, p.top.Settings.Topics.ReplicationFactor, configs, t)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create internal topic %q: %w", t, err)
 		}
@@ -229,7 +230,7 @@ func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Cli
 		why := fmt.Sprintf("repartition topic %s has %s: the broker may delete records before stage two reads them "+
 			"(a replay's old timestamps expire at once); set retention.ms=-1, retention.bytes=-1, cleanup.policy=delete on it "+
 			"(the router purges what the group committed)", rc.Name, strings.Join(bad, ", "))
-		if p.top.Config.Topics.OnRepartitionRetention == config.RetentionFail {
+		if p.top.Settings.Topics.OnRepartitionRetention == plan.RetentionFail {
 			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
 		}
 		p.st.Warn(why)
@@ -261,7 +262,7 @@ func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
 	}
 	topicMax := map[string]int{}
 	limits := map[string]int{}
-	cfgMax := p.top.Config.Limits.MaxRecordBytes
+	cfgMax := p.top.Settings.Limits.MaxRecordBytes
 	for _, rc := range rcs {
 		if rc.Err != nil {
 			p.log.Warn("could not read a topic's max.message.bytes", "topic", rc.Name, "err", rc.Err)
@@ -294,5 +295,5 @@ func (p *Processor) batchMaxBytes(topic string) int32 {
 	if n, ok := p.topicMax[topic]; ok {
 		return int32(min(n, 1<<30))
 	}
-	return int32(max(p.top.Config.Dirty.MaxRecordBytes+4096, p.top.Config.Limits.MaxRecordBytes+4096, 1<<20))
+	return int32(max(p.top.Dirty.MaxRecordBytes+4096, p.top.Settings.Limits.MaxRecordBytes+4096, 1<<20))
 }

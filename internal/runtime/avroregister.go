@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/retry"
 )
 
@@ -40,7 +40,7 @@ var _ schemaRegistrar = (*sr.Client)(nil)
 // RegistrationError is a schema registration the registry refused: a
 // start error, Run returns it.
 type RegistrationError struct {
-	Route   *config.RouteNode
+	Route   *plan.RouteNode
 	Subject string
 	Err     error
 }
@@ -59,7 +59,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 	if len(routes) == 0 {
 		return nil
 	}
-	cl, err := kclient.RegistryClient(p.top.Config.SchemaRegistry)
+	cl, err := kclient.RegistryClient(p.top.Settings.SchemaRegistry)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 			return err
 		}
 		wait := retries.Next()
-		url := p.top.Config.SchemaRegistry.URL
+		url := p.top.Settings.SchemaRegistry.URL
 		p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
 		p.log.Error("schema registry unavailable; the avro routes' schemas are not registered, retrying", "url", url, "err", err, "backoff", wait)
 		if !p.idle(ctx, wait) {
@@ -93,7 +93,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 
 // registerEach registers the routes not in ids yet, adding each id: a
 // refusal is a *RegistrationError, any other error the registry's.
-func registerEach(ctx context.Context, cl schemaRegistrar, routes []*config.RouteNode, ids map[string]int) error {
+func registerEach(ctx context.Context, cl schemaRegistrar, routes []*plan.RouteNode, ids map[string]int) error {
 	for _, r := range routes {
 		if _, ok := ids[r.Name]; ok {
 			continue
