@@ -455,9 +455,10 @@ type Dirty struct {
 	Topic string `yaml:"topic"`
 	// MaxRecordBytes is the largest record written to the dirty topic
 	// as-is (default 1000000, under the broker's default
-	// message.max.bytes; the dirty topic's own max.message.bytes still
-	// applies when smaller); a larger dirty record is cut (TruncateTo).
-	// It bounds no other output (Limits).
+	// message.max.bytes; keep it under the dirty topic's
+	// max.message.bytes: router run warns when it is not); a larger
+	// dirty record is cut (TruncateTo). It bounds no other output
+	// (Limits).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// TruncateTo is the size a too-large payload is cut to on the dirty
 	// route (default 65536).

@@ -275,6 +275,10 @@ func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
 			}
 			topicMax[rc.Name] = n
 			if rc.Name == p.top.Dirty.Topic {
+				if mr := p.top.Dirty.MaxRecordBytes; mr > n-batchOverhead {
+					p.log.Warn("dirty.max_record_bytes is over the dirty topic's max.message.bytes: a dirty record that large would be refused; lower it, or raise the topic's",
+						"topic", rc.Name, "max_record_bytes", mr, "max_message_bytes", n)
+				}
 				continue
 			}
 			limits[rc.Name] = n - batchOverhead
