@@ -11,6 +11,15 @@ import (
 // nothing is said.
 func TestWarnings(t *testing.T) {
 	const base = "application_id: a\nbrokers: [k:9092]\ninputs:\n  - topic: in\nrouting:\n  match: %MATCH%\n  default: %DEF%\nroutes:\n  - name: every\n    topic: out.every\n%WHEN%  - name: main\n    topic: out\n    when: level == \"x\"\ndirty:\n  topic: in.dirty\n"
+	window := strings.Replace(base, "  - name: every\n    topic: out.every\n", "  - name: every\n    topic: out.every\n    window: {type: tumbling, size: 1m, group_by: user, late_topic: out.late, aggregates: [{name: n, fn: count}]}\n", 1)
+	window = strings.Replace(window, "routing:", "event_time: {field: ts, format: epoch_ms}\nrouting:", 1)
+	cfg, err := Load("t.yaml", []byte(strings.NewReplacer("%MATCH%", "all", "%DEF%", "main", "%WHEN%", "").Replace(window)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := cfg.Warnings(); len(w) != 1 || !strings.HasPrefix(w[0].String(), `t.yaml:10:5: routing.default "main" is unreachable`) { // line 10: event_time comes first
+		t.Errorf("an always-on window: warnings %v", w)
+	}
 	for _, c := range []struct {
 		name, match, def, when, want string
 	}{
