@@ -50,3 +50,38 @@ func TestBrokenLinksFound(t *testing.T) {
 		}
 	}
 }
+
+// TestSteps proves the snippet check reads files, commands (with a
+// continuation), the expected exit code and skips comments and other blocks.
+func TestSteps(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "p.md")
+	text := "# P\n```yaml file=a.yaml\nk: v\n```\n```sh\nnot checked\n```\n" +
+		"```sh {check}\n# a comment\nrouter validate \\\n  a.yaml\n\nrouter test a.test.yaml\n```\n" +
+		"```sh {check exit=1}\nrouter plan a.yaml b.yaml\n```\n"
+	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := steps(t, page)
+	want := []step{
+		{line: 2, file: "a.yaml", body: "k: v\n"},
+		{line: 10, body: "router validate a.yaml", command: true},
+		{line: 13, body: "router test a.test.yaml", command: true},
+		{line: 16, body: "router plan a.yaml b.yaml", wantRC: 1, command: true},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("steps = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+// TestRunExitCode proves a failing command is seen as failing.
+func TestRunExitCode(t *testing.T) {
+	rc, out, err := run(t.TempDir(), t.TempDir(), "echo no; exit 3")
+	if err != nil || rc != 3 || out != "no\n" {
+		t.Fatalf("run = %d %q %v, want 3 \"no\\n\" nil", rc, out, err)
+	}
+}

@@ -45,6 +45,12 @@ func fence(line string) (marker, info string) {
 	return "", ""
 }
 
+// closes reports whether a fence line closes the block opened by open: the
+// same character, at least as long, and no info string.
+func closes(open, m, info string) bool {
+	return open != "" && m != "" && info == "" && m[0] == open[0] && len(m) >= len(open)
+}
+
 func readLines(t *testing.T, path string) []mdLine {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -52,19 +58,22 @@ func readLines(t *testing.T, path string) []mdLine {
 		t.Fatal(err)
 	}
 	var out []mdLine
-	open := ""
+	open, openedAt := "", 0
 	for i, l := range strings.Split(string(b), "\n") {
-		m, _ := fence(l)
+		m, info := fence(l)
 		switch {
 		case open == "" && m != "":
-			open = m
+			open, openedAt = m, i+1
 			out = append(out, mdLine{i + 1, l, true})
-		case open != "" && m != "" && m[0] == open[0] && len(m) >= len(open):
+		case closes(open, m, info):
 			open = ""
 			out = append(out, mdLine{i + 1, l, true})
 		default:
 			out = append(out, mdLine{i + 1, l, open != ""})
 		}
+	}
+	if open != "" {
+		t.Errorf("%s:%d: a fenced block is never closed (a closing fence has no info string)", path, openedAt)
 	}
 	return out
 }
