@@ -39,7 +39,10 @@ func TestBrokenLinksFound(t *testing.T) {
 		"## Here\n[bad file](missing.md) [bad anchor](../README.md#twice-2)\n"+
 		"[fenced heading](../README.md#not-a-heading) `[code](nowhere.md)`\n"+
 		"```\n[in a fence](nowhere.md)\n```\n[up](../../x.md)\n")
-	got := brokenLinks(t, root, page, map[string]map[string]bool{})
+	got, checked := brokenLinks(t, root, page, map[string]map[string]bool{})
+	if checked != 7 {
+		t.Errorf("checked %d links, want 7 (fenced and code-span links are not links)", checked)
+	}
 	want := []string{"missing.md", "../README.md#twice-2", "../README.md#not-a-heading", "../../x.md"}
 	if len(got) != len(want) {
 		t.Fatalf("broken = %v, want targets %v", got, want)
