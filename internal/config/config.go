@@ -70,6 +70,8 @@ type Config struct {
 	Shutdown          Duration      `yaml:"shutdown_timeout"`
 	Security          Security      `yaml:"security"`
 	State             State         `yaml:"state"`
+	// Limits bound the records written to every output but dirty.
+	Limits OutputLimits `yaml:"limits"`
 	// Client bounds the Kafka client's fetch and produce buffers.
 	Client Client `yaml:"client"`
 	// API secures the HTTP API: authentication, TLS, what samples show.
@@ -82,10 +84,17 @@ type Config struct {
 	// made after the environment overrides (Apply) can still point at
 	// FILE:LINE:COL.
 	src *source
+	// warnings are what Load found that loads but likely does not do
+	// what was meant (Warnings).
+	warnings []Problem
 	// fns are the embedding program's functions (LoadWith), which the
 	// plan compiles expressions with.
 	fns Functions
 }
+
+// Warnings are what the file holds that is valid but likely not what was
+// meant (a routing.default no record can reach), each at its line:col.
+func (c *Config) Warnings() []Problem { return c.warnings }
 
 // Functions are the Go functions the config was loaded with (LoadWith),
 // which its expressions may call.
@@ -429,12 +438,28 @@ type Aggregate struct {
 	Of string `yaml:"of"`
 }
 
+// OutputLimits bound what the router writes to its outputs (routes,
+// window and assembly repartition topics, late, overflow, incomplete and
+// duplicate topics); the dirty topic has its own (Dirty).
+type OutputLimits struct {
+	// MaxRecordBytes is the largest record written to any output but
+	// dirty (default: none here; each output topic's max.message.bytes,
+	// read from the broker at start, bounds its records). When set, it
+	// caps every output, the topic's own limit still applying when
+	// smaller. A record whose output is larger goes to dirty whole, with
+	// the limit it hit in its error, and can be redriven.
+	MaxRecordBytes int `yaml:"max_record_bytes"`
+}
+
 // Dirty is the dirty route: records that fail decode, schema, event time
 // or expressions, with their original bytes and reason headers.
 type Dirty struct {
 	Topic string `yaml:"topic"`
-	// MaxRecordBytes is the largest record the router writes as-is
-	// (under the broker's message.max.bytes).
+	// MaxRecordBytes is the largest record written to the dirty topic
+	// as-is (under the broker's message.max.bytes; keep it under the
+	// dirty topic's max.message.bytes: router run warns when it is not);
+	// a larger dirty record is cut (TruncateTo). It bounds no other
+	// output (Limits).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// TruncateTo is the size a too-large payload is cut to on the dirty
 	// route.
@@ -495,7 +520,9 @@ func (c *Config) applyDefaults() {
 		c.Dirty.TruncateTo = min(DefaultTruncateTo, max(c.Dirty.MaxRecordBytes-1024, 1))
 	}
 	if c.Client.MaxBufferedBytes == 0 {
-		c.Client.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 2*c.Dirty.MaxRecordBytes)
+		// limits.max_record_bytes has no default: 0 is each output
+		// topic's max.message.bytes, read from the broker at start.
+		c.Client.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 2*max(c.Dirty.MaxRecordBytes, c.Limits.MaxRecordBytes))
 	}
 }
 

@@ -36,7 +36,8 @@ func ReferencePage() []byte {
 	b.WriteString("\n## Notes\n")
 	for _, s := range Settings {
 		if s.Notes != "" {
-			b.WriteString("\n" + wrap(fmt.Sprintf("<a id=%q></a>%s: %s", anchor(s.Path), code(s.Path), s.Notes), 76))
+			fmt.Fprintf(&b, "\n<a id=%q></a>\n", anchor(s.Path))
+			b.WriteString(wrap(code(s.Path)+": "+s.Notes, 76))
 		}
 	}
 	return []byte(b.String())
