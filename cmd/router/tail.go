@@ -2,65 +2,45 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
-// tailFlags are the flags of `router tail`.
-type tailFlags struct {
-	config, route, format, brokers string
-	follow, fromBeginning          bool
-	lines, maxValue                int
+type tailCmd struct {
+	topologyArg
+	Route         string `placeholder:"ROUTE" help:"Route to read: a route name, dirty, or WINDOW.late (late when there is one)."`
+	Format        string `default:"table" enum:"table,json" help:"table (for people) or json (one object per line)."`
+	Brokers       string `placeholder:"BROKERS" help:"Comma-separated brokers, overriding the file and SIDESTREAM_BROKERS."`
+	Follow        bool   `help:"Keep printing new records until interrupted."`
+	FromBeginning bool   `help:"Every record of the topic, not only the last --lines."`
+	Lines         int    `default:"10" placeholder:"N" help:"Without --from-beginning: the last N records of the topic in total, across its partitions, oldest first (0 with --follow: only new records)."`
+	MaxValue      int    `default:"2048" placeholder:"BYTES" help:"Bytes of each value shown; longer values are cut (0: no limit)."`
 }
 
-func cmdTail(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("router tail", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var f tailFlags
-	fs.StringVar(&f.config, "config", os.Getenv("SIDESTREAM_CONFIG"), "topology file (env SIDESTREAM_CONFIG)")
-	fs.StringVar(&f.route, "route", "", "route to read: a route name, dirty, or WINDOW.late (late when there is one)")
-	fs.StringVar(&f.format, "format", "table", "table (for people) or json (one object per line)")
-	fs.StringVar(&f.brokers, "brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
-	fs.BoolVar(&f.follow, "follow", false, "keep printing new records until interrupted")
-	fs.BoolVar(&f.fromBeginning, "from-beginning", false, "every record of the topic, not only the last --lines of each partition")
-	fs.IntVar(&f.lines, "lines", 10, "records per partition to print without --from-beginning (0 with --follow: only new records)")
-	fs.IntVar(&f.maxValue, "max-value", 2048, "bytes of each value shown; longer values are cut (0: no limit)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("router tail: unexpected argument %q (flags only)", fs.Arg(0))}
-	}
-	if f.format != "table" && f.format != "json" {
-		return exitError{code: 2, msg: fmt.Sprintf("router tail: --format %q: use table or json", f.format)}
-	}
-	if f.lines < 0 || f.lines == 0 && !f.follow {
+func (f *tailCmd) Run(e runEnv) error {
+	if f.Lines < 0 || f.Lines == 0 && !f.Follow {
 		return exitError{code: 2, msg: "router tail: --lines must be at least 1 (0 with --follow: only new records)"}
 	}
-	if f.maxValue < 0 {
+	if f.MaxValue < 0 {
 		return exitError{code: 2, msg: "router tail: --max-value must not be negative"}
 	}
-	top, err := loadTopology(f.config, brokerOverrides(f.brokers), false)
+	top, err := topologyFor("tail", f.topologyArg, serve.Overrides(f.Brokers, "", "", ""), false)
 	if err != nil {
 		return err
 	}
-	target, err := sideroute.Resolve(top, f.route)
+	target, err := sideroute.Resolve(top, f.Route)
 	if err != nil {
 		return exitError{code: 2, msg: "router tail: --route: " + err.Error()}
 	}
@@ -68,26 +48,15 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	p := tailPrinter{w: stdout, top: top, f: f}
-	err = sideroute.Read(ctx, sideroute.ReadOptions{
+	p := tailPrinter{w: e.stdout, top: top, format: f.Format, maxValue: f.MaxValue}
+	err = sideroute.Read(e.ctx, sideroute.ReadOptions{
 		Brokers: top.Config.Brokers, ClientOpts: copts, Topic: target.Topic,
-		FromBeginning: f.fromBeginning, Last: f.lines, Follow: f.follow,
+		FromBeginning: f.FromBeginning, Last: f.Lines, Follow: f.Follow,
 	}, p.print)
 	if errors.Is(err, sideroute.ErrNoTopic) {
 		return exitError{code: 1, msg: fmt.Sprintf("router tail: route %s: topic %s does not exist yet (the router creates it when it starts)", target.Name, target.Topic)}
 	}
 	return err
-}
-
-// brokerOverrides are the environment's overrides plus --brokers.
-func brokerOverrides(brokers string) config.Overrides {
-	var p config.Overrides
-	if brokers != "" {
-		p.Brokers = strings.Split(brokers, ",")
-	}
-	return config.OverridesFromEnv(os.Getenv).Merge(p)
 }
 
 // tailRecord is one record as `router tail --format json` prints it.
@@ -130,9 +99,10 @@ func jsonValue(b []byte, v show.Value) json.RawMessage {
 }
 
 type tailPrinter struct {
-	w   io.Writer
-	top *config.Topology
-	f   tailFlags
+	w        io.Writer
+	top      *config.Topology
+	format   string
+	maxValue int
 	// planned records are not written yet: no partition or offset.
 	planned bool
 }
@@ -142,7 +112,7 @@ func (p tailPrinter) record(r *kgo.Record) tailRecord {
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset,
 		Timestamp: wire.FormatMillis(r.Timestamp.UnixMilli()),
 		Reasons:   wire.Decode(r.Headers),
-		shown:     show.Render(r.Value, p.f.maxValue),
+		shown:     show.Render(r.Value, p.maxValue),
 	}
 	t.Value, t.ValueKind, t.ValueBytes, t.ValueTruncated = jsonValue(r.Value, t.shown), t.shown.Kind, t.shown.Bytes, t.shown.Truncated
 	t.Reason = t.Reasons.Code()
@@ -164,7 +134,7 @@ func (p tailPrinter) record(r *kgo.Record) tailRecord {
 
 func (p tailPrinter) print(r *kgo.Record) error {
 	t := p.record(r)
-	if p.f.format == "json" {
+	if p.format == "json" {
 		b, err := json.Marshal(t)
 		if err != nil {
 			return err
@@ -188,7 +158,7 @@ func (p tailPrinter) print(r *kgo.Record) error {
 	v := t.shown
 	desc := fmt.Sprintf("%s, %d bytes", v.Kind, v.Bytes)
 	if v.Truncated {
-		desc += fmt.Sprintf(", first %d shown", p.f.maxValue)
+		desc += fmt.Sprintf(", first %d shown", p.maxValue)
 	}
 	switch v.Kind {
 	case show.KindEmpty:

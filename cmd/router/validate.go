@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,15 +17,8 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/serve"
 )
-
-// noArgs refuses positional arguments of a command that takes flags only.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("%s: unexpected argument %q (flags only)", fs.Name(), fs.Arg(0))}
-	}
-	return nil
-}
 
 // validation is one file's verdict, as `router validate --format json`
 // prints it.
@@ -49,28 +41,24 @@ type problem struct {
 	Message string `json:"message"`
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: router validate [--format text|json] [--registry URL] FILE... (or --config FILE, or SIDESTREAM_CONFIG)")
-		fs.PrintDefaults()
-	}
-	configPath := fs.String("config", "", "topology file (instead of FILE arguments)")
-	format := fs.String("format", "text", "text (FILE:LINE:COL: message) or json (one object, for CI)")
-	registryURL := fs.String("registry", "", "schema registry to check the avro, protobuf and json_schema inputs' fields against (default: "+config.EnvRegistryURL+", then the file's schema_registry.url)")
-	if err := fs.Parse(args); err != nil {
+type validateCmd struct {
+	Files    []string `arg:"" optional:"" name:"file" help:"Topology or topology test files; globs allowed." predictor:"yaml"`
+	Config   string   `name:"config" placeholder:"FILE" help:"A topology file, before the FILEs (without both: SIDESTREAM_CONFIG)." predictor:"yaml"`
+	Format   string   `default:"text" enum:"text,json" help:"text (FILE:LINE:COL: message) or json (one object, for CI)."`
+	Registry string   `placeholder:"URL" help:"Schema registry to check the avro, protobuf and json_schema inputs' fields against (default: SIDESTREAM_SCHEMA_REGISTRY_URL, then the file's schema_registry.url)."`
+	Offline  bool     `help:"Never reach out: the registry-backed inputs' fields are not checked against their schemas (a note says so). Without it, validate asks the registry named by --registry, the environment or the file."`
+}
+
+func (c *validateCmd) Run(e runEnv) error {
+	if err := checkRegistryFlag(c.Registry); err != nil {
 		return err
 	}
-	if *format != "text" && *format != "json" {
-		return exitError{code: 2, msg: fmt.Sprintf("router validate: --format %q: use text or json", *format)}
+	if c.Offline && c.Registry != "" {
+		return exitError{code: 2, msg: "router validate: --offline and --registry: choose one"}
 	}
-	if err := checkRegistryFlag(*registryURL); err != nil {
-		return err
-	}
-	patterns := fs.Args()
-	if *configPath != "" {
-		patterns = append([]string{*configPath}, patterns...)
+	patterns := c.Files
+	if c.Config != "" {
+		patterns = append([]string{c.Config}, patterns...)
 	}
 	if len(patterns) == 0 {
 		if env := os.Getenv("SIDESTREAM_CONFIG"); env != "" {
@@ -78,7 +66,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(patterns) == 0 {
-		return exitError{code: 2, msg: "router validate: name the topology files (router validate FILE...), or --config is required"}
+		return exitError{code: 2, msg: "router validate: name the topology files (router validate FILE...), or give --config FILE or SIDESTREAM_CONFIG"}
 	}
 	files, err := expandPatterns(patterns)
 	if err != nil {
@@ -87,11 +75,11 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	var results []validation
 	ok := true
 	for _, f := range files {
-		v := validateFile(f, *registryURL)
+		v := validateFile(f, c.Registry, c.Offline)
 		ok = ok && v.OK
 		results = append(results, v)
 	}
-	if err := printValidations(stdout, *format, ok, results); err != nil {
+	if err := printValidations(e.stdout, c.Format, ok, results); err != nil {
 		return err
 	}
 	if !ok {
@@ -166,7 +154,7 @@ func printValidation(stdout io.Writer, v validation) {
 // would before connecting, and checks the fields the expressions read
 // against the registry-backed inputs' writer schemas (registryURL, else
 // SIDESTREAM_SCHEMA_REGISTRY_URL, else the file's schema_registry.url).
-func validateFile(path, registryURL string) validation {
+func validateFile(path, registryURL string, offline bool) validation {
 	v := validation{File: path}
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
@@ -180,13 +168,13 @@ func validateFile(path, registryURL string) validation {
 		if !filepath.IsAbs(top) {
 			top = filepath.Join(filepath.Dir(path), top)
 		}
-		tv := validateFile(top, registryURL)
+		tv := validateFile(top, registryURL, offline)
 		tv.File, tv.Tests = path, len(tf.Tests)
 		return tv
 	}
 	cfg, probs := loadApplied(path, registryURL, nil)
 	if cfg != nil {
-		rc := fetchSchemas(cfg)
+		rc := fetchSchemas(cfg, offline)
 		v.Notes = rc.notes
 		if len(rc.schemas) > 0 && probs == nil {
 			cfg, probs = loadApplied(path, registryURL, rc.schemas)
@@ -198,7 +186,7 @@ func validateFile(path, registryURL string) validation {
 		v.Problems = probs
 		return v
 	}
-	if _, err := config.Compile(cfg, dirOf(path)); err != nil {
+	if _, err := config.Compile(cfg, serve.DirOf(path)); err != nil {
 		v.Problems = []problem{{Message: err.Error()}}
 		return v
 	}
@@ -270,7 +258,7 @@ func (rc *registryCheck) note(in config.Input, format string, args ...any) {
 // fetchSchemas asks the registry for the latest schema of each
 // registry-backed input's subject (<topic>-value, the Confluent
 // serializers' default), with the credentials and TLS router run uses.
-func fetchSchemas(cfg *config.Config) registryCheck {
+func fetchSchemas(cfg *config.Config, offline bool) registryCheck {
 	rc := registryCheck{schemas: map[string]config.SchemaFields{}}
 	var ins []config.Input
 	for _, in := range cfg.Inputs {
@@ -279,6 +267,12 @@ func fetchSchemas(cfg *config.Config) registryCheck {
 		}
 	}
 	if len(ins) == 0 {
+		return rc
+	}
+	if offline {
+		for _, in := range ins {
+			rc.note(in, "--offline: the registry is not asked")
+		}
 		return rc
 	}
 	regURL := cfg.SchemaRegistry.URL
