@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/internal/demo"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/serve"
+	"github.com/sidestream/sidestream/internal/validate"
 )
 
 // cli is the router's command line: one field per subcommand, each
@@ -254,5 +255,40 @@ func (envBool) Decode(ctx *kong.DecodeContext, target reflect.Value) error {
 		return fmt.Errorf("%q: use true or false (or 1, 0, t, f)", v)
 	}
 	target.SetBool(b)
+	return nil
+}
+
+type validateCmd struct {
+	Files    []string `arg:"" optional:"" name:"file" help:"Topology or topology test files; globs allowed." predictor:"yaml"`
+	Config   string   `name:"config" placeholder:"FILE" help:"A topology file, before the FILEs (without both: SIDESTREAM_CONFIG)." predictor:"yaml"`
+	Format   string   `default:"text" enum:"text,json" help:"text (FILE:LINE:COL: message) or json (one object, for CI)."`
+	Registry string   `placeholder:"URL" help:"Schema registry to check the avro, protobuf and json_schema inputs' fields against (default: SIDESTREAM_SCHEMA_REGISTRY_URL, then the file's schema_registry.url)."`
+	Offline  bool     `help:"Never reach out: the registry-backed inputs' fields are not checked against their schemas (a note says so). Without it, validate asks the registry named by --registry, the environment or the file."`
+}
+
+func (c *validateCmd) Run(e runEnv) error {
+	if c.Offline && c.Registry != "" {
+		return cliexit.Usage("router validate: --offline and --registry: choose one")
+	}
+	patterns := c.Files
+	if c.Config != "" {
+		patterns = append([]string{c.Config}, patterns...)
+	}
+	if env := os.Getenv("SIDESTREAM_CONFIG"); len(patterns) == 0 && env != "" {
+		patterns = []string{env}
+	}
+	if len(patterns) == 0 {
+		return cliexit.Usage("router validate: name the topology files (router validate FILE...), or give --config FILE or SIDESTREAM_CONFIG")
+	}
+	results, ok, err := validate.Files(patterns, validate.Options{Registry: c.Registry, Offline: c.Offline, TestFile: testFile})
+	if err != nil {
+		return err
+	}
+	if err := validate.Print(e.stdout, c.Format, ok, results); err != nil {
+		return err
+	}
+	if !ok {
+		return cliexit.Error{Code: 1}
+	}
 	return nil
 }

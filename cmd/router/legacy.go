@@ -30,3 +30,12 @@ func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
 	}
 	return n
 }
+
+// testFile reads a topology test file for validate.
+func testFile(path string) (string, int, error) {
+	tf, err := readTestFile(path)
+	if err != nil {
+		return "", 0, err
+	}
+	return tf.Topology, len(tf.Tests), nil
+}

@@ -4,9 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -306,5 +309,33 @@ func TestValidateRegistryUnchecked(t *testing.T) {
 	}
 	if code != 1 || res.OK || len(res.Files[0].Notes) != 1 || res.Files[0].Notes[0] != "input orders (avro): fields not checked against a schema: no registry given (--registry URL)" {
 		t.Errorf("no url, json: exit %d %+v", code, res)
+	}
+}
+
+// TestValidateOffline: --offline never asks the registry the file names
+// (it would answer, and count the request): the input gets a note, and a
+// field the registry would refuse passes unchecked.
+func TestValidateOffline(t *testing.T) {
+	clearRegistryEnv(t)
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, nil)
+	}))
+	defer srv.Close()
+	file := registryTopology(t, "orders", "avro", "amonut > 1", "id", srv.URL)
+	code, out, errs := run(t, "validate", "--offline", file)
+	if code != 0 || !strings.Contains(out, file+": ok (1 inputs, 2 routes") || !strings.Contains(out, "--offline: the registry is not asked") {
+		t.Fatalf("validate --offline: exit %d\n%s%s", code, out, errs)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("validate --offline asked the registry %d times", n)
+	}
+	// Without --offline it asks (and the subject is missing).
+	if code, out, _ := run(t, "validate", file); code != 1 || asked.Load() == 0 {
+		t.Fatalf("validate without --offline: exit %d, %d requests\n%s", code, asked.Load(), out)
+	}
+	if code, _, errs := run(t, "validate", "--offline", "--registry", srv.URL, file); code != 2 || !strings.Contains(errs, "--offline and --registry: choose one") {
+		t.Fatalf("--offline --registry: exit %d %q", code, errs)
 	}
 }
