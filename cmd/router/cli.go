@@ -27,8 +27,8 @@ import (
 type cli struct {
 	Version versionFlag `name:"version" help:"Print the version and exit (as router version)."`
 
-	Run        runCmd        `cmd:"" help:"Run a topology on your Kafka." set:"listen=:8080" set:"txn_timeout=10s" set:"log_level=info"`
-	Demo       demoCmd       `cmd:"" help:"Run a topology on an embedded Kafka with a generator (or your records) and check conservation." set:"listen=127.0.0.1:8080" set:"txn_timeout=1m" set:"log_level=warn"`
+	Run        runCmd        `cmd:"" help:"Run a topology on your Kafka." kong:"set='listen=:8080',set='txn_timeout=10s',set='log_level=info'"`
+	Demo       demoCmd       `cmd:"" help:"Run a topology on an embedded Kafka with a generator (or your records) and check conservation." kong:"set='listen=127.0.0.1:8080',set='txn_timeout=1m',set='log_level=warn'"`
 	Validate   validateCmd   `cmd:"" help:"Check topology and topology test files without running them."`
 	Test       testCmd       `cmd:"" help:"Run topology tests (inputs, expected outputs per route) on an in-process Kafka."`
 	Topology   topologyCmd   `cmd:"" help:"Print the compiled graph of a topology."`
@@ -82,7 +82,7 @@ type overrideFlags struct {
 
 // processFlags are the settings of the router's process.
 type processFlags struct {
-	Listen             string        `default:"${listen}" env:"SIDESTREAM_LISTEN" help:"HTTP API address." placeholder:"ADDR"`
+	Listen             string        `default:"${listen}" env:"SIDESTREAM_LISTEN" help:"HTTP API address."`
 	InstanceID         string        `name:"instance-id" placeholder:"NAME" env:"SIDESTREAM_INSTANCE_ID" help:"Unique name of this process in the group (default: the host name)."`
 	OwnerURLTemplate   string        `name:"owner-url-template" env:"SIDESTREAM_OWNER_URL_TEMPLATE" placeholder:"URL" help:"How instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080."`
 	StaticMembership   bool          `type:"envbool" env:"SIDESTREAM_STATIC_MEMBERSHIP" help:"Use the instance id as group.instance.id (the variable takes true or false, 1 or 0)."`
