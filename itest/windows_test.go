@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -53,7 +54,7 @@ type windowRun struct {
 // a changed file fails here, named). It returns the scenario, its
 // topology file written, and the compiled topology; its group, output and
 // internal topics are deleted when the test ends (kept when it failed).
-func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *config.Topology) {
+func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *plan.Plan) {
 	t := base.t
 	prefix := base.app + "-" + tag
 	s := &scenario{
@@ -80,7 +81,7 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
-	top, err := config.Compile(cfg, s.dir+"/")
+	top, err := plan.Compile(cfg, s.dir+"/")
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/demo"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/validate"
 )
@@ -192,7 +193,7 @@ func (c *topologyCmd) Run(e runEnv) error {
 	} else if err != nil {
 		return err
 	}
-	top, err := config.Compile(cfg, serve.DirOf(path))
+	top, err := plan.Compile(cfg, serve.DirOf(path))
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func (c *topologyCmd) Run(e runEnv) error {
 }
 
 // topologyFor loads the command's topology file as router run does.
-func topologyFor(cmd string, t topologyArg, o config.Overrides, plaintext bool) (*config.Topology, error) {
+func topologyFor(cmd string, t topologyArg, o config.Overrides, plaintext bool) (*plan.Plan, error) {
 	path, err := t.path(cmd)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 package main
 
-// What the topotest files (moving to internal/topotest on another branch)
+// What the topotest files (leaving package main for a package of their own)
 // still call in package main; this file goes once they have moved.
 
 import (
@@ -8,10 +8,11 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/serve"
 )
 
-func loadTopology(path string, o config.Overrides, plaintext bool) (*config.Topology, error) {
+func loadTopology(path string, o config.Overrides, plaintext bool) (*plan.Plan, error) {
 	return serve.LoadTopology(path, o, plaintext)
 }
 
@@ -23,7 +24,7 @@ func inputTopics(cfg *config.Config) []string {
 	return out
 }
 
-func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
+func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 	var n float64
 	for _, t := range top.InputTopics() {
 		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))

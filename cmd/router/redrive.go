@@ -11,6 +11,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
@@ -125,7 +126,7 @@ func countsJSON(c sideroute.Counts) []byte {
 // section's fetch side on those that read (the side route, the ledger)
 // and its produce side (compression, metadata minimum age, buffers) on
 // the producer.
-func newRedrive(top *config.Topology, target sideroute.Target, f *redriveCmd, filter, transform *config.Expr) (sideroute.Redrive, error) {
+func newRedrive(top *plan.Plan, target sideroute.Target, f *redriveCmd, filter, transform *config.Expr) (sideroute.Redrive, error) {
 	copts, err := kclient.SecurityOpts(top.Config.Security)
 	if err != nil {
 		return sideroute.Redrive{}, err
@@ -141,7 +142,7 @@ func newRedrive(top *config.Topology, target sideroute.Target, f *redriveCmd, fi
 // onRecord prints what a dry run would send, and the first 20 records not
 // redriven with why (refusals and expression errors: the records stay
 // where they are, and a person should know which and why).
-func (f *redriveCmd) onRecord(top *config.Topology, stdout, stderr io.Writer) func(r, out *kgo.Record, outcome, detail string) {
+func (f *redriveCmd) onRecord(top *plan.Plan, stdout, stderr io.Writer) func(r, out *kgo.Record, outcome, detail string) {
 	p := tailPrinter{w: stdout, top: top, format: f.Format, maxValue: 2048, planned: true}
 	notes := 0
 	return func(r, out *kgo.Record, outcome, detail string) {

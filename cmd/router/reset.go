@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/reset"
 	"github.com/sidestream/sidestream/internal/serve"
 )
@@ -110,7 +111,7 @@ func printResetDone(w io.Writer, format string, dryRun bool, plan *reset.Plan, l
 }
 
 // localState lists the changelogs' state directories below dir that exist.
-func localState(top *config.Topology, dir string) []string {
+func localState(top *plan.Plan, dir string) []string {
 	if dir == "" {
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
@@ -100,7 +100,7 @@ func jsonValue(b []byte, v show.Value) json.RawMessage {
 
 type tailPrinter struct {
 	w        io.Writer
-	top      *config.Topology
+	top      *plan.Plan
 	format   string
 	maxValue int
 	// planned records are not written yet: no partition or offset.

@@ -30,6 +30,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/srlocal"
@@ -246,7 +247,7 @@ func configPath(given string) (path string, cleanup func(), err error) {
 // runDemo serves the router and the web view on the embedded Kafka, runs
 // the generator (or writes the input files), waits for every record to be
 // committed and prints the verdict.
-func runDemo(ctx context.Context, o Options, top *config.Topology, brokers []string, reg *registry, inputs []inputRecord, stdout, stderr io.Writer) error {
+func runDemo(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry, inputs []inputRecord, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
@@ -313,7 +314,7 @@ type expectation struct {
 }
 
 // write writes the input files' records, or the generator's.
-func write(ctx context.Context, o Options, top *config.Topology, brokers []string, reg *registry, inputs []inputRecord) (int64, expectation, error) {
+func write(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry, inputs []inputRecord) (int64, expectation, error) {
 	if len(o.Inputs) > 0 {
 		recs := make([]*kgo.Record, len(inputs))
 		for i, in := range inputs {
@@ -328,7 +329,7 @@ func write(ctx context.Context, o Options, top *config.Topology, brokers []strin
 // generateKind writes the generator's records: logs (JSON, or Avro to an
 // avro input) or orders to the first input, or the parts of whole orders
 // for an assembly topology.
-func generateKind(ctx context.Context, o Options, top *config.Topology, brokers []string, reg *registry) (int64, expectation, error) {
+func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry) (int64, expectation, error) {
 	kind := o.Generator
 	if kind == "auto" {
 		kind = "logs"
@@ -376,7 +377,7 @@ func generateKind(ctx context.Context, o Options, top *config.Topology, brokers 
 
 // waitCommitted waits until every produced record is consumed and
 // committed, printing the live summary once a second.
-func (o Options) waitCommitted(top *config.Topology, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
+func (o Options) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
 	limit := time.Now().Add(2*time.Minute + time.Duration(max(o.Records, int(produced))/2000)*time.Second)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -408,7 +409,7 @@ func (o Options) waitCommitted(top *config.Topology, m *metrics.Metrics, produce
 // verdict reads every output back read_committed and checks
 // conservation (and the assemblies and the dirty reasons against the
 // generator's oracle).
-func verdict(ctx context.Context, top *config.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect expectation, elapsed time.Duration) (Result, error) {
+func verdict(ctx context.Context, top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect expectation, elapsed time.Duration) (Result, error) {
 	s := m.Snapshot()
 	res := Result{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
@@ -514,7 +515,7 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(ctx context.Context, brokers []string, top *config.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
+func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
@@ -564,7 +565,7 @@ func readBack(ctx context.Context, brokers []string, top *config.Topology, log *
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what
 // was read back equals what the router counted.
-func conservation(res Result, s metrics.Snapshot, top *config.Topology, inputs float64) (bool, []string) {
+func conservation(res Result, s metrics.Snapshot, top *plan.Plan, inputs float64) (bool, []string) {
 	var problems []string
 	if int64(inputs) != res.Produced {
 		problems = append(problems, fmt.Sprintf("consumed %.0f input records != produced %d", inputs, res.Produced))
@@ -616,7 +617,7 @@ func conservation(res Result, s metrics.Snapshot, top *config.Topology, inputs f
 
 // inputConsumed is the committed count of input records (the consumed
 // counter also counts repartitioned records of window routes).
-func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
+func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 	var n float64
 	for _, t := range top.InputTopics() {
 		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))
@@ -628,7 +629,7 @@ func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
 // and every record sent to a window route has been through stage two.
 // With closeAll (the generator's records), every assembly must also have
 // closed; your own records may leave some open for good.
-func done(top *config.Topology, m *metrics.Metrics, produced int64, closeAll bool) bool {
+func done(top *plan.Plan, m *metrics.Metrics, produced int64, closeAll bool) bool {
 	if int64(inputConsumed(top, m)) < produced {
 		return false
 	}
@@ -643,7 +644,7 @@ func done(top *config.Topology, m *metrics.Metrics, produced int64, closeAll boo
 // linger keeps the embedded Kafka (still open: the caller closes it) and
 // the web view up after the demo, with the router stopped, for d or until
 // ctx ends (SIGINT or SIGTERM).
-func linger(ctx context.Context, top *config.Topology, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
+func linger(ctx context.Context, top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
 	finished := func() (bool, string) {
 		return false, "demo finished: the router stopped; the embedded Kafka stays up"
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/redact"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
@@ -33,7 +34,7 @@ const (
 
 // State is the live view of one router process. Safe for concurrent use.
 type State struct {
-	top    *config.Topology
+	top    *plan.Plan
 	m      *metrics.Metrics
 	tasks  func() []Task
 	status func() (bool, string)
@@ -62,7 +63,7 @@ type Options struct {
 }
 
 // New returns the live state of top, reading m.
-func New(top *config.Topology, m *metrics.Metrics, o Options) *State {
+func New(top *plan.Plan, m *metrics.Metrics, o Options) *State {
 	if o.Samples <= 0 {
 		o.Samples = DefaultSamples
 	}

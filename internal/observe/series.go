@@ -3,6 +3,7 @@ package observe
 import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -57,7 +58,7 @@ var (
 
 // Series lists every counter series the topology can produce, for
 // metrics.Preset.
-func Series(top *config.Topology) metrics.Series {
+func Series(top *plan.Plan) metrics.Series {
 	var s metrics.Series
 	rep, _ := top.InternalTopics()
 	s.Consumed = append(top.InputTopics(), rep...)
@@ -80,7 +81,7 @@ func Series(top *config.Topology) metrics.Series {
 	if top.Config.State.StartEmptyOnLoss() {
 		action = "start_empty"
 	}
-	statefulRoute := func(r *config.RouteNode) {
+	statefulRoute := func(r *plan.RouteNode) {
 		s.Changelog = append(s.Changelog, r.Name)
 		for _, why := range lossReasons {
 			s.ChangelogLoss = append(s.ChangelogLoss, [3]string{r.Name, why, action})
@@ -124,7 +125,7 @@ func Series(top *config.Topology) metrics.Series {
 	return s
 }
 
-func registryInputs(top *config.Topology) bool {
+func registryInputs(top *plan.Plan) bool {
 	for _, in := range top.Inputs {
 		if config.RegistryFormat(in.Format) {
 			return true

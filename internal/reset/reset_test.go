@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 const windowYAML = `application_id: reset-unit
@@ -61,7 +62,7 @@ func TestPlanAndApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "")
+	top, err := plan.Compile(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

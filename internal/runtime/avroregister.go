@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // The avro routes' record schemas are registered before the first poll,
@@ -39,7 +39,7 @@ var _ schemaRegistrar = (*sr.Client)(nil)
 // RegistrationError is a schema registration the registry refused: a
 // start error, Run returns it.
 type RegistrationError struct {
-	Route   *config.RouteNode
+	Route   *plan.RouteNode
 	Subject string
 	Err     error
 }
@@ -92,7 +92,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 
 // registerEach registers the routes not in ids yet, adding each id: a
 // refusal is a *RegistrationError, any other error the registry's.
-func registerEach(ctx context.Context, cl schemaRegistrar, routes []*config.RouteNode, ids map[string]int) error {
+func registerEach(ctx context.Context, cl schemaRegistrar, routes []*plan.RouteNode, ids map[string]int) error {
 	for _, r := range routes {
 		if _, ok := ids[r.Name]; ok {
 			continue

@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -265,7 +266,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 
 // restorer is a processor that is never run, with an admin client on
 // brokers: enough to call restore directly.
-func restorer(t *testing.T, top *config.Topology, brokers []string) *Processor {
+func restorer(t *testing.T, top *plan.Plan, brokers []string) *Processor {
 	t.Helper()
 	q, err := New(top, WithLogger(testLogger()))
 	if err != nil {
@@ -294,7 +295,7 @@ func dumpAll(t *testing.T, s changelog.Store) map[string]string {
 // missed, and that the finals and the late route together count every
 // ERROR event exactly once. It returns the late records, the events
 // counted in finals, and the windows.
-func countFinals(t *testing.T, brokers []string, top *config.Topology, flushTS int64, wantErrors int) (late, counted, windows int) {
+func countFinals(t *testing.T, brokers []string, top *plan.Plan, flushTS int64, wantErrors int) (late, counted, windows int) {
 	t.Helper()
 	rt := top.Routes[0]
 	finals := map[string]int{}
@@ -334,7 +335,7 @@ func countFinals(t *testing.T, brokers []string, top *config.Topology, flushTS i
 // checkSourceProgress: the committed offset of every input partition
 // carries, as its metadata, the largest event time decoded in that
 // partition before the offset (what aligned watermarks restore from).
-func checkSourceProgress(t *testing.T, brokers []string, top *config.Topology) {
+func checkSourceProgress(t *testing.T, brokers []string, top *plan.Plan) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
@@ -94,7 +95,7 @@ func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o
 
 // Processor runs one topology as a member of its consumer group.
 type Processor struct {
-	top     *config.Topology
+	top     *plan.Plan
 	opts    opts
 	log     *slog.Logger
 	m       *metrics.Metrics
@@ -118,7 +119,7 @@ type Processor struct {
 }
 
 // New checks the options and builds a processor; it does not connect.
-func New(top *config.Topology, o ...Opt) (*Processor, error) {
+func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
 	for _, f := range o {
 		f(&op)
@@ -184,7 +185,7 @@ func New(top *config.Topology, o ...Opt) (*Processor, error) {
 
 // validate checks the options against the topology they run: all the
 // checks New makes before it builds anything.
-func (op *opts) validate(top *config.Topology) error {
+func (op *opts) validate(top *plan.Plan) error {
 	switch {
 	case len(top.Config.Brokers) == 0:
 		return config.ErrNoBrokers

@@ -13,6 +13,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/kclient/kclienttest"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // TestEveryClientIsSecured: the group client, the admin client and the
@@ -38,7 +39,7 @@ security:
 	if err := cfg.Apply(config.Overrides{Security: config.SecurityOverrides{Password: "pw"}}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "")
+	top, err := plan.Compile(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ dirty: {topic: dirty}
 		if err != nil {
 			t.Fatal(err)
 		}
-		top, err := config.Compile(cfg, "")
+		top, err := plan.Compile(cfg, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
-// Aligned watermarks, stage one (window/aligned.go is stage two).
+// Aligned watermarks, stage one (internal/operator/window/aligned.go is stage two).
 //
 // Each input partition is a source. Stage one keeps, per source, the
 // maximum event time of the records it decoded, in offset order. It

@@ -11,9 +11,10 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
-func windowTopology(t *testing.T, brokers []string) *config.Topology {
+func windowTopology(t *testing.T, brokers []string) *plan.Plan {
 	t.Helper()
 	return compileVariant(t, brokers)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/cliexit"
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // LoadTopology loads, applies overrides, and compiles. With plaintext
@@ -18,7 +19,7 @@ import (
 // in-process registry) the file's schema_registry section too. A file
 // that does not load is a cliexit.Error with code 1 holding every
 // problem at FILE:LINE:COL.
-func LoadTopology(path string, o config.Overrides, plaintext bool) (*config.Topology, error) {
+func LoadTopology(path string, o config.Overrides, plaintext bool) (*plan.Plan, error) {
 	if path == "" {
 		return nil, cliexit.Usage("--config is required")
 	}
@@ -44,7 +45,7 @@ func LoadTopology(path string, o config.Overrides, plaintext bool) (*config.Topo
 	if err := cfg.ApplyAPI(config.APIOverridesFromEnv(os.Getenv)); err != nil {
 		return nil, err
 	}
-	return config.Compile(cfg, DirOf(path))
+	return plan.Compile(cfg, DirOf(path))
 }
 
 // Overrides are the environment's overrides (SIDESTREAM_BROKERS ...)

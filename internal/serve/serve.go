@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
@@ -56,7 +57,7 @@ func (u UIView) UIView() any { return u.S.View() }
 
 // Run runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
-func Run(ctx context.Context, top *config.Topology, o Options, log *slog.Logger, m *metrics.Metrics, hooks Hooks) error {
+func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, hooks Hooks) error {
 	m.SetBuildInfo(o.Build.Version, o.Build.Revision, o.Build.GoVersion)
 	ui := hooks.UI
 	if ui == nil {
@@ -110,7 +111,7 @@ func Run(ctx context.Context, top *config.Topology, o Options, log *slog.Logger,
 }
 
 // processorOpts are the processor's options from o.
-func processorOpts(top *config.Topology, o Options, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
+func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
 	opts := []runtime.Opt{
 		runtime.WithLogger(log), runtime.WithMetrics(m),
 		runtime.WithInstanceID(o.InstanceID), runtime.WithStaticMembership(o.Static),
@@ -132,7 +133,7 @@ func processorOpts(top *config.Topology, o Options, log *slog.Logger, m *metrics
 
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.
-func logStarted(log *slog.Logger, top *config.Topology, build Build, addr net.Addr, apiTLS bool, txnID string) {
+func logStarted(log *slog.Logger, top *plan.Plan, build Build, addr net.Addr, apiTLS bool, txnID string) {
 	sec := top.Config.Security
 	started := []any{"version", build.Version, "revision", build.Revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
 		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}

@@ -12,20 +12,21 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // withClientSection is top with a client section that changes what every
 // client of the redrive should be given: zstd, a 1 s metadata age, 64 KiB
 // per fetched partition.
-func withClientSection(top *config.Topology) *config.Topology {
+func withClientSection(top *plan.Plan) *plan.Plan {
 	top.Config.Client.Compression = config.CompressionZstd
 	top.Config.Client.MetadataMinAge = config.Duration(time.Second)
 	top.Config.Client.FetchMaxPartitionBytes = 64 << 10
 	return top
 }
 
-func redriveWithSection(top *config.Topology, brokers []string) Redrive {
+func redriveWithSection(top *plan.Plan, brokers []string) Redrive {
 	return Redrive{Brokers: brokers, Topology: top, To: "logs", RunID: "r",
 		ReadOpts: kclient.ConsumerOpts(top.Config.Client), ProduceOpts: kclient.ProducerOpts(top.Config.Client)}
 }

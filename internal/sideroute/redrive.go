@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -42,7 +43,7 @@ type Redrive struct {
 	// compression and metadata minimum age among them), so the redriven
 	// records are written as the router writes its own.
 	ProduceOpts []kgo.Opt
-	Topology    *config.Topology
+	Topology    *plan.Plan
 	From        Target
 	To          string
 	// Filter selects records (nil: all); Transform computes the new value

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // Kinds of Target.
@@ -49,7 +50,7 @@ type Target struct {
 
 // Targets lists every addressable route of top in config order, then the
 // dirty route, then the late, incomplete, duplicate and overflow routes.
-func Targets(top *config.Topology) []Target {
+func Targets(top *plan.Plan) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
 		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
@@ -75,7 +76,7 @@ func Targets(top *config.Topology) []Target {
 // Resolve finds a target by name. "late" alone names the late route when
 // the topology has exactly one and no route is called "late". An unknown
 // name is an error that lists the known ones.
-func Resolve(top *config.Topology, name string) (Target, error) {
+func Resolve(top *plan.Plan, name string) (Target, error) {
 	ts := Targets(top)
 	var lates []Target
 	for _, t := range ts {

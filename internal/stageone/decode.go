@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -103,7 +104,7 @@ type decoder struct {
 	timeHead, timeRest string
 }
 
-func newDecoder(t *config.Topology) *decoder {
+func newDecoder(t *plan.Plan) *decoder {
 	d := &decoder{
 		fields:    map[string]bool{},
 		index:     map[string]int{},

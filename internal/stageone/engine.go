@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -25,15 +26,15 @@ type Engine struct {
 	maxRec     int
 	trunc      int
 	// assemblies are the assembly routes, whose parts stage one writes.
-	assemblies []*config.RouteNode
+	assemblies []*plan.RouteNode
 	partRoute  map[string]string // repartition topic -> assembly route
 	// tombstones are the routes an input tombstone is forwarded to.
-	tombstones []*config.RouteNode
+	tombstones []*plan.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
 	// winFields are what each window route's aggregates read, and how
 	// stage two evaluates them (windowPlan).
-	winFields map[*config.RouteNode]*windowPlan
+	winFields map[*plan.RouteNode]*windowPlan
 	// evals lends each record the VM and variables map it evaluates
 	// with; headers: some expression reads _headers.
 	evals   evalPool
@@ -45,8 +46,8 @@ type Engine struct {
 
 // New returns the stage one of t. A topology with registry-backed inputs
 // needs WithDecoders, one with avro routes WithSchemaIDs.
-func New(t *config.Topology, opts ...Option) *Engine {
-	var tomb []*config.RouteNode
+func New(t *plan.Plan, opts ...Option) *Engine {
+	var tomb []*plan.RouteNode
 	for _, r := range t.Routes {
 		if r.ForwardTombstones {
 			tomb = append(tomb, r)
@@ -74,7 +75,7 @@ func New(t *config.Topology, opts ...Option) *Engine {
 	return e
 }
 
-func partRoutes(t *config.Topology) map[string]string {
+func partRoutes(t *plan.Plan) map[string]string {
 	m := map[string]string{}
 	for _, r := range t.Assemblies() {
 		m[r.Assembly.RepartitionTopic] = r.Name
@@ -137,9 +138,9 @@ func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, 
 // routed names the routes a routed record's outputs belong to, for the
 // per-route counts.
 type routed struct {
-	outs  []output            // the routes' outputs
-	parts []*kgo.Record       // the assembly parts
-	tombs []*config.RouteNode // the routes a tombstone went to
+	outs  []output          // the routes' outputs
+	parts []*kgo.Record     // the assembly parts
+	tombs []*plan.RouteNode // the routes a tombstone went to
 }
 
 func (to routed) count(e *Engine, tally *metrics.Tally) {

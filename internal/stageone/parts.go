@@ -8,6 +8,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -48,7 +49,7 @@ func (e *Engine) parts(st *evalState, r *kgo.Record, ev map[string]any, d *Decod
 			}
 			switch {
 			case len(pn.Project) > 0:
-				v, rerr := project(machine, &config.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
+				v, rerr := project(machine, &plan.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
 				if rerr != nil {
 					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
 					return nil, rerr
@@ -75,7 +76,7 @@ func (e *Engine) parts(st *evalState, r *kgo.Record, ev map[string]any, d *Decod
 // (ok false when r is not of its source topic). original says the value
 // is the input's own bytes, which for a registry-backed input are Avro or
 // Protobuf: the part nests the decoded value's JSON instead (parts).
-func partSource(r *kgo.Record, pn *config.PartNode, outs []output) (value []byte, original, ok bool) {
+func partSource(r *kgo.Record, pn *plan.PartNode, outs []output) (value []byte, original, ok bool) {
 	if pn.SourceRoute == nil {
 		return r.Value, true, pn.SourceTopic == r.Topic
 	}

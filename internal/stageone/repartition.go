@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -65,7 +66,7 @@ type windowPlan struct {
 }
 
 // windowFields are the window routes' plans (windowPlan).
-func windowFields(t *config.Topology) map[*config.RouteNode]*windowPlan {
+func windowFields(t *plan.Plan) map[*plan.RouteNode]*windowPlan {
 	slot := func(name string) (int, bool) { return slices.BinarySearch(t.Fields, name) }
 	index := make(map[string]int, len(t.Fields))
 	for i, f := range t.Fields {
@@ -75,7 +76,7 @@ func windowFields(t *config.Topology) map[*config.RouteNode]*windowPlan {
 		i, ok := index[string(name)]
 		return i, ok
 	}
-	out := map[*config.RouteNode]*windowPlan{}
+	out := map[*plan.RouteNode]*windowPlan{}
 	for _, rt := range t.Windows() {
 		set := map[string]bool{}
 		p := &windowPlan{fast: make([]config.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
@@ -104,7 +105,7 @@ var noFields, _ = wire.AppendFields(nil, nil, nil)
 // (repartitionHeaders) and the fields its aggregates read, as decoded
 // (wire.HeaderFields): stage two evaluates the aggregates on those, so
 // it never decodes the value again, whatever the input's format.
-func (e *Engine) windowHeaders(st *evalState, r *kgo.Record, rt *config.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
+func (e *Engine) windowHeaders(st *evalState, r *kgo.Record, rt *plan.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
 	names := e.winFields[rt].names
 	if len(names) == 0 {
 		// A route of bare counts reads no field.
@@ -200,7 +201,7 @@ func (e *Engine) DecodeFields(value []byte) (*Decoded, *RecordError) {
 // AggregateValues evaluates each aggregate's expression of window route
 // rt for one repartitioned record. The variables map is built only for
 // an aggregate that runs the VM (a count reads nothing).
-func (e *Engine) AggregateValues(rt *config.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
+func (e *Engine) AggregateValues(rt *plan.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
 	var ev map[string]any
 	vals := make([]any, len(rt.Window.Aggregates))
 	var machine vm.VM
@@ -241,7 +242,7 @@ func (e *Engine) NewWindowScratch() *WindowScratch {
 // the fields header decodes by number (wire.DecodeFieldsInto) and every
 // aggregate is a count or a fast form that decides; any other record
 // takes those two functions. The values are s's until its next use.
-func (e *Engine) WindowValues(rt *config.RouteNode, r *kgo.Record, h *wire.Repartition, m *Meta, s *WindowScratch) ([]any, *RecordError) {
+func (e *Engine) WindowValues(rt *plan.RouteNode, r *kgo.Record, h *wire.Repartition, m *Meta, s *WindowScratch) ([]any, *RecordError) {
 	if p := e.winFields[rt]; p != nil && p.byFast && h.HasFields {
 		if vals, ok := e.fastValues(p, h.Fields, s); ok {
 			return vals, nil
@@ -285,7 +286,7 @@ func (e *Engine) fastValues(p *windowPlan, b []byte, s *WindowScratch) ([]any, b
 // route's overflow route, keyed by its source key, with the limit it met.
 // The stage-one headers (source topic, partition, offset, event time)
 // stay, so tail shows where it came from and redrive can replay it.
-func OverflowRecord(rt *config.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
+func OverflowRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,

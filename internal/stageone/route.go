@@ -14,12 +14,13 @@ import (
 	gojson "github.com/goccy/go-json"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // output is one record a route writes.
 type output struct {
-	Route *config.RouteNode
+	Route *plan.RouteNode
 	Key   []byte
 	Value []byte
 }
@@ -36,8 +37,8 @@ type Meta struct {
 
 // router evaluates the routes of a topology, once per record.
 type router struct {
-	routes []*config.RouteNode
-	def    *config.RouteNode
+	routes []*plan.RouteNode
+	def    *plan.RouteNode
 	all    bool
 	// fields are the record fields any expression reads, by number
 	// (config.Fields); metas the metadata variables.
@@ -47,7 +48,7 @@ type router struct {
 	avro          *avroOutputs // the avro routes' schemas and ids (WithSchemaIDs)
 }
 
-func newRouter(t *config.Topology) *router {
+func newRouter(t *plan.Plan) *router {
 	r := &router{routes: t.Routes, def: t.Default, all: t.Match == config.MatchAll, fields: t.Fields, metas: t.Meta}
 	r.fast = make([]fastRoute, len(r.routes))
 	for i, rt := range r.routes {
@@ -64,7 +65,7 @@ func newRouter(t *config.Topology) *router {
 // number are their variables, so a route that reads metadata runs the VM.
 type fastRoute struct{ when, key, group config.Fast }
 
-func (r *router) fastRoute(rt *config.RouteNode) fastRoute {
+func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	slot := func(name string) (int, bool) {
 		i := r.index(name)
 		return i, i >= 0
@@ -148,7 +149,7 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 }
 
 // when is route rt's predicate on the record.
-func (re *evalState) when(rt *config.RouteNode, fast config.Fast) (bool, *RecordError) {
+func (re *evalState) when(rt *plan.RouteNode, fast config.Fast) (bool, *RecordError) {
 	res, err := re.eval(rt.When, fast)
 	if typ, ok := notBool(err); ok {
 		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
@@ -163,7 +164,7 @@ func (re *evalState) when(rt *config.RouteNode, fast config.Fast) (bool, *Record
 	return ok, nil
 }
 
-func (re *evalState) outputFor(rt *config.RouteNode, fast fastRoute) (output, *RecordError) {
+func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *RecordError) {
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
@@ -222,7 +223,7 @@ func (re *evalState) outputFor(rt *config.RouteNode, fast fastRoute) (output, *R
 // typedValues are the values of a typed route's fields (connect-json,
 // avro), in order: the input's own fields when the route writes them as
 // they are (fromInput), else the projection's.
-func (re *evalState) typedValues(rt *config.RouteNode, fields []config.ConnectField, fromInput bool) ([]any, *RecordError) {
+func (re *evalState) typedValues(rt *plan.RouteNode, fields []config.ConnectField, fromInput bool) ([]any, *RecordError) {
 	if !fromInput {
 		return projectValues(&re.machine, rt, re.vars())
 	}
@@ -234,7 +235,7 @@ func (re *evalState) typedValues(rt *config.RouteNode, fields []config.ConnectFi
 }
 
 // projectValues evaluates the route's projection, fields in order.
-func projectValues(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]any, *RecordError) {
+func projectValues(machine *vm.VM, rt *plan.RouteNode, e map[string]any) ([]any, *RecordError) {
 	vals := make([]any, len(rt.Project))
 	for i, f := range rt.Project {
 		res, err := machine.Run(f.Expr.Program, e)
@@ -247,7 +248,7 @@ func projectValues(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]an
 }
 
 // project builds the route's JSON object, fields in the configured order.
-func project(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]byte, *RecordError) {
+func project(machine *vm.VM, rt *plan.RouteNode, e map[string]any) ([]byte, *RecordError) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, f := range rt.Project {

@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/tasks"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +25,7 @@ import (
 
 // assemblyRoute is one compiled assembly route and its operator spec.
 type assemblyRoute struct {
-	rt    *config.RouteNode
+	rt    *plan.RouteNode
 	spec  assembly.Spec
 	event bool // the TTL runs on event time
 	// name is the route's name as a header value, shared by every record
@@ -57,7 +58,7 @@ type assemblyStage struct {
 	*tasks.Set[*assemblyTask]
 }
 
-func newAssemblyStage(t *config.Topology) (*assemblyStage, error) {
+func newAssemblyStage(t *plan.Plan) (*assemblyStage, error) {
 	changelogs := map[string]bool{}
 	for _, r := range t.Assemblies() {
 		changelogs[r.Assembly.ChangelogTopic] = true

@@ -25,6 +25,7 @@ import (
 	"github.com/sidestream/sidestream/internal/changelog"
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 )
 
@@ -69,7 +70,7 @@ type Restored struct {
 
 // Config is what New builds a stage from.
 type Config struct {
-	Topology *config.Topology
+	Topology *plan.Plan
 	Engine   *stageone.Engine
 	Runtime  Runtime
 	Log      *slog.Logger
@@ -85,7 +86,7 @@ type Config struct {
 
 // Stage is stage two of one processor: its window and assembly tasks.
 type Stage struct {
-	top       *config.Topology
+	top       *plan.Plan
 	eng       *engine
 	rt        Runtime
 	log       *slog.Logger

@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/window"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/tasks"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +25,7 @@ import (
 
 // windowRoute is one compiled window route and its operator spec.
 type windowRoute struct {
-	rt   *config.RouteNode
+	rt   *plan.RouteNode
 	spec window.Spec
 }
 
@@ -174,7 +175,7 @@ func (ws *windowStage) sourceIDs() []string {
 	return ws.sources
 }
 
-func newWindowStage(t *config.Topology, b changelog.Builder) (*windowStage, error) {
+func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
 	changelogs := map[string]bool{}
 	for _, r := range t.Windows() {
 		changelogs[r.Window.ChangelogTopic] = true
@@ -194,7 +195,7 @@ func newWindowStage(t *config.Topology, b changelog.Builder) (*windowStage, erro
 	return ws, nil
 }
 
-func windowSpec(w *config.WindowNode) (window.Spec, error) {
+func windowSpec(w *plan.WindowNode) (window.Spec, error) {
 	c := w.Config
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
@@ -331,7 +332,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 // written out again and the route's own added, a record near the bound
 // can pass stage one and not fit here, and a record the broker refuses
 // would abort every transaction that holds it.
-func (e *engine) tooLarge(rt *config.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
+func (e *engine) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
 	if n := stageone.RecordSize(out); n > e.MaxRecordBytes() {
 		return e.Dirty(asWritten(r), stageone.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
 			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
@@ -339,7 +340,7 @@ func (e *engine) tooLarge(rt *config.RouteNode, what string, out, r *kgo.Record,
 	return nil
 }
 
-func (e *engine) windowResults(rt *config.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) windowResults(rt *plan.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
 	recs := make([]*kgo.Record, 0, len(rs))
 	for _, res := range rs {
 		kind := "update"
@@ -407,7 +408,7 @@ func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *
 // operator's JSON, the connect-json envelope, or Avro behind the
 // registered schema's header; on error, the dirty reason. A retraction
 // (nil) stays a tombstone: the sink deletes the row.
-func (e *engine) resultValue(rt *config.RouteNode, value []byte) ([]byte, string, error) {
+func (e *engine) resultValue(rt *plan.RouteNode, value []byte) ([]byte, string, error) {
 	var v []byte
 	var err error
 	switch {
@@ -426,7 +427,7 @@ func (e *engine) resultValue(rt *config.RouteNode, value []byte) ([]byte, string
 // lateRecord is the input record, unchanged (its headers as written
 // before the repartition envelope), on the late route, with the
 // watermark it met, the windows it missed and how late it was.
-func (e *engine) lateRecord(rt *config.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
+func (e *engine) lateRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
 	wins := make([]string, len(l.Windows))
 	for i, w := range l.Windows {
 		wins[i] = w.String()

@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/cliexit"
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 )
 
@@ -173,7 +174,7 @@ func (o Options) file(path string) Result {
 		v.Problems = probs
 		return v
 	}
-	if _, err := config.Compile(cfg, dirOf(path)); err != nil {
+	if _, err := plan.Compile(cfg, dirOf(path)); err != nil {
 		v.Problems = []Problem{{Message: err.Error()}}
 		return v
 	}
