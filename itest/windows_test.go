@@ -119,14 +119,14 @@ func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 		t.Fatalf("per-run topology has no window route %q", winRoute)
 	}
 	// The oracle (simulate) knows this window and these aggregates.
-	c := rt.Window.Config
+	c := rt.Window.Spec
 	if c.Type != config.WindowTumbling || c.Size.D().Milliseconds() != winSize || c.Grace.D().Milliseconds() != winGrace ||
 		c.MaxOutOfOrderness.D() != 0 || c.IdleTimeout.D() != 0 || c.GroupBy != "service" || c.Watermark != watermark ||
 		len(c.Aggregates) != 2 || c.Aggregates[0] != (config.Aggregate{Name: "n", Fn: "count"}) ||
 		c.Aggregates[1] != (config.Aggregate{Name: "max_latency", Fn: "max", Of: "latency_ms"}) {
 		t.Fatalf("internal/runtime/testdata/errors-per-service.yaml changed its window (%+v); update itest's oracle", c)
 	}
-	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Config.LateTopic, dirty: top.Dirty.Topic,
+	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Spec.LateTopic, dirty: top.Dirty.Topic,
 		repartition: rt.Window.RepartitionTopic, changelog: rt.Window.ChangelogTopic}
 	for _, tp := range []string{w.results, w.late, w.dirty, w.repartition, w.changelog} {
 		if !strings.HasPrefix(tp, prefix) {

@@ -127,13 +127,13 @@ func countsJSON(c sideroute.Counts) []byte {
 // and its produce side (compression, metadata minimum age, buffers) on
 // the producer.
 func newRedrive(top *plan.Plan, target sideroute.Target, f *redriveCmd, filter, transform *config.Expr) (sideroute.Redrive, error) {
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return sideroute.Redrive{}, err
 	}
 	return sideroute.Redrive{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topology: top,
-		ReadOpts: kclient.ConsumerOpts(top.Config.Client), ProduceOpts: kclient.ProducerOpts(top.Config.Client),
+		Brokers: top.Settings.Brokers, ClientOpts: copts, Topology: top,
+		ReadOpts: kclient.ConsumerOpts(top.Settings.Client), ProduceOpts: kclient.ProducerOpts(top.Settings.Client),
 		From: target, To: f.To, Filter: filter, Transform: transform,
 		DryRun: f.DryRun, Limit: f.Limit, MaxRedrives: f.MaxRedrives, TxnRecords: f.TxnRecords, RunID: f.RunID,
 	}, nil

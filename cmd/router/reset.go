@@ -56,14 +56,14 @@ func (f *resetCmd) Run(e runEnv) error {
 	if err != nil {
 		return err
 	}
-	if f.StateDir == "" && top.Config.State.Store == config.StorePebble {
-		f.StateDir = top.Config.State.Dir
+	if f.StateDir == "" && top.Settings.State.Store == config.StorePebble {
+		f.StateDir = top.Settings.State.Dir
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return err
 	}
-	adm, cl, err := kclient.NewAdmin(top.Config.Brokers, copts...)
+	adm, cl, err := kclient.NewAdmin(top.Settings.Brokers, copts...)
 	if err != nil {
 		return err
 	}

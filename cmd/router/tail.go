@@ -44,13 +44,13 @@ func (f *tailCmd) Run(e runEnv) error {
 	if err != nil {
 		return exitError{code: 2, msg: "router tail: --route: " + err.Error()}
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return err
 	}
 	p := tailPrinter{w: e.stdout, top: top, format: f.Format, maxValue: f.MaxValue}
 	err = sideroute.Read(e.ctx, sideroute.ReadOptions{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topic: target.Topic,
+		Brokers: top.Settings.Brokers, ClientOpts: copts, Topic: target.Topic,
 		FromBeginning: f.FromBeginning, Last: f.Lines, Follow: f.Follow,
 	}, p.print)
 	if errors.Is(err, sideroute.ErrNoTopic) {

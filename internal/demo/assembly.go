@@ -25,7 +25,7 @@ func partsFor(top *plan.Plan, n int, seed uint64) ([]gen.Part, gen.AssemblyExpec
 	if slices.Contains(top.InputTopics(), "payments") {
 		return gen.OrderPaymentShipment(seed, n)
 	}
-	parts, exp := gen.OrderParts(seed, n, int(top.Config.Topics.Partitions))
+	parts, exp := gen.OrderParts(seed, n, int(top.Settings.Topics.Partitions))
 	for i := range parts {
 		parts[i].Topic = top.InputTopics()[0]
 	}
@@ -96,7 +96,7 @@ func checkAssemblies(ctx context.Context, brokers []string, top *plan.Plan, s me
 	out := map[string]int64{}
 	var problems []string
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	topics := []string{ar.Topic, c.IncompleteTopic}
 	if c.DuplicateTopic != "" {
 		topics = append(topics, c.DuplicateTopic)

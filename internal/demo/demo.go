@@ -169,7 +169,7 @@ func runOn(ctx context.Context, o Options, cfg *config.Config, cfgPath string, b
 		o.Serve.InstanceID = "demo"
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
-		strings.Join(brokers, ","), top.Config.ApplicationID, top.Config.Guarantee, o.Serve.Listen)
+		strings.Join(brokers, ","), top.Settings.ApplicationID, top.Settings.Guarantee, o.Serve.Listen)
 	return runDemo(ctx, o, top, brokers, reg, inputs, stdout, stderr)
 }
 
@@ -341,7 +341,7 @@ func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []stri
 		}
 	}
 	var expect expectation
-	avroIn := reg != nil && top.Config.Inputs[0].Format == config.InputAvro
+	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
 	switch {
 	case avroIn && kind != "logs":
 		return 0, expect, cliexit.Usage("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)
@@ -413,7 +413,7 @@ func verdict(ctx context.Context, top *plan.Plan, m *metrics.Metrics, brokers []
 	s := m.Snapshot()
 	res := Result{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
-		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
+		Guarantee: string(top.Settings.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
 	}
 	if len(top.Windows()) > 0 {
@@ -526,11 +526,11 @@ func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.L
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
 		if r.Window != nil {
-			byTopic[r.Window.Config.LateTopic] = "late"
+			byTopic[r.Window.Spec.LateTopic] = "late"
 		}
 		if a := r.Assembly; a != nil {
-			byTopic[a.Config.IncompleteTopic] = "assembly"
-			byTopic[a.Config.DuplicateTopic] = "assembly"
+			byTopic[a.Spec.IncompleteTopic] = "assembly"
+			byTopic[a.Spec.DuplicateTopic] = "assembly"
 		}
 	}
 	routes := map[string]int64{}

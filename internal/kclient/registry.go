@@ -52,11 +52,11 @@ func RegistryDecoders(t *plan.Plan, hooks registry.Hooks) (map[string]*registry.
 			continue
 		}
 		if reg == nil {
-			cl, err := RegistryClient(t.Config.SchemaRegistry)
+			cl, err := RegistryClient(t.Settings.SchemaRegistry)
 			if err != nil {
 				return nil, err
 			}
-			if reg, err = registry.New(cl, append(RegistryOpts(t.Config.SchemaRegistry), registry.WithHooks(hooks))...); err != nil {
+			if reg, err = registry.New(cl, append(RegistryOpts(t.Settings.SchemaRegistry), registry.WithHooks(hooks))...); err != nil {
 				return nil, err
 			}
 		}

@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -66,7 +65,7 @@ func Series(top *plan.Plan) metrics.Series {
 	s.Authz = top.OutputTopics()
 	s.Dirty = append(s.Dirty, dirtyPairs...)
 	s.Dropped = []string{wire.DropNoRoute}
-	if top.Config.Guarantee == config.ExactlyOnce {
+	if top.Settings.Guarantee == plan.ExactlyOnce {
 		s.Aborts = []string{AbortCommitError, AbortAuthorization, AbortProduceError, AbortRebalance}
 		s.Stranded = []string{"commit", "abort"}
 	} else {
@@ -78,7 +77,7 @@ func Series(top *plan.Plan) metrics.Series {
 		s.Aborts = append(s.Aborts, AbortRegistryUnavailable)
 	}
 	action := "fail"
-	if top.Config.State.StartEmptyOnLoss() {
+	if top.Settings.State.StartEmptyOnLoss() {
 		action = "start_empty"
 	}
 	statefulRoute := func(r *plan.RouteNode) {
@@ -88,7 +87,7 @@ func Series(top *plan.Plan) metrics.Series {
 		}
 		if l := r.StateLimits(); l != nil && (l.MaxEntries > 0 || l.MaxBytes > 0) {
 			policy := metrics.PolicyRoute
-			if l.OnOverflow == config.OverflowEvict {
+			if l.OnOverflow == plan.OverflowEvict {
 				policy = metrics.PolicyEvict
 			}
 			s.StateOverflow = append(s.StateOverflow, [2]string{r.Name, policy})
@@ -127,7 +126,7 @@ func Series(top *plan.Plan) metrics.Series {
 
 func registryInputs(top *plan.Plan) bool {
 	for _, in := range top.Inputs {
-		if config.RegistryFormat(in.Format) {
+		if plan.RegistryFormat(in.Format) {
 			return true
 		}
 	}

@@ -9,9 +9,15 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Topology is a compiled, validated config: what the runtime executes.
+// Plan is a compiled, validated config: what the runtime executes. It is
+// built once by Compile and never changed after; the runtime and both
+// stages read it and never the YAML model (.golangci.yml, plan-only).
 type Plan struct {
-	Config    *config.Config
+	// Settings are the sections the runtime reads as written, after
+	// defaults and overrides.
+	Settings Settings
+	// Version is the content fingerprint of the whole plan (Fingerprint).
+	Version   string
 	Inputs    []*InputNode
 	EventTime config.EventTime
 	Match     config.Match
@@ -33,6 +39,40 @@ type InputNode struct {
 	// SchemaPath is the schema file as written in the config ("" for
 	// none), for describing the topology.
 	SchemaPath string
+	// Start is where a new group starts on it (earliest, latest); OnGap
+	// what a gap does (skip, fail).
+	Start, OnGap string
+}
+
+// Settings are the config sections the runtime reads, copied when the
+// plan is compiled: the runtime never holds the *config.Config.
+type Settings struct {
+	ApplicationID     string
+	Brokers           []string
+	Guarantee         config.Guarantee
+	CommitInterval    config.Duration
+	CommitRecords     int
+	CommitWhenDrained bool
+	Topics            config.TopicDefaults
+	Shutdown          config.Duration
+	Security          config.Security
+	State             config.State
+	Client            config.Client
+	API               config.API
+	SchemaRegistry    config.SchemaRegistry
+}
+
+// ExactlyOnce says whether the plan runs under exactly_once.
+func (s Settings) ExactlyOnce() bool { return s.Guarantee == config.ExactlyOnce }
+
+func settingsOf(c *config.Config) Settings {
+	return Settings{
+		ApplicationID: c.ApplicationID, Brokers: c.Brokers, Guarantee: c.Guarantee,
+		CommitInterval: c.CommitInterval, CommitRecords: c.CommitRecords,
+		CommitWhenDrained: c.CommitWhenDrained != nil && *c.CommitWhenDrained,
+		Topics:            c.Topics, Shutdown: c.Shutdown, Security: c.Security, State: c.State,
+		Client: c.Client, API: c.API, SchemaRegistry: c.SchemaRegistry,
+	}
 }
 
 // RouteNode is a compiled route.
@@ -56,6 +96,11 @@ type RouteNode struct {
 	// ForwardTombstones: input tombstones are written to Topic as they
 	// came (tombstones: forward).
 	ForwardTombstones bool
+	// TopicConfigs override topics.configs for Topic when it is created.
+	TopicConfigs config.TopicConfigs
+	// Rules is the fingerprint of the route as written: a change to its
+	// predicate, key, projection, format or state changes it.
+	Rules string
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -63,7 +108,11 @@ type RouteNode struct {
 // transaction), then aggregated by the task that owns that partition of the
 // repartition topic (stage two), whose state goes to ChangelogTopic.
 type WindowNode struct {
-	Config           config.Window
+	// Spec is the window section as written (defaults applied).
+	Spec config.Window
+	// State is the fingerprint of what its stored state depends on (type,
+	// size, advance, gap, group_by, aggregates).
+	State            string
 	GroupBy          *config.Expr // nil: the input key
 	Aggregates       []CompiledAggregate
 	RepartitionTopic string
@@ -91,7 +140,7 @@ type ProjectedField struct {
 // Compile turns a loaded config into a Topology. cfg must come from Load
 // (it is validated there); dir resolves relative schema paths.
 func Compile(cfg *config.Config, dir string) (*Plan, error) {
-	t := &Plan{Config: cfg, EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
+	t := &Plan{Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
 	fields, meta := map[string]bool{}, map[string]bool{}
 	add := func(e *config.Expr) {
 		for _, f := range e.Fields {
@@ -102,7 +151,7 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		}
 	}
 	for _, in := range cfg.Inputs {
-		n := &InputNode{Topic: in.Topic, Format: in.Format, SchemaPath: in.Schema}
+		n := &InputNode{Topic: in.Topic, Format: in.Format, SchemaPath: in.Schema, Start: in.Start, OnGap: in.OnGap}
 		if in.Schema != "" {
 			s, err := config.LoadSchema(dir, in.Schema)
 			if err != nil {
@@ -146,13 +195,21 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		t.Meta = append(t.Meta, m)
 	}
 	sort.Strings(t.Meta)
+	t.Version = fingerprint(struct {
+		Inputs    []config.Input
+		EventTime config.EventTime
+		Routing   config.Routing
+		Routes    []config.Route
+		Dirty     config.Dirty
+	}{cfg.Inputs, cfg.EventTime, cfg.Routing, cfg.Routes, cfg.Dirty})
 	return t, nil
 }
 
 // compileRoute compiles a route's expressions and window; add collects
 // the fields they read.
 func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode, error) {
-	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward}
+	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
+		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r)}
 	var err error
 	if r.When != "" {
 		if rn.When, err = config.CompileExpr(r.When, true); err != nil {
@@ -183,9 +240,10 @@ func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode,
 }
 
 func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNode, error) {
-	w, app := r.Window, t.Config.ApplicationID
+	w, app := r.Window, t.Settings.ApplicationID
 	wn := &WindowNode{
-		Config:           *w,
+		Spec:             *w,
+		State:            windowStatePrint(w),
 		RepartitionTopic: app + "-" + r.Name + "-repartition",
 		ChangelogTopic:   app + "-" + r.Name + "-changelog",
 		Direct:           w.Repartition != nil && !*w.Repartition,
@@ -258,15 +316,15 @@ func (t *Plan) OutputTopics() []string {
 	for _, r := range t.Routes {
 		out = append(out, r.Topic)
 		if r.Window != nil {
-			out = append(out, r.Window.Config.LateTopic)
+			out = append(out, r.Window.Spec.LateTopic)
 		}
 		if ot := r.OverflowTopic(); ot != "" {
 			out = append(out, ot)
 		}
 		if a := r.Assembly; a != nil {
-			out = append(out, a.Config.IncompleteTopic)
-			if a.Config.DuplicateTopic != "" {
-				out = append(out, a.Config.DuplicateTopic)
+			out = append(out, a.Spec.IncompleteTopic)
+			if a.Spec.DuplicateTopic != "" {
+				out = append(out, a.Spec.DuplicateTopic)
 			}
 		}
 	}
@@ -325,7 +383,11 @@ func Open(path string) (*Plan, error) {
 // assembled by the task that owns that partition (stage two), whose state
 // goes to ChangelogTopic.
 type AssemblyNode struct {
-	Config           config.Assemble
+	// Spec is the assemble section as written (defaults applied).
+	Spec config.Assemble
+	// State is the fingerprint of what its stored state depends on (the
+	// ID, the parts and the completion rule).
+	State            string
 	Parts            []*PartNode
 	RepartitionTopic string
 	ChangelogTopic   string
@@ -362,9 +424,10 @@ func (t *Plan) Assemblies() []*RouteNode {
 // compileAssembly compiles an assembly route once every route is compiled
 // (a part's source may be any route).
 func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*config.Expr)) error {
-	cfg := t.Config
+	cfg := t.Settings
 	an := &AssemblyNode{
-		Config:           *a,
+		Spec:             *a,
+		State:            assemblyStatePrint(a),
 		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
 		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
 		Direct:           a.Repartition != nil && !*a.Repartition,

@@ -1,11 +1,11 @@
 package plan
 
 import (
-	"github.com/sidestream/sidestream/internal/config"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sidestream/sidestream/internal/config"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -163,7 +163,7 @@ func TestSecurityNeverPrinted(t *testing.T) {
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
 		outputs["fmt "+verb] = fmt.Sprintf(verb, *cfg) + fmt.Sprintf(verb, cfg.Security) + fmt.Sprintf(verb, cfg.Security.SASL.Password)
 	}
-	outputs["fmt topology"] = fmt.Sprintf("%+v %+v", *top, *top.Config)
+	outputs["fmt topology"] = fmt.Sprintf("%+v %+v", *top, top.Settings)
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "cfg", cfg, "security", cfg.Security, "password", cfg.Security.SASL.Password)
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "cfg", cfg, "security", cfg.Security, "password", cfg.Security.SASL.Password)
@@ -297,6 +297,7 @@ func mustLoad(t *testing.T, src string) *config.Config {
 	}
 	return cfg
 }
+
 const registryConfig = `application_id: orders-router
 brokers: [127.0.0.1:9092]
 inputs:
@@ -315,4 +316,3 @@ dirty:
 // leak is the password of the security test configs: no output may hold
 // it.
 const leak = "hunter2-must-not-print"
-

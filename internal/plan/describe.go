@@ -240,7 +240,7 @@ func (t *Plan) Description() *Description {
 		Nodes:     []GraphNode{},
 		Edges:     []GraphEdge{},
 	}
-	if c := t.Config; c != nil {
+	if c := t.Settings; c.ApplicationID != "" {
 		d.ApplicationID = c.ApplicationID
 		d.Guarantee = c.Guarantee
 		d.CommitInterval = c.CommitInterval.D().String()
@@ -364,10 +364,10 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 		g.edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
 		g.node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
 	}
-	if r.Window != nil && r.Window.Config.LateTopic != "" {
+	if r.Window != nil && r.Window.Spec.LateTopic != "" {
 		// A side route like the assembly's incomplete and duplicate ones.
-		g.edge(id, "topic:"+r.Window.Config.LateTopic, "late")
-		g.node("topic:"+r.Window.Config.LateTopic, NodeTopic, r.Window.Config.LateTopic)
+		g.edge(id, "topic:"+r.Window.Spec.LateTopic, "late")
+		g.node("topic:"+r.Window.Spec.LateTopic, NodeTopic, r.Window.Spec.LateTopic)
 	}
 	if r.Window != nil {
 		g.windowErrs = append(g.windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
@@ -427,7 +427,7 @@ func (g *describer) describeRoute(r *RouteNode) DescribedRoute {
 func (g *describer) assembly(r *RouteNode) {
 	a := r.Assembly
 	id := "assemble:" + r.Name
-	g.node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Config.TTL.D(), a.Config.Time))
+	g.node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Spec.TTL.D(), a.Spec.Time))
 	for _, p := range a.Parts {
 		if p.SourceRoute != nil {
 			g.edge("route:"+p.SourceRoute.Name, id, "part "+p.Name)
@@ -438,13 +438,13 @@ func (g *describer) assembly(r *RouteNode) {
 	}
 	g.edge(id, "topic:"+r.Topic, "complete")
 	g.node("topic:"+r.Topic, NodeTopic, r.Topic)
-	g.edge(id, "topic:"+a.Config.IncompleteTopic, "ttl: incomplete")
-	g.node("topic:"+a.Config.IncompleteTopic, NodeTopic, a.Config.IncompleteTopic)
-	if t := a.Config.DuplicateTopic; t != "" {
+	g.edge(id, "topic:"+a.Spec.IncompleteTopic, "ttl: incomplete")
+	g.node("topic:"+a.Spec.IncompleteTopic, NodeTopic, a.Spec.IncompleteTopic)
+	if t := a.Spec.DuplicateTopic; t != "" {
 		g.edge(id, "topic:"+t, "duplicate")
 		g.node("topic:"+t, NodeTopic, t)
 	}
-	if l := a.Config.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != config.OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
+	if l := a.Spec.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != config.OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
 		g.edge(id, "topic:"+l.OverflowTopic, "overflow")
 		g.node("topic:"+l.OverflowTopic, NodeTopic, l.OverflowTopic)
 	}
@@ -483,7 +483,7 @@ func (g *describer) finish() {
 }
 
 func describeAssembly(a *AssemblyNode) *DescribedAssembly {
-	c := a.Config
+	c := a.Spec
 	da := &DescribedAssembly{
 		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
 		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
@@ -501,7 +501,7 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 }
 
 func describeWindow(w *WindowNode) *DescribedWindow {
-	c := w.Config
+	c := w.Spec
 	dw := &DescribedWindow{
 		Type: c.Type, MaxOutOfOrderness: c.MaxOutOfOrderness.D().String(), Grace: c.Grace.D().String(),
 		Watermark: c.Watermark, Emit: c.Emit, GroupBy: c.GroupBy, LateTopic: c.LateTopic,

@@ -18,9 +18,9 @@ func (t *Plan) AvroRoutes() []*RouteNode {
 func (r *RouteNode) StateLimits() *config.Limits {
 	switch {
 	case r.Window != nil:
-		return r.Window.Config.Limits
+		return r.Window.Spec.Limits
 	case r.Assembly != nil:
-		return r.Assembly.Config.Limits
+		return r.Assembly.Spec.Limits
 	}
 	return nil
 }
@@ -45,17 +45,17 @@ func (t *Plan) CreateConfigs(topic string) map[string]*string {
 			out[k] = &v
 		}
 	}
-	set(t.Config.Topics.Configs)
-	for _, r := range t.Config.Routes {
+	set(t.Settings.Topics.Configs)
+	for _, r := range t.Routes {
 		if r.Topic == topic {
 			set(r.TopicConfigs)
 		}
-		if r.Window != nil && r.Window.LateTopic == topic {
-			set(r.Window.LateTopicConfigs)
+		if r.Window != nil && r.Window.Spec.LateTopic == topic {
+			set(r.Window.Spec.LateTopicConfigs)
 		}
 	}
-	if t.Config.Dirty.Topic == topic {
-		set(t.Config.Dirty.TopicConfigs)
+	if t.Dirty.Topic == topic {
+		set(t.Dirty.TopicConfigs)
 	}
 	repartitionConfigs, changelogConfigs := config.InternalTopicConfigs()
 	rep, cl := t.InternalTopics()
@@ -78,7 +78,7 @@ func (t *Plan) CreateConfigs(topic string) map[string]*string {
 // InputStart is where a new group starts on an input topic ("" for a
 // topic that is not an input).
 func (t *Plan) InputStart(topic string) string {
-	for _, in := range t.Config.Inputs {
+	for _, in := range t.Inputs {
 		if in.Topic == topic {
 			return in.Start
 		}
@@ -91,7 +91,7 @@ func (t *Plan) InputStart(topic string) string {
 // records), skip otherwise.
 func (t *Plan) GapPolicy(topic string) string {
 	policy := config.GapSkip
-	for _, in := range t.Config.Inputs {
+	for _, in := range t.Inputs {
 		if in.Topic == topic {
 			return in.OnGap
 		}

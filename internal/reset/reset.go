@@ -95,7 +95,7 @@ func groupIdle(ctx context.Context, adm *kadm.Client, group string) error {
 // NewPlan works out a reset of top's application from what the cluster
 // holds; it changes nothing.
 func NewPlan(ctx context.Context, adm *kadm.Client, top *plan.Plan, to To) (*Plan, error) {
-	group := top.Config.ApplicationID
+	group := top.Settings.ApplicationID
 	if err := groupIdle(ctx, adm, group); err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func TestPlanAndApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := top.Config.ApplicationID
+	group := top.Settings.ApplicationID
 	repartition, changelogs := top.InternalTopics()
 	if len(repartition) != 1 || len(changelogs) != 1 {
 		t.Fatalf("internal topics %v %v, want one repartition and one changelog topic", repartition, changelogs)

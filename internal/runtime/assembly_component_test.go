@@ -92,7 +92,7 @@ type assembled struct {
 func checkAssemblyOutputs(t *testing.T, brokers []string, top *plan.Plan, exp gen.AssemblyExpect) {
 	t.Helper()
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	recs := readCommitted(t, brokers, ar.Topic, c.IncompleteTopic, c.DuplicateTopic, top.Dirty.Topic)
 	complete, incomplete := map[string]bool{}, map[string]bool{}
 	var dups, dirty, optionalIn int
@@ -209,7 +209,7 @@ func TestAssembleOrdersExample(t *testing.T) {
 func TestOrderPaymentShipment(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(3, "orders", "payments", "shipments"))
 	top := exampleAt(t, "../../examples/order-payment-shipment.yaml", c.ListenAddrs())
-	top.Assemblies()[0].Assembly.Config.TTL = config.Duration(8 * time.Second) // room for a loaded machine: all parts of an order are produced together
+	top.Assemblies()[0].Assembly.Spec.TTL = config.Duration(8 * time.Second) // room for a loaded machine: all parts of an order are produced together
 	parts, exp := gen.OrderPaymentShipment(7, 1500)
 	produceParts(t, c.ListenAddrs(), parts)
 	r := start(t, top, "a")

@@ -58,10 +58,10 @@ func assembleOrdersVariant(t *testing.T, brokers []string, app, repartition stri
 func assemblyResults(t *testing.T, brokers []string, top *plan.Plan) map[string][]string {
 	t.Helper()
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	out := map[string][]string{}
 	for _, r := range readCommitted(t, brokers, ar.Topic, c.IncompleteTopic, c.DuplicateTopic) {
-		k := strings.TrimPrefix(r.Topic, top.Config.ApplicationID+".") + "|" + string(r.Key)
+		k := strings.TrimPrefix(r.Topic, top.Settings.ApplicationID+".") + "|" + string(r.Key)
 		out[k] = append(out[k], string(r.Value))
 	}
 	for _, vs := range out {
@@ -80,7 +80,7 @@ func waitAssemblyDone(t *testing.T, top *plan.Plan, inputs int, rs ...*running) 
 	}
 	for deadline := time.Now().Add(2 * time.Minute); !assemblyDone(top, ms, inputs); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not done: %+v", top.Config.ApplicationID, ms[len(ms)-1].Snapshot())
+			t.Fatalf("%s not done: %+v", top.Settings.ApplicationID, ms[len(ms)-1].Snapshot())
 		}
 	}
 }
@@ -102,7 +102,7 @@ func waitCaughtUp(t *testing.T, top *plan.Plan, inputs int, rs ...*running) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v of %d inputs, %v of %v parts assembled", top.Config.ApplicationID, in, inputs, staged, written)
+			t.Fatalf("%s: %v of %d inputs, %v of %v parts assembled", top.Settings.ApplicationID, in, inputs, staged, written)
 		}
 	}
 }
@@ -294,7 +294,7 @@ func TestAssemblyDirectProcessingTTL(t *testing.T) {
 	if s := r.p.Metrics().Snapshot(); !s.Conserved() {
 		t.Fatalf("conservation: %+v", s)
 	}
-	inc := readCommitted(t, brokers, top.Assemblies()[0].Assembly.Config.IncompleteTopic)
+	inc := readCommitted(t, brokers, top.Assemblies()[0].Assembly.Spec.IncompleteTopic)
 	if len(inc) != 12 {
 		t.Fatalf("%d incomplete records, want 12", len(inc))
 	}

@@ -51,7 +51,7 @@ func testWriteRefusedByACL(t *testing.T, guarantee config.Guarantee) {
 		return nil, nil, false
 	})
 	top := exampleTopology(t, brokers, guarantee)
-	top.Config.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
+	top.Settings.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
 		SASL: config.SASL{Mechanism: "PLAIN", Username: "router", Password: "router-pw"}}
 	victim := top.Route("warn").Topic
 

@@ -58,7 +58,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 	if len(routes) == 0 {
 		return nil
 	}
-	cl, err := kclient.RegistryClient(p.top.Config.SchemaRegistry)
+	cl, err := kclient.RegistryClient(p.top.Settings.SchemaRegistry)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 		}
 		fails++
 		wait := min(time.Second<<min(fails-1, 4), maxProduceBackoff)
-		url := p.top.Config.SchemaRegistry.URL
+		url := p.top.Settings.SchemaRegistry.URL
 		p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
 		p.log.Error("schema registry unavailable; the avro routes' schemas are not registered, retrying", "url", url, "err", err, "backoff", wait)
 		if !p.idle(ctx, wait) {

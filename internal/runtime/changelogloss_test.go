@@ -150,9 +150,7 @@ func loseChangelog(t *testing.T, brokers []string, topic, how string) {
 // startEmpty is top with state.on_changelog_loss: start_empty.
 func startEmpty(top *plan.Plan) *plan.Plan {
 	empty := *top
-	cfg := *top.Config
-	cfg.State.OnChangelogLoss = config.ChangelogLossStartEmpty
-	empty.Config = &cfg
+	empty.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 	return &empty
 }
 

@@ -212,7 +212,7 @@ func TestExactlyOnceAcrossForcedAbort(t *testing.T) {
 		return failTxnOffsetCommit(req), nil, true
 	})
 	top := exampleTopology(t, c.ListenAddrs(), config.ExactlyOnce)
-	top.Config.CommitRecords = 1000 // many transactions, so the 3rd and 6th fail mid-run
+	top.Settings.CommitRecords = 1000 // many transactions, so the 3rd and 6th fail mid-run
 	events := produceEvents(t, c.ListenAddrs(), "logs", n, 11)
 	r := start(t, top, "a", WithMaxPollRecords(1000))
 	waitConsumed(t, r.p.Metrics(), n, 2*time.Minute)

@@ -106,7 +106,7 @@ func TestShutdownDuringSlowRestore(t *testing.T) {
 		}
 	}
 	s.waitRestoring(t)
-	limit := s.top.Config.Shutdown.D()
+	limit := s.top.Settings.Shutdown.D()
 	began := time.Now()
 	s.r.cancel()
 	select {

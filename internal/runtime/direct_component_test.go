@@ -46,8 +46,8 @@ func windowOutputs(t *testing.T, brokers []string, top *plan.Plan, cutoff int64)
 	rt := top.Routes[0]
 	finals := map[string]string{}
 	var late []string
-	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
-		if r.Topic == rt.Window.Config.LateTopic {
+	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Spec.LateTopic) {
+		if r.Topic == rt.Window.Spec.LateTopic {
 			var v struct{ ID string }
 			_ = json.Unmarshal(r.Value, &v)
 			late = append(late, v.ID)

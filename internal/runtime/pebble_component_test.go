@@ -118,7 +118,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
 	top := windowTopology(t, brokers)
-	top.Config.Guarantee = g
+	top.Settings.Guarantee = g
 	dir := t.TempDir()
 	pebble := WithStoreBuilder(changelog.PebbleBuilder(dir))
 	gn := gen.New(5)
@@ -221,7 +221,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 			if err := pb.Commit(o.Offset+100, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			q.top.Config.State.OnChangelogLoss = config.ChangelogLossFail
+			q.top.Settings.State.OnChangelogLoss = config.ChangelogLossFail
 			var le *stagetwo.ChangelogLossError
 			if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
 				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
@@ -229,10 +229,10 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 			if _, ok, _ := pb.Get([]byte("junk")); !ok {
 				t.Errorf("partition %d: a failed restore wiped the local state", o.Partition)
 			}
-			q.top.Config.State.OnChangelogLoss = config.ChangelogLossStartEmpty
+			q.top.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
 			n, from, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
-			q.top.Config.State.OnChangelogLoss = ""
+			q.top.Settings.State.OnChangelogLoss = ""
 			if err != nil || from != 0 || n == 0 || !maps.Equal(dumpAll(t, pb), dumpAll(t, mem)) {
 				t.Errorf("partition %d: restore over a bad checkpoint: %d records from %d, %v", o.Partition, n, from, err)
 			}
@@ -299,8 +299,8 @@ func countFinals(t *testing.T, brokers []string, top *plan.Plan, flushTS int64, 
 	t.Helper()
 	rt := top.Routes[0]
 	finals := map[string]int{}
-	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
-		if r.Topic == rt.Window.Config.LateTopic {
+	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Spec.LateTopic) {
+		if r.Topic == rt.Window.Spec.LateTopic {
 			late++
 			if h := wire.String(r.Headers, wire.HeaderLateWins); h == "" {
 				t.Fatalf("late record without %s header", wire.HeaderLateWins)
@@ -342,7 +342,7 @@ func checkSourceProgress(t *testing.T, brokers []string, top *plan.Plan) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), top.Config.ApplicationID)
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), top.Settings.ApplicationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		if resp, err := q.adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
 			t.Fatalf("delete records: %v %v", err, resp.Error())
 		}
-		q.top.Config.State.OnChangelogLoss = config.ChangelogLossFail
+		q.top.Settings.State.OnChangelogLoss = config.ChangelogLossFail
 		var le *stagetwo.ChangelogLossError
 		if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
 			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
@@ -430,9 +430,9 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		if !maps.Equal(dumpAll(t, pb), before) {
 			t.Fatalf("partition %d: a failed restore changed the local state", o.Partition)
 		}
-		q.top.Config.State.OnChangelogLoss = config.ChangelogLossStartEmpty
+		q.top.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 		n, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
-		q.top.Config.State.OnChangelogLoss = ""
+		q.top.Settings.State.OnChangelogLoss = ""
 		if err != nil || n != 0 || pb.Len() != 0 {
 			t.Fatalf("partition %d: start_empty over a checkpoint below log start: %d records, %d entries left, %v", o.Partition, n, pb.Len(), err)
 		}

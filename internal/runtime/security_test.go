@@ -56,7 +56,7 @@ security:
 	}
 	check("group client", p.clientOpts())
 	check("admin and restore clients", p.opts.kgoOpts)
-	_, admCl, err := kclient.NewAdmin(top.Config.Brokers, p.opts.kgoOpts...)
+	_, admCl, err := kclient.NewAdmin(top.Settings.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ security:
 	}
 
 	// A config whose settings cannot be used fails New, not the first dial.
-	top.Config.Security.SASL.Password = ""
+	top.Settings.Security.SASL.Password = ""
 	if _, err := New(top); err == nil || !strings.Contains(err.Error(), "password") {
 		t.Errorf("New without a password: %v", err)
 	}

@@ -68,7 +68,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
-	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
+	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        UIView{ui},
-		State:     stateReadersFor(proc, top.Config.API),
+		State:     stateReadersFor(proc, top.Settings.API),
 		Auth:      auth,
 	}))
 	if hooks.Listening != nil {
@@ -99,7 +99,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 	}()
 	logStarted(log, top, o.Build, addr, tlsCfg != nil, proc.TransactionalID())
 
-	runErr := runUntilStopped(ctx, proc, top.Config.Shutdown.D(), log)
+	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	// ctx has ended: the API gets its own few seconds to close.
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -117,7 +117,7 @@ func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metri
 		runtime.WithInstanceID(o.InstanceID), runtime.WithStaticMembership(o.Static),
 		runtime.WithTransactionTimeout(o.TxnTimeout), runtime.WithOwnerURL(o.OwnerURL),
 	}
-	if top.Config.API.Samples != config.SamplesOff {
+	if top.Settings.API.Samples != config.SamplesOff {
 		// Off keeps no record content in memory at all.
 		opts = append(opts, runtime.WithSideSampler(ui.Sample))
 	}
@@ -134,16 +134,16 @@ func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metri
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.
 func logStarted(log *slog.Logger, top *plan.Plan, build Build, addr net.Addr, apiTLS bool, txnID string) {
-	sec := top.Config.Security
-	started := []any{"version", build.Version, "revision", build.Revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
+	sec := top.Settings.Security
+	started := []any{"version", build.Version, "revision", build.Revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Settings.API.Auth, "brokers", top.Settings.Brokers,
+		"guarantee", top.Settings.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
 		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
 	}
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
-	apiWarnings(log, top.Config.API, addr)
+	apiWarnings(log, top.Settings.API, addr)
 }
 
 // runUntilStopped runs the processor until it returns or ctx ends; then it

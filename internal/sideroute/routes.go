@@ -54,15 +54,15 @@ func Targets(top *plan.Plan) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
 		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
-		if r.Window != nil && r.Window.Config.LateTopic != "" {
-			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Config.LateTopic, Kind: KindLate, Window: r.Name})
+		if r.Window != nil && r.Window.Spec.LateTopic != "" {
+			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Spec.LateTopic, Kind: KindLate, Window: r.Name})
 		}
 		if a := r.Assembly; a != nil {
-			if a.Config.IncompleteTopic != "" {
-				late = append(late, Target{Name: r.Name + IncompleteSuffix, Topic: a.Config.IncompleteTopic, Kind: KindIncomplete, Assembly: r.Name})
+			if a.Spec.IncompleteTopic != "" {
+				late = append(late, Target{Name: r.Name + IncompleteSuffix, Topic: a.Spec.IncompleteTopic, Kind: KindIncomplete, Assembly: r.Name})
 			}
-			if a.Config.DuplicateTopic != "" {
-				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Config.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
+			if a.Spec.DuplicateTopic != "" {
+				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Spec.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
 			}
 		}
 		if ot := r.OverflowTopic(); ot != "" {

@@ -7,7 +7,6 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -123,29 +122,29 @@ func avroValue(typ string, v any) (any, error) {
 		return nil, nil
 	}
 	switch typ {
-	case config.ConnectString:
+	case plan.ConnectString:
 		switch s := v.(type) {
 		case string:
 			return s, nil
 		case []byte:
 			return string(s), nil
 		}
-	case config.ConnectBoolean:
+	case plan.ConnectBoolean:
 		if x, ok := v.(bool); ok {
 			return x, nil
 		}
-	case config.ConnectInt64:
+	case plan.ConnectInt64:
 		if i, ok := asInt64(v); ok {
 			return i, nil
 		}
-	case config.ConnectFloat64:
+	case plan.ConnectFloat64:
 		if f, ok := asFloat64(v); ok {
 			return f, nil
 		}
 	default:
 		return nil, fmt.Errorf("unknown field type %q", typ)
 	}
-	return nil, fmt.Errorf("%s is not a %s", describeValue(v), config.AvroType(typ))
+	return nil, fmt.Errorf("%s is not a %s", describeValue(v), plan.AvroType(typ))
 }
 
 // avroOutput is an avro route's value for one record: the projection's

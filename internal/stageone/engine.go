@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -58,16 +57,16 @@ func New(t *plan.Plan, opts ...Option) *Engine {
 		dirtyTopic: t.Dirty.Topic,
 		dec:        newDecoder(t),
 		rt:         newRouter(t),
-		appID:      t.Config.ApplicationID,
+		appID:      t.Settings.ApplicationID,
 		maxRec:     t.Dirty.MaxRecordBytes,
 		trunc:      t.Dirty.TruncateTo,
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
 		winFields:  windowFields(t),
-		headers:    slices.Contains(t.Meta, config.MetaHeaders),
+		headers:    slices.Contains(t.Meta, plan.MetaHeaders),
 		evals:      evalPool{fields: len(t.Fields)},
-		expand:     t.Config.Topics.RepartitionFormat == config.RepartitionHeaders,
+		expand:     t.Settings.Topics.RepartitionFormat == plan.RepartitionHeaders,
 	}
 	for _, o := range opts {
 		o(e)
@@ -226,7 +225,7 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 		if o.Route.Window != nil {
 			rec.Topic = o.Route.Window.RepartitionTopic
-			aligned := tracked && o.Route.Window.Config.Watermark == config.WatermarkAligned
+			aligned := tracked && o.Route.Window.Spec.Watermark == plan.WatermarkAligned
 			var rerr *RecordError
 			if rec.Headers, rerr = e.windowHeaders(st, r, o.Route, d, before, aligned); rerr != nil {
 				return nil, rerr

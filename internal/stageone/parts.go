@@ -6,7 +6,6 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -83,7 +82,7 @@ func partSource(r *kgo.Record, pn *plan.PartNode, outs []output) (value []byte, 
 	for j := range outs {
 		if outs[j].Route == pn.SourceRoute {
 			src := pn.SourceRoute
-			return outs[j].Value, src.Connect == nil && src.Value != config.ValueProjection, true
+			return outs[j].Value, src.Connect == nil && src.Value != plan.ValueProjection, true
 		}
 	}
 	return nil, false, false

@@ -11,7 +11,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -54,14 +53,14 @@ func (e *Engine) repartitionHeaders(st *evalState, r *kgo.Record, eventTime, bef
 // windowPlan is what the two stages need of one window route's
 // aggregates: the input fields they read, sorted (what stage one carries
 // to stage two, wire.HeaderFields), and by aggregate its fast form
-// (config.Fast) over the fields by number (config.Fields), nil for a
+// (plan.Fast) over the fields by number (plan.Fields), nil for a
 // count. byFast: every aggregate is a count or has one, so stage two
 // reads a record's fields by number, without a map (WindowValues).
 type windowPlan struct {
 	names  []string
-	fast   []config.Fast
+	fast   []plan.Fast
 	byFast bool
-	// slot numbers a field named in a fields header (config.Fields).
+	// slot numbers a field named in a fields header (plan.Fields).
 	slot func(name []byte) (int, bool)
 }
 
@@ -79,7 +78,7 @@ func windowFields(t *plan.Plan) map[*plan.RouteNode]*windowPlan {
 	out := map[*plan.RouteNode]*windowPlan{}
 	for _, rt := range t.Windows() {
 		set := map[string]bool{}
-		p := &windowPlan{fast: make([]config.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
+		p := &windowPlan{fast: make([]plan.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
 		for i, a := range rt.Window.Aggregates {
 			if a.Of == nil {
 				continue
@@ -89,7 +88,7 @@ func windowFields(t *plan.Plan) map[*plan.RouteNode]*windowPlan {
 			}
 			// An aggregate that reads metadata has no fast form: its
 			// variables are not fields (slot).
-			p.fast[i] = config.CompileFast(a.Of.Program, false, slot)
+			p.fast[i] = plan.CompileFast(a.Of.Program, false, slot)
 			p.byFast = p.byFast && p.fast[i] != nil
 		}
 		p.names = slices.Sorted(maps.Keys(set))
@@ -226,7 +225,7 @@ func (e *Engine) AggregateValues(rt *plan.RouteNode, m *Meta, d *Decoded) ([]any
 // from the record before: the fields by number and the aggregate
 // values. One per window task: it is not safe for concurrent use.
 type WindowScratch struct {
-	fields []any // by number (config.Fields)
+	fields []any // by number (plan.Fields)
 	vals   []any
 }
 

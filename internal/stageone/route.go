@@ -13,7 +13,6 @@ import (
 	"github.com/expr-lang/expr/vm"
 	gojson "github.com/goccy/go-json"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -41,7 +40,7 @@ type router struct {
 	def    *plan.RouteNode
 	all    bool
 	// fields are the record fields any expression reads, by number
-	// (config.Fields); metas the metadata variables.
+	// (plan.Fields); metas the metadata variables.
 	fields, metas []string
 	fast          []fastRoute // by route, as routes
 	defFast       fastRoute
@@ -49,7 +48,7 @@ type router struct {
 }
 
 func newRouter(t *plan.Plan) *router {
-	r := &router{routes: t.Routes, def: t.Default, all: t.Match == config.MatchAll, fields: t.Fields, metas: t.Meta}
+	r := &router{routes: t.Routes, def: t.Default, all: t.Match == plan.MatchAll, fields: t.Fields, metas: t.Meta}
 	r.fast = make([]fastRoute, len(r.routes))
 	for i, rt := range r.routes {
 		r.fast[i] = r.fastRoute(rt)
@@ -60,21 +59,21 @@ func newRouter(t *plan.Plan) *router {
 	return r
 }
 
-// fastRoute is the fast form (config.Fast) of a route's predicate,
+// fastRoute is the fast form (plan.Fast) of a route's predicate,
 // key and group key, each nil where it has none: the record's fields by
 // number are their variables, so a route that reads metadata runs the VM.
-type fastRoute struct{ when, key, group config.Fast }
+type fastRoute struct{ when, key, group plan.Fast }
 
 func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	slot := func(name string) (int, bool) {
 		i := r.index(name)
 		return i, i >= 0
 	}
-	compile := func(x *config.Expr, predicate bool) config.Fast {
+	compile := func(x *plan.Expr, predicate bool) plan.Fast {
 		if x == nil {
 			return nil
 		}
-		return config.CompileFast(x.Program, predicate, slot)
+		return plan.CompileFast(x.Program, predicate, slot)
 	}
 	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
 	if rt.Window != nil {
@@ -83,7 +82,7 @@ func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	return f
 }
 
-// index is the number of field name (config.Fields), -1 when no
+// index is the number of field name (plan.Fields), -1 when no
 // expression reads it.
 func (r *router) index(name string) int {
 	if i, ok := slices.BinarySearch(r.fields, name); ok {
@@ -93,8 +92,8 @@ func (r *router) index(name string) int {
 }
 
 // allMeta is every metadata variable, for env.
-var allMeta = []string{config.MetaKey, config.MetaTopic, config.MetaPartition, config.MetaOffset,
-	config.MetaTimestamp, config.MetaEventTime, config.MetaHeaders}
+var allMeta = []string{plan.MetaKey, plan.MetaTopic, plan.MetaPartition, plan.MetaOffset,
+	plan.MetaTimestamp, plan.MetaEventTime, plan.MetaHeaders}
 
 // env is the variables one record's expressions see, every metadata
 // variable included, in a new map (stage two's aggregates; stage one
@@ -149,7 +148,7 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 }
 
 // when is route rt's predicate on the record.
-func (re *evalState) when(rt *plan.RouteNode, fast config.Fast) (bool, *RecordError) {
+func (re *evalState) when(rt *plan.RouteNode, fast plan.Fast) (bool, *RecordError) {
 	res, err := re.eval(rt.When, fast)
 	if typ, ok := notBool(err); ok {
 		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
@@ -210,7 +209,7 @@ func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *Rec
 			return o, recErr(wire.StageRoute, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err)
 		}
 		o.Value = v
-	case rt.Value == config.ValueProjection:
+	case rt.Value == plan.ValueProjection:
 		v, rerr := project(&re.machine, rt, re.vars())
 		if rerr != nil {
 			return o, rerr
@@ -223,7 +222,7 @@ func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *Rec
 // typedValues are the values of a typed route's fields (connect-json,
 // avro), in order: the input's own fields when the route writes them as
 // they are (fromInput), else the projection's.
-func (re *evalState) typedValues(rt *plan.RouteNode, fields []config.ConnectField, fromInput bool) ([]any, *RecordError) {
+func (re *evalState) typedValues(rt *plan.RouteNode, fields []plan.ConnectField, fromInput bool) ([]any, *RecordError) {
 	if !fromInput {
 		return projectValues(&re.machine, rt, re.vars())
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
@@ -152,7 +151,7 @@ func (s *Stage) IsRepartition(topic string) bool {
 func (s *Stage) MarkTopics() []string {
 	var out []string
 	for topic, wr := range s.ws.routes {
-		if wr.rt.Window.Config.Watermark == config.WatermarkAligned && !wr.rt.Window.Direct {
+		if wr.rt.Window.Spec.Watermark == plan.WatermarkAligned && !wr.rt.Window.Direct {
 			out = append(out, topic)
 		}
 	}

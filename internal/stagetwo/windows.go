@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/window"
 	"github.com/sidestream/sidestream/internal/plan"
@@ -196,21 +195,21 @@ func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
 }
 
 func windowSpec(w *plan.WindowNode) (window.Spec, error) {
-	c := w.Config
+	c := w.Spec
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
 		Limits: stateLimits(c.Limits),
 	}
 	switch c.Type {
-	case config.WindowTumbling:
+	case plan.WindowTumbling:
 		s.Kind = window.Tumbling
-	case config.WindowHopping:
+	case plan.WindowHopping:
 		s.Kind = window.Hopping
-	case config.WindowSession:
+	case plan.WindowSession:
 		s.Kind = window.Session
 	}
-	if c.Emit == config.EmitFinal {
+	if c.Emit == plan.EmitFinal {
 		s.Emit = window.EmitFinal
 	}
 	for _, a := range w.Aggregates {
@@ -441,7 +440,7 @@ func (e *engine) lateRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, l *wi
 		kgo.RecordHeader{Key: wire.HeaderLateWins, Value: []byte(strings.Join(wins, ","))},
 		kgo.RecordHeader{Key: wire.HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
 	)
-	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+	return &kgo.Record{Topic: rt.Window.Spec.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
 
 // IdleAdvance moves forward, with the wall clock, the watermark of every
@@ -509,8 +508,8 @@ func (s *Stage) idleSources(t *windowTask, now time.Time, idle time.Duration, pr
 func (s *Stage) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	idle := t.route.rt.Window.Config.IdleTimeout.D()
-	if idle > 0 && t.route.rt.Window.Config.Watermark == config.WatermarkAligned {
+	idle := t.route.rt.Window.Spec.IdleTimeout.D()
+	if idle > 0 && t.route.rt.Window.Spec.Watermark == plan.WatermarkAligned {
 		if err := s.idleSources(t, now, idle, produce, tally); err != nil {
 			return err
 		}
