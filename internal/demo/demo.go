@@ -69,7 +69,7 @@ type Options struct {
 	Config    string        // topology file ("": the default example, written to a temporary folder)
 	Records   int           // records the generator writes (at least 1; ignored with Inputs)
 	Rate      float64       // records per second the generator (or Inputs) writes (0: as fast as possible)
-	Seed      uint64        // generator seed
+	Seed      uint64        // generator seed (router demo passes 1 unless told)
 	Quiet     bool          // no live summary
 	Generator string        // logs, orders, parts or auto ("": auto)
 	Linger    time.Duration // after the verdict, keep the embedded Kafka and the web view up this long
