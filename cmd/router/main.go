@@ -75,6 +75,9 @@ func realMain(args []string, stdout, stderr io.Writer) (code int) {
 		"yaml": complete.PredictOr(complete.PredictFiles("*.yaml"), complete.PredictFiles("*.yml")),
 		"file": complete.PredictFiles("*"),
 	}))
+	if len(args) > 0 && args[0] == "help" {
+		args = append(args[1:len(args):len(args)], "--help") // router help [COMMAND]
+	}
 	if len(args) == 0 || !strings.HasPrefix(args[0], "-") && !isCommand(parser, args[0]) {
 		if len(args) > 0 {
 			fmt.Fprintf(stderr, "router: unknown command %q\n\n", args[0])

@@ -29,6 +29,12 @@ func TestVersionAndUsage(t *testing.T) {
 	if code, _, _ := run(t, "run", "--help"); code != 0 {
 		t.Fatalf("run --help: %d", code)
 	}
+	if code, out, _ := run(t, "help"); code != 0 || !strings.Contains(out, "Usage: router <command>") {
+		t.Fatalf("help: %d %q", code, out)
+	}
+	if code, out, _ := run(t, "help", "tail"); code != 0 || !strings.Contains(out, "Usage: router tail") {
+		t.Fatalf("help tail: %d %q", code, out)
+	}
 }
 
 func TestValidate(t *testing.T) {
