@@ -122,7 +122,8 @@ func (c *runCmd) Run(e runEnv) error {
 }
 
 type demoCmd struct {
-	Config    string        `name:"config" placeholder:"FILE" env:"SIDESTREAM_CONFIG" help:"Topology file (default: examples/logs-by-level.yaml, built in)." predictor:"yaml"`
+	File      string        `arg:"" optional:"" name:"file" help:"Topology file (or --config; without both: examples/logs-by-level.yaml, built in)." predictor:"yaml"`
+	Config    string        `name:"config" placeholder:"FILE" env:"SIDESTREAM_CONFIG" help:"Topology file, when no FILE is given." predictor:"yaml"`
 	Input     []string      `name:"input" sep:"none" placeholder:"[TOPIC=]FILE" help:"Your records instead of the generator's: a file of JSON lines, each line one record's value as it is (no key, no headers); FILE goes to the first input topic, TOPIC=FILE to that input topic. Repeat for more files." predictor:"file"`
 	Records   int           `default:"50000" placeholder:"N" help:"Records the generator writes."`
 	Rate      float64       `placeholder:"N" help:"Records per second written (0: as fast as possible)."`
@@ -141,8 +142,14 @@ func (c *demoCmd) Run(e runEnv) error {
 	if err != nil {
 		return err
 	}
+	path := ""
+	if c.File != "" || c.Config != "" {
+		if path, err = (topologyArg{File: c.File, Config: c.Config}).path("demo"); err != nil {
+			return err
+		}
+	}
 	return demo.Run(e.ctx, demo.Options{
-		Config: c.Config, Records: c.Records, Rate: c.Rate, Seed: c.Seed, Quiet: c.Quiet,
+		Config: path, Records: c.Records, Rate: c.Rate, Seed: c.Seed, Quiet: c.Quiet,
 		Generator: c.Generator, Linger: c.Linger, KafkaPort: c.KafkaPort, Inputs: c.Input,
 		ApplicationID: c.ApplicationID, Guarantee: c.Guarantee, CommitInterval: c.CommitInterval,
 		Serve: c.options(), Log: log,

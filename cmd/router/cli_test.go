@@ -219,6 +219,7 @@ func TestTopologyAsFile(t *testing.T) {
 		{[]string{"redrive", example, "--from", "late", "--to", "logs"}, 2, `unknown route "late"`},
 		{[]string{"run", bad, "--listen", "127.0.0.1:0"}, 1, bad + ":8:3: security.protocol is \"sasl_ssl\""},
 		{[]string{"reset", bad}, 1, bad + ":8:3: security.protocol is \"sasl_ssl\""},
+		{[]string{"demo", "../../examples/logs-avro.yaml", "--input", "../../examples/testdata/binary.bin"}, 2, `input "logs-avro" has format avro: --input sends JSON lines`},
 	} {
 		code, out, errs := run(t, tc.args...)
 		if code != tc.code || !strings.Contains(out+errs, tc.want) {

@@ -110,7 +110,7 @@ func TestValidateStrict(t *testing.T) {
 func TestExtraArgumentsRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--config", example, "extra"},
-		{"demo", "--records", "10", "extra"},
+		{"demo", example, "--records", "10", "extra"},
 		{"topology", "--config", example, "extra"},
 		{"redrive", "--config", example, "extra"},
 		{"version", "extra"},
