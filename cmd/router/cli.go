@@ -18,6 +18,7 @@ import (
 	"github.com/sidestream/sidestream/internal/demo"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/probe"
 	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/validate"
 )
@@ -33,7 +34,9 @@ type cli struct {
 	Validate   validateCmd   `cmd:"" help:"Check topology and topology test files without running them."`
 	Test       testCmd       `cmd:"" help:"Run topology tests (inputs, expected outputs per route) on an in-process Kafka."`
 	Topology   topologyCmd   `cmd:"" help:"Print the compiled graph of a topology."`
+	Plan       planCmd       `cmd:"" help:"Say what a change does to a running topology: each difference live, new state or breaking (exit 1 on a breaking one)."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, VCS revision and Go version."`
+	Probe      probeCmd      `cmd:"" help:"Exit 0 once URL answers 2xx (helm test, container health checks)."`
 	Tail       tailCmd       `cmd:"" help:"Print a route's records (read_committed)."`
 	Redrive    redriveCmd    `cmd:"" help:"Re-inject side records (dirty, late) into a topic, in transactions."`
 	Reset      resetCmd      `cmd:"" help:"Reprocess from scratch: move input offsets, delete internal topics and state."`
@@ -299,4 +302,16 @@ func (c *validateCmd) Run(e runEnv) error {
 		return cliexit.Error{Code: 1}
 	}
 	return nil
+}
+
+type probeCmd struct {
+	URL        string        `arg:"" name:"url" help:"An http:// or https:// URL."`
+	Timeout    time.Duration `default:"60s" help:"Give up after this long; 0: one attempt."`
+	Interval   time.Duration `default:"1s" help:"Wait between attempts."`
+	CAFile     string        `placeholder:"FILE" help:"PEM CA bundle for an https URL (default: the system roots)." predictor:"file"`
+	ServerName string        `placeholder:"NAME" help:"The name the server's certificate must carry (default: the URL's host)."`
+}
+
+func (c *probeCmd) Run(e runEnv) error {
+	return probe.Run(e.ctx, c.URL, probe.Options{Timeout: c.Timeout, Interval: c.Interval, CAFile: c.CAFile, ServerName: c.ServerName}, e.stdout, e.stderr)
 }

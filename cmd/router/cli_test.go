@@ -98,7 +98,8 @@ func flagsOf(t *testing.T) map[string][]string {
 }
 
 // TestDocsNameRealFlags: every `router COMMAND ... --flag` in the README
-// and docs/ names a command that exists and a flag it takes.
+// and docs/ names a command that exists and a flag it takes (sections
+// titled "Not yet" aside: they name what is to come).
 func TestDocsNameRealFlags(t *testing.T) {
 	flags := flagsOf(t)
 	files, err := filepath.Glob("../../docs/*.md")
@@ -114,7 +115,14 @@ func TestDocsNameRealFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		future := false // a "Not yet" section names flags still to come
 		for i, line := range bytes.Split(b, []byte("\n")) {
+			if bytes.HasPrefix(line, []byte("#")) {
+				future = bytes.Contains(bytes.ToLower(line), []byte("not yet"))
+			}
+			if future {
+				continue
+			}
 			for _, m := range invocation.FindAllSubmatch(line, -1) {
 				cmd := string(m[1])
 				known, ok := flags[cmd]

@@ -1,5 +1,5 @@
 // Command router runs sidestream topologies: run, demo, validate, test,
-// topology, version, tail, redrive, reset, completion. It is flags (cli.go,
+// topology, plan, version, probe, tail, redrive, reset, completion. It is flags (cli.go,
 // read by kong) and one call per subcommand into internal/.
 //
 // Exit codes: 0 done; 1 the work failed (a topology that does not load,
