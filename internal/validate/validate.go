@@ -34,6 +34,9 @@ type Result struct {
 	// Notes say what could not be checked (a registry-backed input's
 	// fields without a registry); they do not fail the file.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what is valid but likely not meant (a routing.default
+	// no record can reach); they do not fail the file.
+	Warnings []Problem `json:"warnings,omitempty"`
 }
 
 type Problem struct {
@@ -134,6 +137,9 @@ func printResult(stdout io.Writer, v Result) {
 			fmt.Fprintf(stdout, "%s: %s\n", v.File, p.Message)
 		}
 	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stdout, "%s:%d:%d: warning: %s\n", v.File, w.Line, w.Col, w.Message)
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(stdout, "%s: note: %s\n", v.File, n)
 	}
@@ -179,6 +185,9 @@ func (o Options) file(path string) Result {
 		return v
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
+	for _, w := range cfg.Warnings() {
+		v.Warnings = append(v.Warnings, Problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
+	}
 	return v
 }
 
