@@ -143,7 +143,7 @@ func newRedrive(top *plan.Plan, target sideroute.Target, f *redriveCmd, filter, 
 // redriven with why (refusals and expression errors: the records stay
 // where they are, and a person should know which and why).
 func (f *redriveCmd) onRecord(top *plan.Plan, stdout, stderr io.Writer) func(r, out *kgo.Record, outcome, detail string) {
-	p := tailPrinter{w: stdout, top: top, format: f.Format, maxValue: 2048, planned: true}
+	p := sideroute.Printer{W: stdout, Plan: top, Format: f.Format, MaxValue: 2048, Planned: true}
 	notes := 0
 	return func(r, out *kgo.Record, outcome, detail string) {
 		if f.Quiet {
@@ -153,7 +153,7 @@ func (f *redriveCmd) onRecord(top *plan.Plan, stdout, stderr io.Writer) func(r, 
 			if f.Format == "table" {
 				fmt.Fprintf(stdout, "would send %s:\n", sideroute.Origin(r))
 			}
-			_ = p.print(out)
+			_ = p.Print(out)
 			return
 		}
 		switch outcome {

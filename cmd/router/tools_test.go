@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/sideroute"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -112,7 +113,7 @@ func TestTailShowsRecordsSafely(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("--lines 1 printed %d records", len(lines))
 	}
-	var rec tailRecord
+	var rec sideroute.Record
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatal(err)
 	}
