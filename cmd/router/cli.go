@@ -20,6 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/probe"
 	"github.com/sidestream/sidestream/internal/serve"
+	"github.com/sidestream/sidestream/internal/topotest"
 	"github.com/sidestream/sidestream/internal/validate"
 )
 
@@ -181,14 +182,27 @@ func (versionFlag) BeforeReset(app *kong.Kong) error {
 }
 
 type testCmd struct {
-	Files   []string      `arg:"" optional:"" name:"file" help:"Topology test files; globs allowed." predictor:"yaml"`
-	Only    string        `name:"run" placeholder:"TEXT" help:"Run only the cases whose name contains TEXT."`
-	Timeout time.Duration `default:"2m" help:"Most time one case may take."`
+	Files    []string      `arg:"" optional:"" name:"file" help:"Topology test files; globs allowed." predictor:"yaml"`
+	Only     string        `name:"run" placeholder:"REGEXP" help:"Run only the cases whose name matches REGEXP (plain text: the names containing it)."`
+	Timeout  time.Duration `default:"2m" help:"Most time one case may take."`
+	Verbose  bool          `help:"Print what each route received under each passing case too."`
+	Parallel int           `placeholder:"N" help:"Cases run at once, each on its own in-process Kafka (0: the number of CPUs, at least 4)."`
+	Format   string        `default:"text" enum:"text,json" help:"text (a line per case, the diff under a failing one) or json (one object, for CI)."`
 }
 
 func (c *testCmd) Run(e runEnv) error {
-	args := []string{"--run", c.Only, "--timeout", c.Timeout.String()}
-	return cmdTest(append(args, c.Files...), e.stdout, e.stderr)
+	if len(c.Files) == 0 {
+		return cliexit.Usage("router test: name the test files (router test examples/*.test.yaml)")
+	}
+	o := topotest.Options{Run: c.Only, Timeout: c.Timeout, Verbose: c.Verbose, Parallel: c.Parallel, Format: c.Format}
+	failed, err := topotest.Run(e.ctx, c.Files, o, e.stdout, e.stderr)
+	switch {
+	case err != nil:
+		return cliexit.Usage("router test: %v", err)
+	case failed:
+		return cliexit.Error{Code: 1}
+	}
+	return nil
 }
 
 func (c *topologyCmd) Run(e runEnv) error {
@@ -291,7 +305,7 @@ func (c *validateCmd) Run(e runEnv) error {
 	if len(patterns) == 0 {
 		return cliexit.Usage("router validate: name the topology files (router validate FILE...), or give --config FILE or SIDESTREAM_CONFIG")
 	}
-	results, ok, err := validate.Files(patterns, validate.Options{Registry: c.Registry, Offline: c.Offline, TestFile: testFile})
+	results, ok, err := validate.Files(patterns, validate.Options{Registry: c.Registry, Offline: c.Offline})
 	if err != nil {
 		return err
 	}
