@@ -305,7 +305,7 @@ func (c *validateCmd) Run(e runEnv) error {
 	if len(patterns) == 0 {
 		return cliexit.Usage("router validate: name the topology files (router validate FILE...), or give --config FILE or SIDESTREAM_CONFIG")
 	}
-	results, ok, err := validate.Files(patterns, validate.Options{Registry: c.Registry, Offline: c.Offline})
+	results, ok, err := validate.Files(patterns, validate.Options{Registry: c.Registry, Offline: c.Offline, TestFile: checkTestFile})
 	if err != nil {
 		return err
 	}
@@ -328,4 +328,22 @@ type probeCmd struct {
 
 func (c *probeCmd) Run(e runEnv) error {
 	return probe.Run(e.ctx, c.URL, probe.Options{Timeout: c.Timeout, Interval: c.Interval, CAFile: c.CAFile, ServerName: c.ServerName}, e.stdout, e.stderr)
+}
+
+// checkTestFile is validate's view of topotest.Check: the topology a test
+// file names, its cases, or its problems at their line:col.
+func checkTestFile(path string) (string, int, []validate.Problem) {
+	tf, err := topotest.Check(path)
+	var fe *topotest.FileError
+	switch {
+	case errors.As(err, &fe):
+		probs := make([]validate.Problem, len(fe.Problems))
+		for i, p := range fe.Problems {
+			probs[i] = validate.Problem(p)
+		}
+		return "", 0, probs
+	case err != nil:
+		return "", 0, []validate.Problem{{Message: err.Error()}}
+	}
+	return tf.Topology, len(tf.Tests), nil
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
-	"github.com/sidestream/sidestream/internal/topotest"
 )
 
 // Result is one file's verdict, as `router validate --format json`
@@ -55,6 +54,11 @@ type Options struct {
 	// Offline never asks a registry: the registry-backed inputs get a
 	// note instead.
 	Offline bool
+	// TestFile checks a topology test file (router test's topotest.Check,
+	// wired by cmd/router: only the binary imports the test engine): the
+	// topology it names (relative to the test file), its number of cases,
+	// or its problems at their line:col.
+	TestFile func(path string) (topology string, cases int, problems []Problem)
 }
 
 // Files validates the files the patterns name (globs allowed), each as
@@ -149,20 +153,19 @@ func printResult(stdout io.Writer, v Result) {
 // SIDESTREAM_SCHEMA_REGISTRY_URL, else the file's schema_registry.url).
 func (o Options) file(path string) Result {
 	v := Result{File: path}
-	if isTestFile(path) {
+	if o.TestFile != nil && isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := topotest.Check(path)
-		if err != nil {
-			v.Problems = testFileProblems(err)
+		top, cases, probs := o.TestFile(path)
+		if probs != nil {
+			v.Problems = probs
 			return v
 		}
-		top := tf.Topology
 		if !filepath.IsAbs(top) {
 			top = filepath.Join(filepath.Dir(path), top)
 		}
 		tv := o.file(top)
-		tv.File, tv.Tests = path, len(tf.Tests)
+		tv.File, tv.Tests = path, cases
 		return tv
 	}
 	cfg, probs := loadApplied(path, o.Registry, nil)
@@ -188,20 +191,6 @@ func (o Options) file(path string) Result {
 		v.Warnings = append(v.Warnings, Problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
 	}
 	return v
-}
-
-// testFileProblems are a test file's problems (topotest.FileError), each
-// at its line:col.
-func testFileProblems(err error) []Problem {
-	var fe *topotest.FileError
-	if !errors.As(err, &fe) {
-		return []Problem{{Message: err.Error()}}
-	}
-	out := make([]Problem, len(fe.Problems))
-	for i, p := range fe.Problems {
-		out[i] = Problem(p)
-	}
-	return out
 }
 
 // loadApplied loads a topology file (with the inputs' writer schemas when
