@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/reset"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/reset"
 )
 
 // cmdReset resets an application for reprocessing: input offsets moved,
@@ -77,7 +77,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.stateDir == "" && top.Config.State.Store == topology.StorePebble {
+	if f.stateDir == "" && top.Config.State.Store == config.StorePebble {
 		f.stateDir = top.Config.State.Dir
 	}
 	copts, err := kclient.SecurityOpts(top.Config.Security)
@@ -130,7 +130,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 }
 
 // localState lists the changelogs' state directories below dir that exist.
-func localState(top *topology.Topology, dir string) []string {
+func localState(top *config.Topology, dir string) []string {
 	if dir == "" {
 		return nil
 	}
