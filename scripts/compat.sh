@@ -118,7 +118,10 @@ done
 
 # The matrix: one line per test, one column per row; "-" is a test the
 # row does not run.
-failed=0
+failed=0 npass=0 nfail=0
+for k in "${!RESULT[@]}"; do
+  if [[ "${RESULT[$k]}" == pass ]]; then npass=$((npass + 1)); else nfail=$((nfail + 1)); fi
+done
 {
   printf 'Kafka compatibility matrix (scripts/compat.sh, %s)\n' "$(date -u +%Y-%m-%dT%H:%MZ)"
   printf '%-32s' test
@@ -136,6 +139,7 @@ failed=0
   printf '%-32s' "elapsed (broker + tests)"
   for row in "${ROWS[@]}"; do printf ' %-14s' "${ELAPSED[$row]}s"; done
   printf '\ntotal %ds\n' $((SECONDS - total))
+  printf 'compat: %d passed, %d failed\n' "$npass" "$nfail"
 } | tee "$DIR-matrix.txt"
 
 if ((failed)); then
