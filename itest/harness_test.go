@@ -29,6 +29,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // inputPartitions is the partition count of every scenario's input topic.
@@ -163,7 +164,7 @@ func (s *scenario) writeTopology(prefix string) {
 	if err != nil {
 		t.Fatalf("per-test topology: %v", err)
 	}
-	top, err := config.Compile(cfg, s.dir+"/")
+	top, err := plan.Compile(cfg, s.dir+"/")
 	if err != nil {
 		t.Fatalf("per-test topology: %v", err)
 	}

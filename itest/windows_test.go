@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -53,7 +54,7 @@ type windowRun struct {
 // a changed file fails here, named). It returns the scenario, its
 // topology file written, and the compiled topology; its group, output and
 // internal topics are deleted when the test ends (kept when it failed).
-func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *config.Topology) {
+func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *plan.Plan) {
 	t := base.t
 	prefix := base.app + "-" + tag
 	s := &scenario{
@@ -80,7 +81,7 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
-	top, err := config.Compile(cfg, s.dir+"/")
+	top, err := plan.Compile(cfg, s.dir+"/")
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
@@ -118,14 +119,14 @@ func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 		t.Fatalf("per-run topology has no window route %q", winRoute)
 	}
 	// The oracle (simulate) knows this window and these aggregates.
-	c := rt.Window.Config
+	c := rt.Window.Spec
 	if c.Type != config.WindowTumbling || c.Size.D().Milliseconds() != winSize || c.Grace.D().Milliseconds() != winGrace ||
 		c.MaxOutOfOrderness.D() != 0 || c.IdleTimeout.D() != 0 || c.GroupBy != "service" || c.Watermark != watermark ||
 		len(c.Aggregates) != 2 || c.Aggregates[0] != (config.Aggregate{Name: "n", Fn: "count"}) ||
 		c.Aggregates[1] != (config.Aggregate{Name: "max_latency", Fn: "max", Of: "latency_ms"}) {
 		t.Fatalf("internal/runtime/testdata/errors-per-service.yaml changed its window (%+v); update itest's oracle", c)
 	}
-	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Config.LateTopic, dirty: top.Dirty.Topic,
+	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Spec.LateTopic, dirty: top.Dirty.Topic,
 		repartition: rt.Window.RepartitionTopic, changelog: rt.Window.ChangelogTopic}
 	for _, tp := range []string{w.results, w.late, w.dirty, w.repartition, w.changelog} {
 		if !strings.HasPrefix(tp, prefix) {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
@@ -95,7 +96,7 @@ func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, 
 }
 
 // workloadTopology loads and compiles a bench topology for one run.
-func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*config.Topology, error) {
+func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*plan.Plan, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -116,5 +117,5 @@ func workloadTopology(file, guarantee, input, prefix, group string, brokers []st
 	if err := cfg.Apply(config.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
 		return nil, err
 	}
-	return config.Compile(cfg, filepath.Dir(file)+"/")
+	return plan.Compile(cfg, filepath.Dir(file)+"/")
 }

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tidwall/gjson"
 	"io"
 	"log/slog"
 	"os"
@@ -36,6 +35,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -44,6 +45,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
@@ -540,7 +542,7 @@ func runRouter(ctx context.Context, brokers []string, configPath string, g confi
 	if err := cfg.Apply(config.Overrides{Brokers: brokers, Guarantee: string(g)}); err != nil {
 		return nil, 0, err
 	}
-	top, err := config.Compile(cfg, filepath.Dir(configPath)+"/")
+	top, err := plan.Compile(cfg, filepath.Dir(configPath)+"/")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -591,7 +593,7 @@ func runRouter(ctx context.Context, brokers []string, configPath string, g confi
 // window or assembly routes, stage two has committed every record stage
 // one repartitioned (a route with repartition: false counts them under
 // the same name).
-func benchFinished(top *config.Topology, m *metrics.Metrics, n int) func() bool {
+func benchFinished(top *plan.Plan, m *metrics.Metrics, n int) func() bool {
 	rep, _ := top.InternalTopics()
 	for _, r := range top.Windows() {
 		if r.Window.Direct {

@@ -31,6 +31,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/srlocal"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -178,7 +179,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		f.instanceID = "demo"
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
-		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
+		f.brokers, top.Settings.ApplicationID, top.Settings.Guarantee, f.listen)
 	return runDemo(f, top, brokers, reg, log, stdout, stderr)
 }
 
@@ -253,7 +254,7 @@ func demoConfigPath(given string) (path string, cleanup func(), err error) {
 // runDemo serves the router and the web view on the embedded Kafka, runs
 // the generator, waits for every record to be committed and prints the
 // verdict.
-func runDemo(f *demoFlags, top *config.Topology, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
+func runDemo(f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
@@ -318,7 +319,7 @@ type demoExpect struct {
 // demoGenerate writes the generator's records: logs (JSON, or Avro to an
 // avro input) or orders to the first input, or the parts of whole orders
 // for an assembly topology.
-func demoGenerate(ctx context.Context, f *demoFlags, top *config.Topology, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
+func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
 	kind := f.generator
 	if kind == "auto" {
 		kind = "logs"
@@ -330,7 +331,7 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *config.Topology, broke
 		}
 	}
 	var expect demoExpect
-	avroIn := reg != nil && top.Config.Inputs[0].Format == config.InputAvro
+	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
 	switch {
 	case avroIn && kind != "logs":
 		return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)}
@@ -366,7 +367,7 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *config.Topology, broke
 
 // waitCommitted waits until every produced record is consumed and
 // committed, printing the live summary once a second.
-func (f *demoFlags) waitCommitted(top *config.Topology, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
+func (f *demoFlags) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
 	limit := time.Now().Add(2*time.Minute + time.Duration(f.records/2000)*time.Second)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -398,11 +399,11 @@ func (f *demoFlags) waitCommitted(top *config.Topology, m *metrics.Metrics, prod
 // demoVerdict reads every output back read_committed and checks
 // conservation (and the assemblies and the dirty reasons against the
 // generator's oracle).
-func demoVerdict(top *config.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
+func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
 	s := m.Snapshot()
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
-		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
+		Guarantee: string(top.Settings.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
 	}
 	if len(top.Windows()) > 0 {
@@ -488,7 +489,7 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(brokers []string, top *config.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
+func readBack(brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
@@ -499,11 +500,11 @@ func readBack(brokers []string, top *config.Topology, log *slog.Logger) (map[str
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
 		if r.Window != nil {
-			byTopic[r.Window.Config.LateTopic] = "late"
+			byTopic[r.Window.Spec.LateTopic] = "late"
 		}
 		if a := r.Assembly; a != nil {
-			byTopic[a.Config.IncompleteTopic] = "assembly"
-			byTopic[a.Config.DuplicateTopic] = "assembly"
+			byTopic[a.Spec.IncompleteTopic] = "assembly"
+			byTopic[a.Spec.DuplicateTopic] = "assembly"
 		}
 	}
 	routes := map[string]int64{}
@@ -538,7 +539,7 @@ func readBack(brokers []string, top *config.Topology, log *slog.Logger) (map[str
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what
 // was read back equals what the router counted.
-func conservation(res demoResult, s metrics.Snapshot, top *config.Topology, inputs float64) (bool, []string) {
+func conservation(res demoResult, s metrics.Snapshot, top *plan.Plan, inputs float64) (bool, []string) {
 	var problems []string
 	if int64(inputs) != res.Produced {
 		problems = append(problems, fmt.Sprintf("consumed %.0f input records != produced %d", inputs, res.Produced))
@@ -590,7 +591,7 @@ func conservation(res demoResult, s metrics.Snapshot, top *config.Topology, inpu
 
 // inputConsumed is the committed count of input records (the consumed
 // counter also counts repartitioned records of window routes).
-func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
+func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 	var n float64
 	for _, t := range top.InputTopics() {
 		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))
@@ -600,7 +601,7 @@ func inputConsumed(top *config.Topology, m *metrics.Metrics) float64 {
 
 // done reports whether every produced record is consumed and committed,
 // and every record sent to a window route has been through stage two.
-func done(top *config.Topology, m *metrics.Metrics, produced int64) bool {
+func done(top *plan.Plan, m *metrics.Metrics, produced int64) bool {
 	if int64(inputConsumed(top, m)) < produced {
 		return false
 	}
@@ -617,7 +618,7 @@ var _ fs.FS = examples.FS
 // lingerDemo keeps the embedded Kafka (still open: the caller closes it)
 // and the web view up after the demo, with the router stopped, for d or
 // until SIGINT or SIGTERM.
-func lingerDemo(top *config.Topology, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
+func lingerDemo(top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
 	finished := func() (bool, string) {
 		return false, "demo finished: the router stopped; the embedded Kafka stays up"
 	}

@@ -210,7 +210,7 @@ func TestResetReprocesses(t *testing.T) {
 	if exists() != 0 {
 		t.Fatal("internal topics left after the reset")
 	}
-	offs, err := adm.FetchOffsets(ctx, top.Config.ApplicationID)
+	offs, err := adm.FetchOffsets(ctx, top.Settings.ApplicationID)
 	if err != nil {
 		t.Fatal(err)
 	}

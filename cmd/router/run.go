@@ -22,6 +22,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
@@ -76,7 +77,7 @@ func (f *runFlags) overrides() config.Overrides {
 // (the demo's embedded broker) the security settings of the file and the
 // environment are dropped, and with a registry URL in o (the demo's
 // in-process registry) the file's schema_registry section too.
-func loadTopology(path string, o config.Overrides, plaintext bool) (*config.Topology, error) {
+func loadTopology(path string, o config.Overrides, plaintext bool) (*plan.Plan, error) {
 	if path == "" {
 		return nil, exitError{code: 2, msg: "--config is required"}
 	}
@@ -102,7 +103,7 @@ func loadTopology(path string, o config.Overrides, plaintext bool) (*config.Topo
 	if err := cfg.ApplyAPI(config.APIOverridesFromEnv(os.Getenv)); err != nil {
 		return nil, err
 	}
-	return config.Compile(cfg, dirOf(path))
+	return plan.Compile(cfg, dirOf(path))
 }
 
 func dirOf(p string) string {
@@ -143,7 +144,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 // serve runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
-func serve(ctx context.Context, top *config.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
+func serve(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
 	return serveWith(ctx, top, f, log, m, serveHooks{})
 }
 
@@ -159,7 +160,7 @@ type uiView struct{ s *live.State }
 
 func (u uiView) UIView() any { return u.s.View() }
 
-func serveWith(ctx context.Context, top *config.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
+func serveWith(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
 	build := currentBuild()
 	m.SetBuildInfo(build.version, build.revision, build.goVersion)
 	ui := hooks.ui
@@ -171,7 +172,7 @@ func serveWith(ctx context.Context, top *config.Topology, f runFlags, log *slog.
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
-	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
+	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func serveWith(ctx context.Context, top *config.Topology, f runFlags, log *slog.
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        uiView{ui},
-		State:     stateReadersFor(proc, top.Config.API),
+		State:     stateReadersFor(proc, top.Settings.API),
 		Auth:      auth,
 	}))
 	if hooks.listening != nil {
@@ -202,7 +203,7 @@ func serveWith(ctx context.Context, top *config.Topology, f runFlags, log *slog.
 	}()
 	logStarted(log, top, build, addr, tlsCfg != nil, proc.TransactionalID())
 
-	runErr := runUntilStopped(ctx, proc, top.Config.Shutdown.D(), log)
+	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
@@ -213,13 +214,13 @@ func serveWith(ctx context.Context, top *config.Topology, f runFlags, log *slog.
 }
 
 // processorOpts are the processor's options from the flags.
-func processorOpts(top *config.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
+func processorOpts(top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
 	opts := []runtime.Opt{
 		runtime.WithLogger(log), runtime.WithMetrics(m),
 		runtime.WithInstanceID(f.instanceID), runtime.WithStaticMembership(f.static),
 		runtime.WithTransactionTimeout(f.txnTimeout), runtime.WithOwnerURL(f.ownerURL),
 	}
-	if top.Config.API.Samples != config.SamplesOff {
+	if top.Settings.API.Samples != config.SamplesOff {
 		// Off keeps no record content in memory at all.
 		opts = append(opts, runtime.WithSideSampler(ui.Sample))
 	}
@@ -242,17 +243,17 @@ var testBuildKgoOpts []kgo.Opt
 
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.
-func logStarted(log *slog.Logger, top *config.Topology, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
-	sec := top.Config.Security
-	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
+func logStarted(log *slog.Logger, top *plan.Plan, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
+	sec := top.Settings.Security
+	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Settings.API.Auth, "brokers", top.Settings.Brokers,
+		"guarantee", top.Settings.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
 		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
 	}
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
-	apiWarnings(log, top.Config.API, addr)
+	apiWarnings(log, top.Settings.API, addr)
 }
 
 // runUntilStopped runs the processor until it returns or ctx ends; then it
@@ -321,7 +322,7 @@ func cmdTopology(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	top, err := config.Compile(cfg, dirOf(*configPath))
+	top, err := plan.Compile(cfg, dirOf(*configPath))
 	if err != nil {
 		return err
 	}

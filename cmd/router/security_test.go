@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 const secretPW = "pw-8d1c4e-never-printed"
@@ -72,7 +73,7 @@ func TestSecurityWarnings(t *testing.T) {
 // file that holds a password.
 func TestTopologyHidesPassword(t *testing.T) {
 	cfg := writeTopology(t, "security:\n  protocol: sasl_plaintext\n  sasl: {mechanism: PLAIN, username: u, password: "+secretPW+"}\n")
-	for _, f := range config.DescribeFormats {
+	for _, f := range plan.DescribeFormats {
 		code, out, errs := run(t, "topology", "--config", cfg, "--format", f)
 		if code != 0 || strings.Contains(out+errs, secretPW) {
 			t.Errorf("topology --format %s: exit %d, password shown: %v", f, code, strings.Contains(out+errs, secretPW))

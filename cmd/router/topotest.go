@@ -23,6 +23,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/runtime"
 	"github.com/sidestream/sidestream/internal/sideroute"
@@ -273,7 +274,7 @@ func writeInputs(ctx context.Context, brokers []string, recs []*kgo.Record, in [
 // runUntilProcessed runs the processor until the n input records are
 // processed (then wait longer, for processing-time TTLs), and stops it,
 // which commits the last transaction.
-func runUntilProcessed(ctx context.Context, top *config.Topology, n int, wait, timeout time.Duration) error {
+func runUntilProcessed(ctx context.Context, top *plan.Plan, n int, wait, timeout time.Duration) error {
 	m := metrics.New()
 	p, err := runtime.New(top, runtime.WithMetrics(m), runtime.WithInstanceID("test"),
 		runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -311,7 +312,7 @@ func runUntilProcessed(ctx context.Context, top *config.Topology, n int, wait, t
 
 // processed: every input record consumed and committed, and every record
 // repartitioned for a window or an assembly through stage two.
-func processed(top *config.Topology, m *metrics.Metrics, n int64) bool {
+func processed(top *plan.Plan, m *metrics.Metrics, n int64) bool {
 	if int64(inputConsumed(top, m)) < n {
 		return false
 	}
@@ -330,7 +331,7 @@ func processed(top *config.Topology, m *metrics.Metrics, n int64) bool {
 	return true
 }
 
-func inputRecords(dir string, top *config.Topology, in []testInput, reg *testRegistry) ([]*kgo.Record, error) {
+func inputRecords(dir string, top *plan.Plan, in []testInput, reg *testRegistry) ([]*kgo.Record, error) {
 	inputs := top.InputTopics()
 	var out []*kgo.Record
 	for i, x := range in {
@@ -426,7 +427,7 @@ type routeExpect struct {
 	contains bool
 }
 
-func parseExpect(top *config.Topology, exp map[string]yaml.Node) (map[string]*routeExpect, error) {
+func parseExpect(top *plan.Plan, exp map[string]yaml.Node) (map[string]*routeExpect, error) {
 	out := map[string]*routeExpect{}
 	for _, t := range sideroute.Targets(top) {
 		out[t.Name] = &routeExpect{target: t}
@@ -460,7 +461,7 @@ func parseExpect(top *config.Topology, exp map[string]yaml.Node) (map[string]*ro
 
 // compareRoutes reads every route's topic back (read_committed) and
 // returns the differences, route by route.
-func compareRoutes(ctx context.Context, brokers []string, top *config.Topology, exp map[string]*routeExpect, reg *testRegistry) (string, error) {
+func compareRoutes(ctx context.Context, brokers []string, top *plan.Plan, exp map[string]*routeExpect, reg *testRegistry) (string, error) {
 	names := make([]string, 0, len(exp))
 	for n := range exp {
 		names = append(names, n)

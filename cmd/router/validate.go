@@ -17,6 +17,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 )
 
@@ -198,7 +199,7 @@ func validateFile(path, registryURL string) validation {
 		v.Problems = probs
 		return v
 	}
-	if _, err := config.Compile(cfg, dirOf(path)); err != nil {
+	if _, err := plan.Compile(cfg, dirOf(path)); err != nil {
 		v.Problems = []problem{{Message: err.Error()}}
 		return v
 	}

@@ -475,7 +475,10 @@ func PebbleBuilder(dir string) Builder {
 
 // pebbleLogger sends Pebble's errors to slog; its informational logs
 // are dropped. Fatalf is Pebble's unrecoverable corruption: it must not
-// return, and the task's recover turns the panic into a failed task.
+// return. Nothing recovers the panic (no record's path recovers one):
+// the process exits with the message logged, and the store's directory
+// under state.dir is what to remove so the task restores it from its
+// changelog.
 type pebbleLogger struct{}
 
 func (pebbleLogger) Infof(string, ...any) {}

@@ -67,45 +67,6 @@ type AssemblePart struct {
 	Project Projection `yaml:"project"`
 }
 
-// AssemblyNode is a compiled assembly route. Parts are written to
-// RepartitionTopic keyed by ID (stage one, in the same transaction), then
-// assembled by the task that owns that partition (stage two), whose state
-// goes to ChangelogTopic.
-type AssemblyNode struct {
-	Config           Assemble
-	Parts            []*PartNode
-	RepartitionTopic string
-	ChangelogTopic   string
-	// Direct (repartition: false): the input is already partitioned by the
-	// ID; the assembly runs in the input partition's task and
-	// RepartitionTopic is only the name its tasks are known by (no such
-	// topic is created).
-	Direct bool
-}
-
-// PartNode is one compiled part.
-type PartNode struct {
-	Name string
-	// SourceRoute is set when the source is a route, SourceTopic when it
-	// is an input topic.
-	SourceRoute *RouteNode
-	SourceTopic string
-	When        *Expr // nil: every record of the source
-	ID          *Expr
-	Project     []ProjectedField
-}
-
-// Assemblies lists the assembly routes.
-func (t *Topology) Assemblies() []*RouteNode {
-	var out []*RouteNode
-	for _, r := range t.Routes {
-		if r.Assembly != nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 func (a *Assemble) applyDefaults() {
 	if a.Time == "" {
 		a.Time = ClockProcessing
@@ -259,55 +220,4 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 			}
 		}
 	}
-}
-
-// compileAssembly compiles an assembly route once every route is compiled
-// (a part's source may be any route).
-func (t *Topology) compileAssembly(rn *RouteNode, a *Assemble, add func(*Expr)) error {
-	cfg := t.Config
-	an := &AssemblyNode{
-		Config:           *a,
-		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
-		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
-		Direct:           a.Repartition != nil && !*a.Repartition,
-	}
-	var def *Expr
-	var err error
-	if a.ID != "" {
-		if def, err = CompileExpr(a.ID, false); err != nil {
-			return fmt.Errorf("route %q id: %w", rn.Name, err)
-		}
-		add(def)
-	}
-	for _, p := range a.Parts {
-		pn := &PartNode{Name: p.Name, ID: def}
-		if src := t.Route(p.Source); src != nil {
-			pn.SourceRoute = src
-		} else {
-			pn.SourceTopic = p.Source
-		}
-		if p.When != "" {
-			if pn.When, err = CompileExpr(p.When, true); err != nil {
-				return fmt.Errorf("route %q part %q when: %w", rn.Name, p.Name, err)
-			}
-			add(pn.When)
-		}
-		if p.ID != "" {
-			if pn.ID, err = CompileExpr(p.ID, false); err != nil {
-				return fmt.Errorf("route %q part %q id: %w", rn.Name, p.Name, err)
-			}
-			add(pn.ID)
-		}
-		for _, f := range p.Project {
-			e, err := CompileExpr(f.Expr, false)
-			if err != nil {
-				return fmt.Errorf("route %q part %q project %q: %w", rn.Name, p.Name, f.Name, err)
-			}
-			add(e)
-			pn.Project = append(pn.Project, ProjectedField{Name: f.Name, Expr: e})
-		}
-		an.Parts = append(an.Parts, pn)
-	}
-	rn.Assembly = an
-	return nil
 }

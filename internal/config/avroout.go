@@ -156,14 +156,3 @@ func (c *Config) routeLine(path string) int {
 	d := doc{file: c.src.file, pos: c.src.pos}
 	return d.lookup(path).Line
 }
-
-// AvroRoutes lists the avro routes, in config order.
-func (t *Topology) AvroRoutes() []*RouteNode {
-	var out []*RouteNode
-	for _, r := range t.Routes {
-		if r.Avro != nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}

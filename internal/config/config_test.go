@@ -126,36 +126,6 @@ func TestDefaultsInferred(t *testing.T) {
 	}
 }
 
-// TestCompileCollectsFields checks the topology-wide field list the
-// decoder gets: the union over when, key and project, sorted.
-func TestCompileCollectsFields(t *testing.T) {
-	src := strings.Replace(minimalYAML, "    topic: out\n",
-		"    topic: out\n    when: level == \"x\" && _key != \"\"\n    key: service\n    project: {u: user_id, l: lower(level)}\n", 1)
-	top, err := Compile(mustLoad(t, src), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"level", "service", "user_id"}; !reflect.DeepEqual(top.Fields, want) {
-		t.Errorf("Fields = %q, want %q", top.Fields, want)
-	}
-	r := top.Route("main")
-	if r == nil || r.When == nil || r.Key == nil || len(r.Project) != 2 || r.Project[0].Name != "u" {
-		t.Fatalf("route = %+v", r)
-	}
-	if top.Route("nope") != nil {
-		t.Error("Route(nope) != nil")
-	}
-	if got, want := top.OutputTopics(), []string{"out", "out.dirty"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("OutputTopics = %q, want %q", got, want)
-	}
-	if got, want := top.InputTopics(), []string{"in"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("InputTopics = %q, want %q", got, want)
-	}
-	if top.Default != r {
-		t.Errorf("Default = %v, want the main route", top.Default)
-	}
-}
-
 func TestOverridesFromEnv(t *testing.T) {
 	tests := []struct {
 		name string

@@ -28,9 +28,9 @@ func checkGolden(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./topology -update to create it)", err)
+		t.Fatalf("%v (run go test ./internal/config -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test ./topology -update if the change is intended)\n--- got\n%s--- want\n%s", path, got, want)
+		t.Errorf("%s differs (run go test ./internal/config -update if the change is intended)\n--- got\n%s--- want\n%s", path, got, want)
 	}
 }

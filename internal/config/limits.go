@@ -204,24 +204,3 @@ func (d *doc) validateLimits(p, route string, l *Limits, perRecord int64, evictT
 		d.at(lp+".on_overflow", "%s.on_overflow must be %q or %q, got %q", lp, OverflowRoute, OverflowEvict, l.OnOverflow)
 	}
 }
-
-// StateLimits returns the limits of a window or assembly route, nil when
-// it has none.
-func (r *RouteNode) StateLimits() *Limits {
-	switch {
-	case r.Window != nil:
-		return r.Window.Config.Limits
-	case r.Assembly != nil:
-		return r.Assembly.Config.Limits
-	}
-	return nil
-}
-
-// OverflowTopic is the topic of the route's overflow route, "" when it
-// has none (no limits, or on_overflow: evict).
-func (r *RouteNode) OverflowTopic() string {
-	if l := r.StateLimits(); l != nil && l.OnOverflow == OverflowRoute {
-		return l.OverflowTopic
-	}
-	return ""
-}

@@ -42,24 +42,6 @@ func TestBadConfigs(t *testing.T) {
 	}
 }
 
-func TestGoodConfigs(t *testing.T) {
-	files, err := filepath.Glob("testdata/good/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, "../../examples/logs-by-level.yaml")
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := LoadFile(f); err != nil {
-				t.Fatalf("LoadFile(%s):\n%v", f, err)
-			}
-			if _, err := Open(f); err != nil {
-				t.Fatalf("Open(%s): %v", f, err)
-			}
-		})
-	}
-}
-
 // TestExprErrorPositions checks that an expression error points at the
 // token in the file when the value is written as it reads, and at the
 // value with the column inside the expression otherwise.

@@ -22,33 +22,6 @@ dirty:
   topic: orders.dirty
 `
 
-// The URL, the username and the password may come from the environment
-// alone; the password never prints.
-func TestRegistryFromEnvironment(t *testing.T) {
-	cfg, err := Load("registry.yaml", []byte(registryConfig))
-	if err != nil {
-		t.Fatalf("a registry format loads before its URL is known: %v", err)
-	}
-	env := map[string]string{EnvRegistryURL: "https://registry:8081", EnvRegistryUsername: "router", EnvRegistryPassword: leak}
-	if err := cfg.Apply(OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
-		t.Fatal(err)
-	}
-	s := cfg.SchemaRegistry
-	if s.URL != "https://registry:8081" || s.Username != "router" || s.Password.Reveal() != leak {
-		t.Fatalf("schema_registry %+v", s)
-	}
-	if strings.Contains(s.Password.String(), leak) {
-		t.Fatal("the password prints")
-	}
-	top, err := Compile(cfg, ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !RegistryFormat(top.Inputs[0].Format) || RegistryFormat(top.Inputs[1].Format) {
-		t.Fatalf("formats %q %q: want avro, then the default json", top.Inputs[0].Format, top.Inputs[1].Format)
-	}
-}
-
 func TestRegistryProblems(t *testing.T) {
 	for _, c := range []struct {
 		name string

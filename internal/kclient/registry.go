@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 )
 
@@ -43,7 +44,7 @@ func RegistryOpts(s config.SchemaRegistry) []registry.Opt {
 // inputs (avro, protobuf, json_schema), by input topic: one registry
 // client and one schema cache shared by all of them. None when no input
 // is registry-backed.
-func RegistryDecoders(t *config.Topology, hooks registry.Hooks) (map[string]*registry.Decoder, error) {
+func RegistryDecoders(t *plan.Plan, hooks registry.Hooks) (map[string]*registry.Decoder, error) {
 	var reg *registry.Registry
 	decs := map[string]*registry.Decoder{}
 	for _, in := range t.Inputs {
@@ -51,11 +52,11 @@ func RegistryDecoders(t *config.Topology, hooks registry.Hooks) (map[string]*reg
 			continue
 		}
 		if reg == nil {
-			cl, err := RegistryClient(t.Config.SchemaRegistry)
+			cl, err := RegistryClient(t.Settings.SchemaRegistry)
 			if err != nil {
 				return nil, err
 			}
-			if reg, err = registry.New(cl, append(RegistryOpts(t.Config.SchemaRegistry), registry.WithHooks(hooks))...); err != nil {
+			if reg, err = registry.New(cl, append(RegistryOpts(t.Settings.SchemaRegistry), registry.WithHooks(hooks))...); err != nil {
 				return nil, err
 			}
 		}

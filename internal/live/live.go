@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/redact"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/sideroute"
@@ -33,7 +34,7 @@ const (
 
 // State is the live view of one router process. Safe for concurrent use.
 type State struct {
-	top    *config.Topology
+	top    *plan.Plan
 	m      *metrics.Metrics
 	tasks  func() []Task
 	status func() (bool, string)
@@ -62,11 +63,11 @@ type Options struct {
 }
 
 // New returns the live state of top, reading m.
-func New(top *config.Topology, m *metrics.Metrics, o Options) *State {
+func New(top *plan.Plan, m *metrics.Metrics, o Options) *State {
 	if o.Samples <= 0 {
 		o.Samples = DefaultSamples
 	}
-	api := top.Config.API
+	api := top.Settings.API
 	s := &State{top: top, m: m, tasks: o.Tasks, status: o.Status, n: o.Samples,
 		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{},
 		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes}
@@ -77,13 +78,13 @@ func New(top *config.Topology, m *metrics.Metrics, o Options) *State {
 		s.max = DefaultValueMax
 	}
 	for _, r := range top.Windows() {
-		if lt := r.Window.Config.LateTopic; lt != "" {
+		if lt := r.Window.Spec.LateTopic; lt != "" {
 			s.kinds[lt] = sideroute.KindLate
 		}
 	}
 	for _, r := range top.Routes {
-		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
-			s.kinds[a.Config.IncompleteTopic] = sideroute.KindIncomplete
+		if a := r.Assembly; a != nil && a.Spec.IncompleteTopic != "" {
+			s.kinds[a.Spec.IncompleteTopic] = sideroute.KindIncomplete
 		}
 		if ot := r.OverflowTopic(); ot != "" {
 			s.kinds[ot] = sideroute.KindOverflow
@@ -275,7 +276,7 @@ func (s *State) View() View {
 		s.tick, s.tickAt = cur, now
 	}
 	v := View{
-		ApplicationID: s.top.Config.ApplicationID, Guarantee: string(s.top.Config.Guarantee), Now: now.UnixMilli(),
+		ApplicationID: s.top.Settings.ApplicationID, Guarantee: string(s.top.Settings.Guarantee), Now: now.UnixMilli(),
 		Counters: cur, Rates: map[string]float64{}, Routes: []RouteView{}, Tasks: []TaskView{}, Samples: map[string][]Sample{},
 		SamplesMode: s.mode,
 	}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
-func load(t *testing.T, path string) *config.Topology {
+func load(t *testing.T, path string) *plan.Plan {
 	t.Helper()
-	top, err := config.Open(path)
+	top, err := plan.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func withSamples(t *testing.T, mode string, paths ...string) *State {
 	t.Helper()
 	top := load(t, "../../examples/late-orders.yaml")
-	top.Config.API.Samples, top.Config.API.Redact, top.Config.API.SampleMaxBytes = mode, paths, 1<<20
+	top.Settings.API.Samples, top.Settings.API.Redact, top.Settings.API.SampleMaxBytes = mode, paths, 1<<20
 	return New(top, metrics.New(), Options{Samples: 1000})
 }
 

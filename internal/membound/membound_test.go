@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
@@ -83,9 +84,9 @@ func child(brokers []string) int {
 	if err == nil {
 		err = cfg.Apply(config.Overrides{Brokers: brokers})
 	}
-	var top *config.Topology
+	var top *plan.Plan
 	if err == nil {
-		top, err = config.Compile(cfg, "")
+		top, err = plan.Compile(cfg, "")
 	}
 	var p *runtime.Processor
 	if err == nil {

@@ -1,8 +1,8 @@
 package observe
 
 import (
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -57,7 +57,7 @@ var (
 
 // Series lists every counter series the topology can produce, for
 // metrics.Preset.
-func Series(top *config.Topology) metrics.Series {
+func Series(top *plan.Plan) metrics.Series {
 	var s metrics.Series
 	rep, _ := top.InternalTopics()
 	s.Consumed = append(top.InputTopics(), rep...)
@@ -65,7 +65,7 @@ func Series(top *config.Topology) metrics.Series {
 	s.Authz = top.OutputTopics()
 	s.Dirty = append(s.Dirty, dirtyPairs...)
 	s.Dropped = []string{wire.DropNoRoute}
-	if top.Config.Guarantee == config.ExactlyOnce {
+	if top.Settings.Guarantee == plan.ExactlyOnce {
 		s.Aborts = []string{AbortCommitError, AbortAuthorization, AbortProduceError, AbortRebalance}
 		s.Stranded = []string{"commit", "abort"}
 	} else {
@@ -77,17 +77,17 @@ func Series(top *config.Topology) metrics.Series {
 		s.Aborts = append(s.Aborts, AbortRegistryUnavailable)
 	}
 	action := "fail"
-	if top.Config.State.StartEmptyOnLoss() {
+	if top.Settings.State.StartEmptyOnLoss() {
 		action = "start_empty"
 	}
-	statefulRoute := func(r *config.RouteNode) {
+	statefulRoute := func(r *plan.RouteNode) {
 		s.Changelog = append(s.Changelog, r.Name)
 		for _, why := range lossReasons {
 			s.ChangelogLoss = append(s.ChangelogLoss, [3]string{r.Name, why, action})
 		}
 		if l := r.StateLimits(); l != nil && (l.MaxEntries > 0 || l.MaxBytes > 0) {
 			policy := metrics.PolicyRoute
-			if l.OnOverflow == config.OverflowEvict {
+			if l.OnOverflow == plan.OverflowEvict {
 				policy = metrics.PolicyEvict
 			}
 			s.StateOverflow = append(s.StateOverflow, [2]string{r.Name, policy})
@@ -124,9 +124,9 @@ func Series(top *config.Topology) metrics.Series {
 	return s
 }
 
-func registryInputs(top *config.Topology) bool {
+func registryInputs(top *plan.Plan) bool {
 	for _, in := range top.Inputs {
-		if config.RegistryFormat(in.Format) {
+		if plan.RegistryFormat(in.Format) {
 			return true
 		}
 	}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // TaskStatus is one assigned input partition as /tasks shows it.
@@ -128,7 +128,7 @@ type tp struct {
 // New is the observer of a processor running t. Of m it writes, and is
 // the only writer of, sidestream_ready (0 here), the assigned partitions
 // and the consumer lag gauges.
-func New(t *config.Topology, m *metrics.Metrics) *Observer {
+func New(t *plan.Plan, m *metrics.Metrics) *Observer {
 	s := &Observer{tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
 		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics(),
 		assignedGauge: m.Assigned, lagGauge: m.ConsumerLag}

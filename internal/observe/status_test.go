@@ -9,11 +9,12 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // compileVariant compiles ../testdata/errors-per-service.yaml (one window
 // route on the input logs) with each repl[0] replaced by repl[1].
-func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *config.Topology {
+func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *plan.Plan {
 	t.Helper()
 	b, err := os.ReadFile("../runtime/testdata/errors-per-service.yaml")
 	if err != nil {
@@ -33,7 +34,7 @@ func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *config.T
 	if err := cfg.Apply(config.Overrides{Brokers: brokers}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "../runtime/testdata/")
+	top, err := plan.Compile(cfg, "../runtime/testdata/")
 	if err != nil {
 		t.Fatal(err)
 	}

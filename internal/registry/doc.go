@@ -15,7 +15,7 @@
 //
 // # Value model
 //
-// The JSON input's (internal/runtime/decode.go): Value.Fields are the top-level
+// The JSON input's (internal/stageone/decode.go): Value.Fields are the top-level
 // fields as map[string]any; nested records/messages/objects are
 // map[string]any, arrays []any; integers are int (exact, never through
 // float64; beyond int64, float64), other numbers float64, strings,
@@ -89,9 +89,11 @@
 // registry-backed input built by the processor (internal/runtime/engine.go) and
 // handed to stage one (stageone.WithDecoders): a RecordError goes to
 // dirty with the original bytes; an UnavailableError aborts the batch,
-// shows on /readyz and is retried with backoff (processor/
-// registryoutage.go). Not here yet: writing Avro outputs (a schema
-// derived from a projection, registered under <topic>-value).
+// shows on /readyz and is retried with backoff
+// (internal/runtime/registryoutage.go). Avro outputs are written by stage
+// one too (internal/stageone/avroout.go): a schema derived from the
+// route's projection, registered under <topic>-value by the runtime
+// (internal/runtime/avroregister.go) before the first poll.
 //
 // Fields (fields.go) is what a schema says about the paths its values
 // can hold; Registry.Latest fetches a subject's latest schema with it, for

@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // To says where the input offsets go.
@@ -94,8 +94,8 @@ func groupIdle(ctx context.Context, adm *kadm.Client, group string) error {
 
 // NewPlan works out a reset of top's application from what the cluster
 // holds; it changes nothing.
-func NewPlan(ctx context.Context, adm *kadm.Client, top *config.Topology, to To) (*Plan, error) {
-	group := top.Config.ApplicationID
+func NewPlan(ctx context.Context, adm *kadm.Client, top *plan.Plan, to To) (*Plan, error) {
+	group := top.Settings.ApplicationID
 	if err := groupIdle(ctx, adm, group); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 const windowYAML = `application_id: reset-unit
@@ -61,11 +62,11 @@ func TestPlanAndApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "")
+	top, err := plan.Compile(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	group := top.Config.ApplicationID
+	group := top.Settings.ApplicationID
 	repartition, changelogs := top.InternalTopics()
 	if len(repartition) != 1 || len(changelogs) != 1 {
 		t.Fatalf("internal topics %v %v, want one repartition and one changelog topic", repartition, changelogs)

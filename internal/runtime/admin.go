@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
@@ -34,10 +35,10 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Config.Brokers, ","), kclient.WithHint(err, p.top.Config.Security))
+		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Settings.Brokers, ","), kclient.WithHint(err, p.top.Settings.Security))
 		p.st.NotReady(reason)
-		args := []any{"brokers", p.top.Config.Brokers, "err", err}
-		if h := kclient.ConnHint(err, p.top.Config.Security); h != "" {
+		args := []any{"brokers", p.top.Settings.Brokers, "err", err}
+		if h := kclient.ConnHint(err, p.top.Settings.Security); h != "" {
 			args = append(args, "hint", h)
 		}
 		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
@@ -53,7 +54,7 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 // ensureTopics checks the inputs exist and creates missing outputs with
 // the configured partitions and replication factor.
 func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
-	cfg := p.top.Config
+	cfg := p.top.Settings
 	inputs := p.top.InputTopics()
 	outputs := p.top.OutputTopics()
 	all := append(append([]string{}, inputs...), outputs...)
@@ -171,7 +172,7 @@ func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, 
 			return fmt.Errorf("internal topic %q: %w", t, d.Err)
 		}
 		configs := p.top.CreateConfigs(t)
-		resp, err := adm.CreateTopic(ctx, parts, p.top.Config.Topics.ReplicationFactor, configs, t)
+		resp, err := adm.CreateTopic(ctx, parts, p.top.Settings.Topics.ReplicationFactor, configs, t)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create internal topic %q: %w", t, err)
 		}
@@ -227,7 +228,7 @@ func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Cli
 		why := fmt.Sprintf("repartition topic %s has %s: the broker may delete records before stage two reads them "+
 			"(a replay's old timestamps expire at once); set retention.ms=-1, retention.bytes=-1, cleanup.policy=delete on it "+
 			"(the router purges what the group committed)", rc.Name, strings.Join(bad, ", "))
-		if p.top.Config.Topics.OnRepartitionRetention == config.RetentionFail {
+		if p.top.Settings.Topics.OnRepartitionRetention == plan.RetentionFail {
 			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
 		}
 		p.st.Warn(why)

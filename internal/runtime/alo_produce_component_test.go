@@ -148,7 +148,7 @@ routing: {default: all}
 routes: [{name: all, topic: out}]
 dirty: {topic: dirty}
 `, brokers, "")
-	top.Config.CommitRecords = 300 // many intervals, so failures fall inside one
+	top.Settings.CommitRecords = 300 // many intervals, so failures fall inside one
 
 	in, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("in"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -170,7 +170,7 @@ dirty: {topic: dirty}
 	in.Close()
 
 	w := &aloWatch{acked: map[string]int{}, code: code, fail: fail}
-	w.install(c, top.Config.ApplicationID)
+	w.install(c, top.Settings.ApplicationID)
 	// Small batches: an interval's outputs go out in several produce
 	// requests, so a failed one can follow acknowledged ones.
 	r := start(t, top, "a", WithMaxPollRecords(100), WithKgoOpts(kgo.WithHooks(w), kgo.ProducerBatchMaxBytes(1024)))

@@ -15,6 +15,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -43,7 +44,7 @@ func produceParts(t testing.TB, brokers []string, parts []gen.Part) {
 
 // assemblyDone: every input consumed, every part through stage two, no
 // assembly open.
-func assemblyDone(top *config.Topology, ms []*metrics.Metrics, inputs int) bool {
+func assemblyDone(top *plan.Plan, ms []*metrics.Metrics, inputs int) bool {
 	var in, written, staged, open float64
 	for _, m := range ms {
 		for _, tp := range top.InputTopics() {
@@ -88,10 +89,10 @@ type assembled struct {
 
 // checkAssemblyOutputs reads the outputs back read_committed and checks
 // them against the generator's expectations, exactly.
-func checkAssemblyOutputs(t *testing.T, brokers []string, top *config.Topology, exp gen.AssemblyExpect) {
+func checkAssemblyOutputs(t *testing.T, brokers []string, top *plan.Plan, exp gen.AssemblyExpect) {
 	t.Helper()
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	recs := readCommitted(t, brokers, ar.Topic, c.IncompleteTopic, c.DuplicateTopic, top.Dirty.Topic)
 	complete, incomplete := map[string]bool{}, map[string]bool{}
 	var dups, dirty, optionalIn int
@@ -208,7 +209,7 @@ func TestAssembleOrdersExample(t *testing.T) {
 func TestOrderPaymentShipment(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(3, "orders", "payments", "shipments"))
 	top := exampleAt(t, "../../examples/order-payment-shipment.yaml", c.ListenAddrs())
-	top.Assemblies()[0].Assembly.Config.TTL = config.Duration(8 * time.Second) // room for a loaded machine: all parts of an order are produced together
+	top.Assemblies()[0].Assembly.Spec.TTL = config.Duration(8 * time.Second) // room for a loaded machine: all parts of an order are produced together
 	parts, exp := gen.OrderPaymentShipment(7, 1500)
 	produceParts(t, c.ListenAddrs(), parts)
 	r := start(t, top, "a")

@@ -15,10 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/tasks"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -27,7 +27,7 @@ import (
 // assembleOrdersVariant compiles examples/assemble-orders.yaml under its
 // own application id and topic prefix, with the assembly's repartition
 // set and each replacement applied (each must match).
-func assembleOrdersVariant(t *testing.T, brokers []string, app, repartition string, repl ...[2]string) *config.Topology {
+func assembleOrdersVariant(t *testing.T, brokers []string, app, repartition string, repl ...[2]string) *plan.Plan {
 	t.Helper()
 	b, err := os.ReadFile("../../examples/assemble-orders.yaml")
 	if err != nil {
@@ -55,13 +55,13 @@ func assembleOrdersVariant(t *testing.T, brokers []string, app, repartition stri
 // assemblyResults are an assembly route's committed assembled, incomplete
 // and duplicate records, by output topic (without the application's
 // prefix) and key, each key's values sorted.
-func assemblyResults(t *testing.T, brokers []string, top *config.Topology) map[string][]string {
+func assemblyResults(t *testing.T, brokers []string, top *plan.Plan) map[string][]string {
 	t.Helper()
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	out := map[string][]string{}
 	for _, r := range readCommitted(t, brokers, ar.Topic, c.IncompleteTopic, c.DuplicateTopic) {
-		k := strings.TrimPrefix(r.Topic, top.Config.ApplicationID+".") + "|" + string(r.Key)
+		k := strings.TrimPrefix(r.Topic, top.Settings.ApplicationID+".") + "|" + string(r.Key)
 		out[k] = append(out[k], string(r.Value))
 	}
 	for _, vs := range out {
@@ -72,7 +72,7 @@ func assemblyResults(t *testing.T, brokers []string, top *config.Topology) map[s
 
 // waitAssemblyDone waits until the runs have consumed inputs input records
 // and every part is through the assembly, none open.
-func waitAssemblyDone(t *testing.T, top *config.Topology, inputs int, rs ...*running) {
+func waitAssemblyDone(t *testing.T, top *plan.Plan, inputs int, rs ...*running) {
 	t.Helper()
 	var ms []*metrics.Metrics
 	for _, r := range rs {
@@ -80,14 +80,14 @@ func waitAssemblyDone(t *testing.T, top *config.Topology, inputs int, rs ...*run
 	}
 	for deadline := time.Now().Add(2 * time.Minute); !assemblyDone(top, ms, inputs); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not done: %+v", top.Config.ApplicationID, ms[len(ms)-1].Snapshot())
+			t.Fatalf("%s not done: %+v", top.Settings.ApplicationID, ms[len(ms)-1].Snapshot())
 		}
 	}
 }
 
 // waitCaughtUp waits until the runs have consumed inputs input records and
 // every part they took is through the assembly.
-func waitCaughtUp(t *testing.T, top *config.Topology, inputs int, rs ...*running) {
+func waitCaughtUp(t *testing.T, top *plan.Plan, inputs int, rs ...*running) {
 	t.Helper()
 	rt := top.Assemblies()[0]
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
@@ -102,7 +102,7 @@ func waitCaughtUp(t *testing.T, top *config.Topology, inputs int, rs ...*running
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v of %d inputs, %v of %v parts assembled", top.Config.ApplicationID, in, inputs, staged, written)
+			t.Fatalf("%s: %v of %d inputs, %v of %v parts assembled", top.Settings.ApplicationID, in, inputs, staged, written)
 		}
 	}
 }
@@ -257,7 +257,7 @@ func TestAssemblyDirectEqualsRepartitioned(t *testing.T) {
 
 // checkDirectAssemblyState queries a completed id the way GET /state does:
 // found in the task of the id's input partition.
-func checkDirectAssemblyState(t *testing.T, p *Processor, rt *config.RouteNode, id string) {
+func checkDirectAssemblyState(t *testing.T, p *Processor, rt *plan.RouteNode, id string) {
 	t.Helper()
 	v, err := p.StateReaders()[rt.Name].ReadState(context.Background(), id)
 	if err != nil {
@@ -294,7 +294,7 @@ func TestAssemblyDirectProcessingTTL(t *testing.T) {
 	if s := r.p.Metrics().Snapshot(); !s.Conserved() {
 		t.Fatalf("conservation: %+v", s)
 	}
-	inc := readCommitted(t, brokers, top.Assemblies()[0].Assembly.Config.IncompleteTopic)
+	inc := readCommitted(t, brokers, top.Assemblies()[0].Assembly.Spec.IncompleteTopic)
 	if len(inc) != 12 {
 		t.Fatalf("%d incomplete records, want 12", len(inc))
 	}
@@ -362,7 +362,7 @@ dirty:
   topic: orders.dirty
 `
 
-func twoInputs(t *testing.T, brokers []string) *config.Topology {
+func twoInputs(t *testing.T, brokers []string) *plan.Plan {
 	t.Helper()
 	return compileAt(t, "two-inputs.yaml", twoInputsYAML, brokers, "")
 }

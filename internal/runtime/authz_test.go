@@ -16,6 +16,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 )
 
@@ -50,7 +51,7 @@ func testWriteRefusedByACL(t *testing.T, guarantee config.Guarantee) {
 		return nil, nil, false
 	})
 	top := exampleTopology(t, brokers, guarantee)
-	top.Config.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
+	top.Settings.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
 		SASL: config.SASL{Mechanism: "PLAIN", Username: "router", Password: "router-pw"}}
 	victim := top.Route("warn").Topic
 
@@ -123,7 +124,7 @@ func testWriteRefusedByACL(t *testing.T, guarantee config.Guarantee) {
 
 // verifyAtLeastOnce checks every generated event appears at least once,
 // on the topic the oracle (gen.RouteOf) names, and nothing else appears.
-func verifyAtLeastOnce(t *testing.T, top *config.Topology, events map[string]gen.Event, recs []*kgo.Record) {
+func verifyAtLeastOnce(t *testing.T, top *plan.Plan, events map[string]gen.Event, recs []*kgo.Record) {
 	t.Helper()
 	topicOf := map[string]string{"dirty": top.Dirty.Topic}
 	for _, r := range top.Routes {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // The avro routes' record schemas are registered before the first poll,
@@ -39,7 +39,7 @@ var _ schemaRegistrar = (*sr.Client)(nil)
 // RegistrationError is a schema registration the registry refused: a
 // start error, Run returns it.
 type RegistrationError struct {
-	Route   *config.RouteNode
+	Route   *plan.RouteNode
 	Subject string
 	Err     error
 }
@@ -58,7 +58,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 	if len(routes) == 0 {
 		return nil
 	}
-	cl, err := kclient.RegistryClient(p.top.Config.SchemaRegistry)
+	cl, err := kclient.RegistryClient(p.top.Settings.SchemaRegistry)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 		}
 		fails++
 		wait := min(time.Second<<min(fails-1, 4), maxProduceBackoff)
-		url := p.top.Config.SchemaRegistry.URL
+		url := p.top.Settings.SchemaRegistry.URL
 		p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
 		p.log.Error("schema registry unavailable; the avro routes' schemas are not registered, retrying", "url", url, "err", err, "backoff", wait)
 		if !p.idle(ctx, wait) {
@@ -92,7 +92,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 
 // registerEach registers the routes not in ids yet, adding each id: a
 // refusal is a *RegistrationError, any other error the registry's.
-func registerEach(ctx context.Context, cl schemaRegistrar, routes []*config.RouteNode, ids map[string]int) error {
+func registerEach(ctx context.Context, cl schemaRegistrar, routes []*plan.RouteNode, ids map[string]int) error {
 	for _, r := range routes {
 		if _, ok := ids[r.Name]; ok {
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -147,11 +148,9 @@ func loseChangelog(t *testing.T, brokers []string, topic, how string) {
 }
 
 // startEmpty is top with state.on_changelog_loss: start_empty.
-func startEmpty(top *config.Topology) *config.Topology {
+func startEmpty(top *plan.Plan) *plan.Plan {
 	empty := *top
-	cfg := *top.Config
-	cfg.State.OnChangelogLoss = config.ChangelogLossStartEmpty
-	empty.Config = &cfg
+	empty.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 	return &empty
 }
 

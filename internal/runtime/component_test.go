@@ -18,12 +18,13 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
 
 // exampleTopology loads examples/logs-by-level.yaml pointed at brokers.
-func exampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee) *config.Topology {
+func exampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee) *plan.Plan {
 	t.Helper()
 	return stageonetest.ExampleTopology(t, brokers, guarantee)
 }
@@ -74,7 +75,7 @@ func readCommitted(t testing.TB, brokers []string, topics ...string) []*kgo.Reco
 
 // verify checks every generated event appears exactly once, on the topic
 // the oracle (gen.RouteOf) names, and nothing else appears.
-func verify(t *testing.T, top *config.Topology, events map[string]gen.Event, recs []*kgo.Record) {
+func verify(t *testing.T, top *plan.Plan, events map[string]gen.Event, recs []*kgo.Record) {
 	t.Helper()
 	topicOf := map[string]string{"dirty": top.Dirty.Topic}
 	for _, r := range top.Routes {
@@ -127,7 +128,7 @@ type running struct {
 	once   sync.Once
 }
 
-func start(t *testing.T, top *config.Topology, id string, extra ...Opt) *running {
+func start(t *testing.T, top *plan.Plan, id string, extra ...Opt) *running {
 	t.Helper()
 	opts := append([]Opt{WithLogger(testLogger()), WithInstanceID(id)}, extra...)
 	p, err := New(top, opts...)
@@ -211,7 +212,7 @@ func TestExactlyOnceAcrossForcedAbort(t *testing.T) {
 		return failTxnOffsetCommit(req), nil, true
 	})
 	top := exampleTopology(t, c.ListenAddrs(), config.ExactlyOnce)
-	top.Config.CommitRecords = 1000 // many transactions, so the 3rd and 6th fail mid-run
+	top.Settings.CommitRecords = 1000 // many transactions, so the 3rd and 6th fail mid-run
 	events := produceEvents(t, c.ListenAddrs(), "logs", n, 11)
 	r := start(t, top, "a", WithMaxPollRecords(1000))
 	waitConsumed(t, r.p.Metrics(), n, 2*time.Minute)

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // slowRestore sets up a window router whose restores cannot finish: a
@@ -23,7 +23,7 @@ import (
 // once a restore has asked twice for the stable offset since then.
 type slowRestore struct {
 	c       *kfake.Cluster
-	top     *config.Topology
+	top     *plan.Plan
 	r       *running
 	polls   atomic.Int64 // read_committed ListOffsets of the changelog after block
 	blocked atomic.Bool
@@ -106,7 +106,7 @@ func TestShutdownDuringSlowRestore(t *testing.T) {
 		}
 	}
 	s.waitRestoring(t)
-	limit := s.top.Config.Shutdown.D()
+	limit := s.top.Settings.Shutdown.D()
 	began := time.Now()
 	s.r.cancel()
 	select {

@@ -14,16 +14,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/observe"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // compileVariant compiles testdata/errors-per-service.yaml with each
 // replacement applied (each must match).
-func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *config.Topology {
+func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *plan.Plan {
 	t.Helper()
 	b, err := os.ReadFile("testdata/errors-per-service.yaml")
 	if err != nil {
@@ -41,13 +41,13 @@ func compileVariant(t *testing.T, brokers []string, repl ...[2]string) *config.T
 
 // windowOutputs are a window route's committed finals (key -> aggregates)
 // before cutoff and its late record ids.
-func windowOutputs(t *testing.T, brokers []string, top *config.Topology, cutoff int64) (map[string]string, []string) {
+func windowOutputs(t *testing.T, brokers []string, top *plan.Plan, cutoff int64) (map[string]string, []string) {
 	t.Helper()
 	rt := top.Routes[0]
 	finals := map[string]string{}
 	var late []string
-	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
-		if r.Topic == rt.Window.Config.LateTopic {
+	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Spec.LateTopic) {
+		if r.Topic == rt.Window.Spec.LateTopic {
 			var v struct{ ID string }
 			_ = json.Unmarshal(r.Value, &v)
 			late = append(late, v.ID)
@@ -143,7 +143,7 @@ func TestWindowDirectEqualsRepartitioned(t *testing.T) {
 		extra++
 	}
 
-	variant := func(app, repartition string) *config.Topology {
+	variant := func(app, repartition string) *plan.Plan {
 		return compileVariant(t, brokers,
 			[2]string{"application_id: errors-per-service", "application_id: " + app},
 			[2]string{"topic: errors.", "topic: " + app + "."},

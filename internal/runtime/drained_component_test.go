@@ -22,8 +22,8 @@ func TestCommitWhenDrained(t *testing.T) {
 		t.Run(map[bool]string{true: "on", false: "off"}[on], func(t *testing.T) {
 			c := newCluster(t)
 			top := exampleTopology(t, c.ListenAddrs(), config.ExactlyOnce)
-			top.Config.CommitInterval = config.Duration(5 * time.Minute)
-			top.Config.CommitWhenDrained = &on
+			top.Settings.CommitInterval = config.Duration(5 * time.Minute)
+			top.Settings.CommitWhenDrained = on
 			events := produceEvents(t, c.ListenAddrs(), "logs", n, 11)
 			r := start(t, top, "a", WithTransactionTimeout(10*time.Minute))
 			if !on {

@@ -1,9 +1,9 @@
 package runtime
 
 import (
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 )
 
@@ -21,7 +21,7 @@ type engine struct {
 // protobuf, json_schema) share one schema registry client and one schema
 // cache; each input topic gets its decoder, built once here. The avro
 // routes' schema ids are set later, when Run has registered them.
-func newEngine(t *config.Topology, m *metrics.Metrics) (*engine, error) {
+func newEngine(t *plan.Plan, m *metrics.Metrics) (*engine, error) {
 	decs, err := kclient.RegistryDecoders(t, m.SchemaRegistry)
 	if err != nil {
 		return nil, err

@@ -6,9 +6,10 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 )
 
@@ -126,7 +127,7 @@ func (g *gapTracker) advance(ftp kgo.FetchTopicPartition) {
 func (p *Processor) adjustFetchOffsets(_ context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	p.gaps.seed(offsets)
 	for t, ps := range offsets {
-		if p.top.InputStart(t) != config.StartLatest {
+		if p.top.InputStart(t) != plan.StartLatest {
 			continue
 		}
 		for part, o := range ps {
@@ -144,7 +145,7 @@ func (p *Processor) adjustFetchOffsets(_ context.Context, offsets map[string]map
 // shown with the commit that moves past it) and nil is returned; under
 // fail the partition is not processed and the error stops the session.
 func (p *Processor) inputGap(g metrics.Gap, tally *metrics.Tally) error {
-	if p.top.GapPolicy(g.Topic) == config.GapSkip {
+	if p.top.GapPolicy(g.Topic) == plan.GapSkip {
 		tally.AddGap(g)
 		return nil
 	}

@@ -59,7 +59,7 @@ func TestInputGap(t *testing.T) {
 			c := newCluster(t)
 			brokers := c.ListenAddrs()
 			top := exampleTopology(t, brokers, config.ExactlyOnce)
-			top.Config.Inputs[0].OnGap = policy
+			top.Inputs[0].OnGap = policy
 			for p := range int32(6) {
 				produceTxn(t, brokers, "logs", p, 20, true)
 			}
@@ -83,7 +83,7 @@ func TestInputGap(t *testing.T) {
 			}
 			defer cl.Close()
 			ctx := context.Background()
-			or, err := adm.FetchOffsets(ctx, top.Config.ApplicationID)
+			or, err := adm.FetchOffsets(ctx, top.Settings.ApplicationID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestInputGap(t *testing.T) {
 				t.Fatalf("lost %v under on_gap: fail: nothing may be skipped", s.Lost)
 			}
 			r.stop(t)
-			or, err = adm.FetchOffsets(ctx, top.Config.ApplicationID)
+			or, err = adm.FetchOffsets(ctx, top.Settings.ApplicationID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestStartLatest(t *testing.T) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
 	top := exampleTopology(t, brokers, config.ExactlyOnce)
-	top.Config.Inputs[0].Start = config.StartLatest
+	top.Inputs[0].Start = config.StartLatest
 	for p := range int32(6) {
 		produceTxn(t, brokers, "logs", p, 20, true)
 	}

@@ -13,11 +13,12 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // limitedTopology is one tumbling window per distinct id, with limits.
-func limitedTopology(t testing.TB, brokers []string, limits string) *config.Topology {
+func limitedTopology(t testing.TB, brokers []string, limits string) *plan.Plan {
 	t.Helper()
 	src := `application_id: limited
 inputs: [{topic: keys}]

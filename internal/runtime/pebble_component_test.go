@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -117,7 +118,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
 	top := windowTopology(t, brokers)
-	top.Config.Guarantee = g
+	top.Settings.Guarantee = g
 	dir := t.TempDir()
 	pebble := WithStoreBuilder(changelog.PebbleBuilder(dir))
 	gn := gen.New(5)
@@ -220,7 +221,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 			if err := pb.Commit(o.Offset+100, time.Now()); err != nil {
 				t.Fatal(err)
 			}
-			q.top.Config.State.OnChangelogLoss = config.ChangelogLossFail
+			q.top.Settings.State.OnChangelogLoss = config.ChangelogLossFail
 			var le *stagetwo.ChangelogLossError
 			if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointPastEnd {
 				t.Errorf("partition %d: restore over a checkpoint past the end under fail: %v", o.Partition, err)
@@ -228,10 +229,10 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 			if _, ok, _ := pb.Get([]byte("junk")); !ok {
 				t.Errorf("partition %d: a failed restore wiped the local state", o.Partition)
 			}
-			q.top.Config.State.OnChangelogLoss = config.ChangelogLossStartEmpty
+			q.top.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 			wipes := testutil.ToFloat64(q.m.StateWipes.WithLabelValues("errors", "past_end"))
 			n, from, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
-			q.top.Config.State.OnChangelogLoss = ""
+			q.top.Settings.State.OnChangelogLoss = ""
 			if err != nil || from != 0 || n == 0 || !maps.Equal(dumpAll(t, pb), dumpAll(t, mem)) {
 				t.Errorf("partition %d: restore over a bad checkpoint: %d records from %d, %v", o.Partition, n, from, err)
 			}
@@ -265,7 +266,7 @@ func testPebbleTail(t *testing.T, g config.Guarantee) {
 
 // restorer is a processor that is never run, with an admin client on
 // brokers: enough to call restore directly.
-func restorer(t *testing.T, top *config.Topology, brokers []string) *Processor {
+func restorer(t *testing.T, top *plan.Plan, brokers []string) *Processor {
 	t.Helper()
 	q, err := New(top, WithLogger(testLogger()))
 	if err != nil {
@@ -294,12 +295,12 @@ func dumpAll(t *testing.T, s changelog.Store) map[string]string {
 // missed, and that the finals and the late route together count every
 // ERROR event exactly once. It returns the late records, the events
 // counted in finals, and the windows.
-func countFinals(t *testing.T, brokers []string, top *config.Topology, flushTS int64, wantErrors int) (late, counted, windows int) {
+func countFinals(t *testing.T, brokers []string, top *plan.Plan, flushTS int64, wantErrors int) (late, counted, windows int) {
 	t.Helper()
 	rt := top.Routes[0]
 	finals := map[string]int{}
-	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Config.LateTopic) {
-		if r.Topic == rt.Window.Config.LateTopic {
+	for _, r := range readCommitted(t, brokers, rt.Topic, rt.Window.Spec.LateTopic) {
+		if r.Topic == rt.Window.Spec.LateTopic {
 			late++
 			if h := wire.String(r.Headers, wire.HeaderLateWins); h == "" {
 				t.Fatalf("late record without %s header", wire.HeaderLateWins)
@@ -334,14 +335,14 @@ func countFinals(t *testing.T, brokers []string, top *config.Topology, flushTS i
 // checkSourceProgress: the committed offset of every input partition
 // carries, as its metadata, the largest event time decoded in that
 // partition before the offset (what aligned watermarks restore from).
-func checkSourceProgress(t *testing.T, brokers []string, top *config.Topology) {
+func checkSourceProgress(t *testing.T, brokers []string, top *plan.Plan) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), top.Config.ApplicationID)
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), top.Settings.ApplicationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		if resp, err := q.adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
 			t.Fatalf("delete records: %v %v", err, resp.Error())
 		}
-		q.top.Config.State.OnChangelogLoss = config.ChangelogLossFail
+		q.top.Settings.State.OnChangelogLoss = config.ChangelogLossFail
 		var le *stagetwo.ChangelogLossError
 		if _, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb); !errors.As(err, &le) || le.Reason != wire.LossCheckpointBelowStart {
 			t.Fatalf("partition %d: checkpoint %d below log start %d under fail: %v", o.Partition, off, o.Offset, err)
@@ -429,9 +430,9 @@ func TestPebbleCheckpointBelowStart(t *testing.T) {
 		if !maps.Equal(dumpAll(t, pb), before) {
 			t.Fatalf("partition %d: a failed restore changed the local state", o.Partition)
 		}
-		q.top.Config.State.OnChangelogLoss = config.ChangelogLossStartEmpty
+		q.top.Settings.State.OnChangelogLoss = config.ChangelogLossStartEmpty
 		n, _, err := q.restore(context.Background(), "errors", clTopic, o.Partition, pb)
-		q.top.Config.State.OnChangelogLoss = ""
+		q.top.Settings.State.OnChangelogLoss = ""
 		if err != nil || n != 0 || pb.Len() != 0 {
 			t.Fatalf("partition %d: start_empty over a checkpoint below log start: %d records, %d entries left, %v", o.Partition, n, pb.Len(), err)
 		}

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
@@ -94,7 +94,7 @@ func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o
 
 // Processor runs one topology as a member of its consumer group.
 type Processor struct {
-	top     *config.Topology
+	top     *plan.Plan
 	opts    opts
 	log     *slog.Logger
 	m       *metrics.Metrics
@@ -118,7 +118,7 @@ type Processor struct {
 }
 
 // New checks the options and builds a processor; it does not connect.
-func New(top *config.Topology, o ...Opt) (*Processor, error) {
+func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
 	for _, f := range o {
 		f(&op)
@@ -142,14 +142,14 @@ func New(top *config.Topology, o ...Opt) (*Processor, error) {
 	// The security options go first, into the options every client the
 	// processor creates is built with (group, admin, restores), so no
 	// client can connect without them; raw options may still override.
-	sec, err := kclient.SecurityOpts(top.Config.Security)
+	sec, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return nil, err
 	}
 	op.kgoOpts = append(sec, op.kgoOpts...)
 	if op.stores == nil {
 		op.stores = changelog.MemoryBuilder()
-		if st := top.Config.State; st.Store == config.StorePebble {
+		if st := top.Settings.State; st.Store == plan.StorePebble {
 			op.stores = changelog.PebbleBuilder(st.Dir)
 		}
 	}
@@ -165,7 +165,7 @@ func New(top *config.Topology, o ...Opt) (*Processor, error) {
 		part: stagetwo.NewPartitioner(top),
 		top:  top,
 		opts: op,
-		log:  op.log.With("component", "processor", "application_id", top.Config.ApplicationID),
+		log:  op.log.With("component", "processor", "application_id", top.Settings.ApplicationID),
 		m:    op.metrics,
 		eng:  eng,
 		st:   observe.New(top, op.metrics),
@@ -184,18 +184,18 @@ func New(top *config.Topology, o ...Opt) (*Processor, error) {
 
 // validate checks the options against the topology they run: all the
 // checks New makes before it builds anything.
-func (op *opts) validate(top *config.Topology) error {
+func (op *opts) validate(top *plan.Plan) error {
 	switch {
-	case len(top.Config.Brokers) == 0:
-		return config.ErrNoBrokers
+	case len(top.Settings.Brokers) == 0:
+		return plan.ErrNoBrokers
 	case op.workers < 1:
 		return fmt.Errorf("workers must be at least 1, got %d", op.workers)
 	case op.maxPoll < 1:
 		return fmt.Errorf("max poll records must be at least 1, got %d", op.maxPoll)
 	case op.txnTimeout < time.Second:
 		return fmt.Errorf("transaction timeout must be at least 1s, got %s", op.txnTimeout)
-	case op.stores == nil && top.Config.State.Store == config.StorePebble && top.Config.State.Dir == "":
-		return fmt.Errorf("state.store: pebble needs state.dir (or %s)", config.EnvStateDir)
+	case op.stores == nil && top.Settings.State.Store == plan.StorePebble && top.Settings.State.Dir == "":
+		return fmt.Errorf("state.store: pebble needs state.dir (or %s)", plan.EnvStateDir)
 	}
 	if op.ownerURL != "" {
 		return stagetwo.CheckOwnerURL(op.ownerURL)
@@ -227,7 +227,7 @@ func (p *Processor) Metrics() *metrics.Metrics { return p.m }
 
 // TransactionalID is the producer's transactional ID under exactly-once.
 func (p *Processor) TransactionalID() string {
-	return p.top.Config.ApplicationID + "-" + p.opts.instanceID
+	return p.top.Settings.ApplicationID + "-" + p.opts.instanceID
 }
 
 // Run processes until ctx is cancelled, then ends the open transaction
@@ -239,7 +239,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	p.st.Start()
 	defer p.dropState(nil) // closes the stores
 	p.st.Loop()
-	adm, admCl, err := kclient.NewAdmin(p.top.Config.Brokers, p.opts.kgoOpts...)
+	adm, admCl, err := kclient.NewAdmin(p.top.Settings.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -269,7 +269,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		sessionStart := time.Now()
 		p.dropState(nil) // a new session restores state from the changelogs
 		p.gaps.reset()   // and fetches its committed offsets again
-		if p.top.Config.Guarantee == config.AtLeastOnce {
+		if p.top.Settings.Guarantee == plan.AtLeastOnce {
 			err = p.runAtLeastOnce(ctx)
 		} else {
 			p.settleStranded(ctx)
@@ -305,7 +305,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		p.st.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Config.Security))
+		p.st.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Settings.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
@@ -341,7 +341,7 @@ func nilIfDone(ctx context.Context, err error) error {
 
 // clientOpts are the options shared by both guarantees.
 func (p *Processor) clientOpts() []kgo.Opt {
-	cfg := p.top.Config
+	cfg := p.top.Settings
 	o := []kgo.Opt{
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.ConsumerGroup(cfg.ApplicationID),
@@ -359,7 +359,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
 		kgo.WithHooks(p.m.KafkaHooks()),
-		kgo.ProducerBatchMaxBytes(int32(max(cfg.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.ProducerBatchMaxBytes(int32(max(p.top.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			p.st.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {

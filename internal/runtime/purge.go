@@ -19,7 +19,7 @@ func (p *Processor) purgeRepartition(ctx context.Context, adm *kadm.Client) {
 	if len(rep) == 0 {
 		return
 	}
-	t := time.NewTicker(p.top.Config.Topics.PurgeInterval.D())
+	t := time.NewTicker(p.top.Settings.Topics.PurgeInterval.D())
 	defer t.Stop()
 	for {
 		select {
@@ -43,7 +43,7 @@ func (p *Processor) purgeOnce(ctx context.Context, adm *kadm.Client, rep []strin
 		p.m.PurgeErrors.WithLabelValues(topic).Inc()
 		p.log.Warn("purge of repartition topic failed; retrying at the next interval", "topic", topic, "step", what, "err", err)
 	}
-	committed, err := adm.FetchOffsets(ctx, p.top.Config.ApplicationID)
+	committed, err := adm.FetchOffsets(ctx, p.top.Settings.ApplicationID)
 	if err != nil {
 		for _, t := range rep {
 			fail(t, "fetch committed offsets", err)

@@ -48,7 +48,7 @@ func TestReadyAgreesAfterProduceAbort(t *testing.T) {
 			all(kmsg.ACLResourceTypeTransactionalId, "*"), all(kmsg.ACLResourceTypeCluster, "kafka-cluster")))
 	brokers := c.ListenAddrs()
 	top := exampleTopology(t, brokers, config.ExactlyOnce)
-	top.Config.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
+	top.Settings.Security = config.Security{Protocol: config.ProtocolSASLPlaintext,
 		SASL: config.SASL{Mechanism: "PLAIN", Username: "router", Password: "router-pw"}}
 	victim := top.Route("warn").Topic
 	cl, err := kgo.NewClient(kgo.SASL(plain.Auth{User: "admin", Pass: "admin"}.AsMechanism()), kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic("logs"))

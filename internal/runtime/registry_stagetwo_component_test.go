@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -389,7 +389,7 @@ func runStageTwo(t *testing.T, codec func(*fakeRegistry) srCodec, direct bool) {
 
 // waitStageTwo waits until every input record is consumed and stage two
 // has consumed every record stage one wrote to a repartition topic.
-func waitStageTwo(t *testing.T, r *running, top *config.Topology, inputs int, limit time.Duration) {
+func waitStageTwo(t *testing.T, r *running, top *plan.Plan, inputs int, limit time.Duration) {
 	t.Helper()
 	m := r.p.Metrics()
 	win, asm := top.Route("per-customer"), top.Route("orders")

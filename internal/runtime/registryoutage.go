@@ -42,8 +42,8 @@ func (p *Processor) registryOutage(ctx context.Context, err error) {
 	wait := min(time.Second<<min(p.registryFails-1, 4), maxProduceBackoff)
 	p.m.Aborts.WithLabelValues(observe.AbortRegistryUnavailable).Inc()
 	p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: %v; the batch was aborted (nothing dirtied, nothing committed) and is tried again in %s",
-		p.top.Config.SchemaRegistry.URL, err, wait))
-	p.log.Error("schema registry unavailable; batch aborted, it will be processed again", "url", p.top.Config.SchemaRegistry.URL, "err", err, "backoff", wait)
+		p.top.Settings.SchemaRegistry.URL, err, wait))
+	p.log.Error("schema registry unavailable; batch aborted, it will be processed again", "url", p.top.Settings.SchemaRegistry.URL, "err", err, "backoff", wait)
 	p.idle(ctx, wait)
 }
 

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -35,9 +36,9 @@ type restoreResult struct {
 // client section's fetch bounds and metadata age (it produces nothing),
 // then the security options.
 func (p *Processor) restoreClientOpts() []kgo.Opt {
-	c := p.top.Config.Client
-	return append(append([]kgo.Opt{kgo.SeedBrokers(p.top.Config.Brokers...)},
-		kclient.Opts(config.Client{FetchMaxBytes: c.FetchMaxBytes, FetchMaxPartitionBytes: c.FetchMaxPartitionBytes,
+	c := p.top.Settings.Client
+	return append(append([]kgo.Opt{kgo.SeedBrokers(p.top.Settings.Brokers...)},
+		kclient.Opts(plan.Client{FetchMaxBytes: c.FetchMaxBytes, FetchMaxPartitionBytes: c.FetchMaxPartitionBytes,
 			MetadataMinAge: c.MetadataMinAge})...), p.opts.kgoOpts...)
 }
 

@@ -33,13 +33,13 @@ func newSideSamples(p *Processor) *sideSamples {
 	}
 	s := &sideSamples{fn: p.opts.sampler, topics: []string{p.top.Dirty.Topic}, by: map[string][]*kgo.Record{}}
 	for _, r := range p.top.Windows() {
-		if lt := r.Window.Config.LateTopic; lt != "" {
+		if lt := r.Window.Spec.LateTopic; lt != "" {
 			s.topics = append(s.topics, lt)
 		}
 	}
 	for _, r := range p.top.Routes {
-		if a := r.Assembly; a != nil && a.Config.IncompleteTopic != "" {
-			s.topics = append(s.topics, a.Config.IncompleteTopic)
+		if a := r.Assembly; a != nil && a.Spec.IncompleteTopic != "" {
+			s.topics = append(s.topics, a.Spec.IncompleteTopic)
 		}
 		if ot := r.OverflowTopic(); ot != "" {
 			s.topics = append(s.topics, ot)

@@ -34,7 +34,7 @@ func TestSideSamplerSeesCommittedRecordsOnly(t *testing.T) {
 		return failTxnOffsetCommit(req), nil, true
 	})
 	top := exampleTopology(t, c.ListenAddrs(), config.ExactlyOnce)
-	top.Config.CommitRecords = 1000
+	top.Settings.CommitRecords = 1000
 	produceEvents(t, c.ListenAddrs(), "logs", n, 5)
 	var smu sync.Mutex
 	sampled := map[string]string{} // partition/offset -> key

@@ -13,6 +13,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/kclient/kclienttest"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // TestEveryClientIsSecured: the group client, the admin client and the
@@ -38,7 +39,7 @@ security:
 	if err := cfg.Apply(config.Overrides{Security: config.SecurityOverrides{Password: "pw"}}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "")
+	top, err := plan.Compile(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ security:
 	}
 	check("group client", p.clientOpts())
 	check("admin and restore clients", p.opts.kgoOpts)
-	_, admCl, err := kclient.NewAdmin(top.Config.Brokers, p.opts.kgoOpts...)
+	_, admCl, err := kclient.NewAdmin(top.Settings.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ security:
 	}
 
 	// A config whose settings cannot be used fails New, not the first dial.
-	top.Config.Security.SASL.Password = ""
+	top.Settings.Security.SASL.Password = ""
 	if _, err := New(top); err == nil || !strings.Contains(err.Error(), "password") {
 		t.Errorf("New without a password: %v", err)
 	}
@@ -89,7 +90,7 @@ dirty: {topic: dirty}
 		if err != nil {
 			t.Fatal(err)
 		}
-		top, err := config.Compile(cfg, "")
+		top, err := plan.Compile(cfg, "")
 		if err != nil {
 			t.Fatal(err)
 		}

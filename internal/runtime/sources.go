@@ -20,7 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
-// Aligned watermarks, stage one (window/aligned.go is stage two).
+// Aligned watermarks, stage one (internal/operator/window/aligned.go is stage two).
 //
 // Each input partition is a source. Stage one keeps, per source, the
 // maximum event time of the records it decoded, in offset order. It
@@ -164,7 +164,7 @@ func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartit
 	var resp kadm.OffsetResponses
 	for {
 		var err error
-		resp, err = p.adm.FetchOffsets(kadm.RequireStable(ctx), p.top.Config.ApplicationID)
+		resp, err = p.adm.FetchOffsets(kadm.RequireStable(ctx), p.top.Settings.ApplicationID)
 		if err == nil {
 			err = resp.Error()
 		}
@@ -173,7 +173,7 @@ func (p *Processor) loadSources(ctx context.Context, ftps []kgo.FetchTopicPartit
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("restore source progress from the committed offsets of group %s: %w", p.top.Config.ApplicationID, err)
+			return fmt.Errorf("restore source progress from the committed offsets of group %s: %w", p.top.Settings.ApplicationID, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -159,7 +159,7 @@ func testWindowStoreError(t *testing.T, g config.Guarantee) {
 	c := newCluster(t)
 	brokers := c.ListenAddrs()
 	top := windowTopology(t, brokers)
-	top.Config.Guarantee = g
+	top.Settings.Guarantee = g
 	n := 10_000
 	events := produceEvents(t, brokers, "logs", n, 23)
 	flushTS := gen.New(23).Base + int64(n)*10 + 3_600_000

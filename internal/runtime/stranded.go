@@ -145,7 +145,7 @@ func (p *Processor) settleStranded(ctx context.Context) {
 		p.log.Warn("could not check for stranded offsets", "err", err)
 		return
 	}
-	unstable, err := kclient.UnstablePartitions(ctx, p.admCl, p.top.Config.ApplicationID, parts)
+	unstable, err := kclient.UnstablePartitions(ctx, p.admCl, p.top.Settings.ApplicationID, parts)
 	if err != nil {
 		p.log.Warn("could not check for stranded offsets", "err", err)
 		return
@@ -187,9 +187,9 @@ func (p *Processor) settleStranded(ctx context.Context) {
 // ID, adds the group to it and ends it with commit. It initialises the
 // producer ID, so it fences any producer still using the ID.
 func (p *Processor) reEndTransaction(ctx context.Context, commit bool) error {
-	txnID, group := p.TransactionalID(), p.top.Config.ApplicationID
+	txnID, group := p.TransactionalID(), p.top.Settings.ApplicationID
 	cl, err := kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(p.top.Config.Brokers...),
+		kgo.SeedBrokers(p.top.Settings.Brokers...),
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(p.opts.txnTimeout),
 	}, p.opts.kgoOpts...)...)

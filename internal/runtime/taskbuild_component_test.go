@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -40,7 +40,7 @@ func TestTaskBuildRacingRebalance(t *testing.T) {
 	w, a := wtop.Windows()[0].Window, atop.Assemblies()[0].Assembly
 	cases := []struct {
 		name         string
-		top          *config.Topology
+		top          *plan.Plan
 		rep, clTopic string
 		opt          func(changelog.Builder) Opt
 		build        func(p *Processor, rep string) (changelog.Store, error)

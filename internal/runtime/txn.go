@@ -127,7 +127,7 @@ func (l *commitLoop) produceChangelog(r *kgo.Record) {
 func (l *commitLoop) run(ctx context.Context) error {
 	p, c := l.p, l.c
 	defer c.close()
-	interval := p.top.Config.CommitInterval.D()
+	interval := p.top.Settings.CommitInterval.D()
 	for {
 		if err := c.begin(); err != nil {
 			return err
@@ -178,7 +178,7 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 		}
 		return false, err
 	}
-	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Config.CommitRecords || l.perr.get() != nil || l.drained(start, interval) {
+	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Settings.CommitRecords || l.perr.get() != nil || l.drained(start, interval) {
 		ended = true
 		had := l.pending.Records() > 0
 		began := time.Now()
@@ -299,7 +299,7 @@ const maxProduceBackoff = 8 * time.Second
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
 	_, gen := cl.GroupMetadata()
-	p.st.ReadyAfterCommit(gen >= 0, p.top.Config.ApplicationID)
+	p.st.ReadyAfterCommit(gen >= 0, p.top.Settings.ApplicationID)
 }
 
 // runExactlyOnce is one group session under exactly-once: every output of
@@ -322,7 +322,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	l.c = &eosCommitter{p: p, sess: sess, endCtx: l.endCtx,
 		watch: newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
 			func(ctx context.Context, parts map[string][]int32) (map[string][]int32, error) {
-				return kclient.UnstablePartitions(ctx, p.admCl, p.top.Config.ApplicationID, parts)
+				return kclient.UnstablePartitions(ctx, p.admCl, p.top.Settings.ApplicationID, parts)
 			})}
 	return l.run(ctx)
 }
@@ -345,7 +345,7 @@ func (c *eosCommitter) polled(kgo.Fetches) bool { return true } // End rewinds t
 func (c *eosCommitter) fail(err error) error {
 	return err // Run says the session restarts
 }
-func (c *eosCommitter) endsWhenDrained() bool { return *c.p.top.Config.CommitWhenDrained }
+func (c *eosCommitter) endsWhenDrained() bool { return c.p.top.Settings.CommitWhenDrained }
 func (c *eosCommitter) stopping() string      { return "stopping: transaction ended, leaving the group" }
 
 func (c *eosCommitter) begin() error {

@@ -11,9 +11,10 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
-func windowTopology(t *testing.T, brokers []string) *config.Topology {
+func windowTopology(t *testing.T, brokers []string) *plan.Plan {
 	t.Helper()
 	return compileVariant(t, brokers)
 }
@@ -30,7 +31,7 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 	c := newCluster(t)
 	top := windowTopology(t, c.ListenAddrs())
 	old := windowTopology(t, c.ListenAddrs())
-	old.Config.Topics.RepartitionFormat = config.RepartitionHeaders
+	old.Settings.Topics.RepartitionFormat = config.RepartitionHeaders
 	n := 30_000
 	events := produceEvents(t, c.ListenAddrs(), "logs", n, 21)
 	a := start(t, old, "a", WithMaxPollRecords(2000))
@@ -101,8 +102,8 @@ func TestWindowIdleAdvance(t *testing.T) {
 		t.Run(fmt.Sprint("idle=", idle), func(t *testing.T) {
 			c := newCluster(t)
 			top := windowTopology(t, c.ListenAddrs())
-			top.Routes[0].Window.Config.IdleTimeout = config.Span(idle)
-			top.Routes[0].Window.Config.Grace = 0
+			top.Routes[0].Window.Spec.IdleTimeout = config.Span(idle)
+			top.Routes[0].Window.Spec.Grace = 0
 			cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("logs"))
 			if err != nil {
 				t.Fatal(err)

@@ -12,22 +12,23 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // withClientSection is top with a client section that changes what every
 // client of the redrive should be given: zstd, a 1 s metadata age, 64 KiB
 // per fetched partition.
-func withClientSection(top *config.Topology) *config.Topology {
-	top.Config.Client.Compression = config.CompressionZstd
-	top.Config.Client.MetadataMinAge = config.Duration(time.Second)
-	top.Config.Client.FetchMaxPartitionBytes = 64 << 10
+func withClientSection(top *plan.Plan) *plan.Plan {
+	top.Settings.Client.Compression = config.CompressionZstd
+	top.Settings.Client.MetadataMinAge = config.Duration(time.Second)
+	top.Settings.Client.FetchMaxPartitionBytes = 64 << 10
 	return top
 }
 
-func redriveWithSection(top *config.Topology, brokers []string) Redrive {
+func redriveWithSection(top *plan.Plan, brokers []string) Redrive {
 	return Redrive{Brokers: brokers, Topology: top, To: "logs", RunID: "r",
-		ReadOpts: kclient.ConsumerOpts(top.Config.Client), ProduceOpts: kclient.ProducerOpts(top.Config.Client)}
+		ReadOpts: kclient.ConsumerOpts(top.Settings.Client), ProduceOpts: kclient.ProducerOpts(top.Settings.Client)}
 }
 
 // TestRedriveClientsGetTheClientSection: the producer a redrive builds
@@ -58,10 +59,10 @@ func TestRedriveClientsGetTheClientSection(t *testing.T) {
 	if got := p.OptValue(kgo.MetadataMinAge); got != time.Second {
 		t.Errorf("producer metadata min age %v, want 1s", got)
 	}
-	if got := p.OptValue(kgo.TransactionalID); got != TransactionalID(top.Config.ApplicationID, "dirty") {
+	if got := p.OptValue(kgo.TransactionalID); got != TransactionalID(top.Settings.ApplicationID, "dirty") {
 		t.Errorf("producer transactional id %v", got)
 	}
-	for _, topic := range []string{from.Topic, LedgerTopic(top.Config.ApplicationID)} {
+	for _, topic := range []string{from.Topic, LedgerTopic(top.Settings.ApplicationID)} {
 		r := client("reader of "+topic, rd.readOptions(topic).readerOpts(map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}))
 		if got := r.OptValue(kgo.FetchMaxPartitionBytes); got != int32(64<<10) {
 			t.Errorf("reader of %s: fetch max partition bytes %v, want 65536", topic, got)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // five redrive marks and none of the side record's sidestream.* headers,
 // and a value the transform passes through raw is byte for byte the same.
 func FuzzPlan(f *testing.F) {
-	top, err := config.Open("../../examples/logs-by-level.yaml")
+	top, err := plan.Open("../../examples/logs-by-level.yaml")
 	if err != nil {
 		f.Fatal(err)
 	}

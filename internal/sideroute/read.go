@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -249,7 +250,7 @@ func bounds(ctx context.Context, brokers []string, opts []kgo.Opt, topic string)
 // header when it carries one (window routes, late records; a repartition
 // envelope's, wire.ExpandRepartition), else what the topology's
 // event_time reads from the value, else false.
-func EventTime(top *config.Topology, r *kgo.Record) (int64, bool) {
+func EventTime(top *plan.Plan, r *kgo.Record) (int64, bool) {
 	for _, h := range wire.ExpandRepartition(r.Headers) {
 		if h.Key == wire.HeaderEventTime {
 			if n, err := strconv.ParseInt(string(h.Value), 10, 64); err == nil {

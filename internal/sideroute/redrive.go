@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -42,7 +43,7 @@ type Redrive struct {
 	// compression and metadata minimum age among them), so the redriven
 	// records are written as the router writes its own.
 	ProduceOpts []kgo.Opt
-	Topology    *config.Topology
+	Topology    *plan.Plan
 	From        Target
 	To          string
 	// Filter selects records (nil: all); Transform computes the new value
@@ -107,7 +108,7 @@ var errLimit = errors.New("limit reached")
 // an open transaction that the next run (same transactional id) aborts:
 // each record reaches the target exactly once for a read_committed reader.
 func (o Redrive) Run(ctx context.Context) (Counts, error) {
-	appID := o.Topology.Config.ApplicationID
+	appID := o.Topology.Settings.ApplicationID
 	run := &redriveRun{o: &o, c: Counts{DryRun: o.DryRun, From: o.From.Topic, To: o.To, Ledger: LedgerTopic(appID), Run: o.RunID}, at: time.Now().UnixMilli()}
 	if o.TxnRecords <= 0 {
 		o.TxnRecords = 500
@@ -162,7 +163,7 @@ type redriveRun struct {
 // and starts the transactional producer, which fences a previous run.
 func (run *redriveRun) open(ctx context.Context) error {
 	o := run.o
-	appID := o.Topology.Config.ApplicationID
+	appID := o.Topology.Settings.ApplicationID
 	if o.To == o.From.Topic {
 		return fmt.Errorf("--to %s is the topic of route %s itself: a redrive must write elsewhere", o.To, o.From.Name)
 	}
@@ -195,9 +196,9 @@ func (run *redriveRun) open(ctx context.Context) error {
 func (o *Redrive) producerOpts() []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
-		kgo.TransactionalID(TransactionalID(o.Topology.Config.ApplicationID, o.From.Name)),
+		kgo.TransactionalID(TransactionalID(o.Topology.Settings.ApplicationID, o.From.Name)),
 		kgo.TransactionTimeout(o.TxnTimeout),
-		kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Config.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.ProducerBatchMaxBytes(int32(max(o.Topology.Dirty.MaxRecordBytes+4096, 1<<20))),
 	}
 	opts = append(opts, o.ClientOpts...)
 	return append(opts, o.ProduceOpts...)
@@ -368,7 +369,7 @@ func (o Redrive) ensureLedger(ctx context.Context, topic string) error {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	compact := "compact"
-	rf := o.Topology.Config.Topics.ReplicationFactor
+	rf := o.Topology.Settings.Topics.ReplicationFactor
 	res, err := adm.CreateTopic(ctx, 1, rf, map[string]*string{"cleanup.policy": &compact}, topic)
 	if err == nil {
 		err = res.Err

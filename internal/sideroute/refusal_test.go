@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -134,7 +135,7 @@ func TestReadFollow(t *testing.T) {
 // key, value and timestamp, the input's own headers, no window or late
 // headers, reason "late".
 func TestPlanLateRecord(t *testing.T) {
-	top, err := config.Open("../../examples/late-orders.yaml")
+	top, err := plan.Open("../../examples/late-orders.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // Kinds of Target.
@@ -49,19 +50,19 @@ type Target struct {
 
 // Targets lists every addressable route of top in config order, then the
 // dirty route, then the late, incomplete, duplicate and overflow routes.
-func Targets(top *config.Topology) []Target {
+func Targets(top *plan.Plan) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
 		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
-		if r.Window != nil && r.Window.Config.LateTopic != "" {
-			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Config.LateTopic, Kind: KindLate, Window: r.Name})
+		if r.Window != nil && r.Window.Spec.LateTopic != "" {
+			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Spec.LateTopic, Kind: KindLate, Window: r.Name})
 		}
 		if a := r.Assembly; a != nil {
-			if a.Config.IncompleteTopic != "" {
-				late = append(late, Target{Name: r.Name + IncompleteSuffix, Topic: a.Config.IncompleteTopic, Kind: KindIncomplete, Assembly: r.Name})
+			if a.Spec.IncompleteTopic != "" {
+				late = append(late, Target{Name: r.Name + IncompleteSuffix, Topic: a.Spec.IncompleteTopic, Kind: KindIncomplete, Assembly: r.Name})
 			}
-			if a.Config.DuplicateTopic != "" {
-				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Config.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
+			if a.Spec.DuplicateTopic != "" {
+				late = append(late, Target{Name: r.Name + DuplicateSuffix, Topic: a.Spec.DuplicateTopic, Kind: KindDuplicate, Assembly: r.Name})
 			}
 		}
 		if ot := r.OverflowTopic(); ot != "" {
@@ -75,7 +76,7 @@ func Targets(top *config.Topology) []Target {
 // Resolve finds a target by name. "late" alone names the late route when
 // the topology has exactly one and no route is called "late". An unknown
 // name is an error that lists the known ones.
-func Resolve(top *config.Topology, name string) (Target, error) {
+func Resolve(top *plan.Plan, name string) (Target, error) {
 	ts := Targets(top)
 	var lates []Target
 	for _, t := range ts {

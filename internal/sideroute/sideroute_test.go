@@ -17,6 +17,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
 	"github.com/sidestream/sidestream/internal/runtime"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +25,7 @@ import (
 
 // exampleCopy copies examples/ to a temp dir, applies fix to the schema
 // text, and loads the example topology from there pointed at brokers.
-func exampleCopy(t *testing.T, brokers []string, fix func(string) string) *config.Topology {
+func exampleCopy(t *testing.T, brokers []string, fix func(string) string) *plan.Plan {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("../../examples")); err != nil {
@@ -45,7 +46,7 @@ func exampleCopy(t *testing.T, brokers []string, fix func(string) string) *confi
 	if err := cfg.Apply(config.Overrides{Brokers: brokers}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, dir+"/")
+	top, err := plan.Compile(cfg, dir+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func exampleCopy(t *testing.T, brokers []string, fix func(string) string) *confi
 }
 
 // runRouter runs the router until the returned stop is called.
-func runRouter(t *testing.T, top *config.Topology, id string) (*metrics.Metrics, func()) {
+func runRouter(t *testing.T, top *plan.Plan, id string) (*metrics.Metrics, func()) {
 	t.Helper()
 	m := metrics.New()
 	p, err := runtime.New(top, runtime.WithMetrics(m), runtime.WithInstanceID(id),

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -23,7 +24,7 @@ func TestAssemblyTargets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "../../examples")
+	top, err := plan.Compile(cfg, "../../examples")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ dirty: {topic: in.dirty}
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, "")
+	top, err := plan.Compile(cfg, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -62,7 +62,7 @@ type avroRoute struct {
 	err    error // the schema did not parse (the topology derives valid ones)
 }
 
-func newAvroOutputs(routes []*config.RouteNode, ids *SchemaIDs) *avroOutputs {
+func newAvroOutputs(routes []*plan.RouteNode, ids *SchemaIDs) *avroOutputs {
 	a := &avroOutputs{ids: ids, routes: map[string]*avroRoute{}}
 	for _, rt := range routes {
 		if rt.Avro == nil {
@@ -77,7 +77,7 @@ func newAvroOutputs(routes []*config.RouteNode, ids *SchemaIDs) *avroOutputs {
 // encode writes vals (in the order of the route's fields) as Avro binary
 // behind the Confluent header of the route's schema id. A value that does
 // not fit its field's type is an error, never a value of another type.
-func (a *avroOutputs) encode(rt *config.RouteNode, vals []any) ([]byte, error) {
+func (a *avroOutputs) encode(rt *plan.RouteNode, vals []any) ([]byte, error) {
 	if a == nil {
 		return nil, fmt.Errorf("no schema id is registered for the route")
 	}
@@ -122,34 +122,34 @@ func avroValue(typ string, v any) (any, error) {
 		return nil, nil
 	}
 	switch typ {
-	case config.ConnectString:
+	case plan.ConnectString:
 		switch s := v.(type) {
 		case string:
 			return s, nil
 		case []byte:
 			return string(s), nil
 		}
-	case config.ConnectBoolean:
+	case plan.ConnectBoolean:
 		if x, ok := v.(bool); ok {
 			return x, nil
 		}
-	case config.ConnectInt64:
+	case plan.ConnectInt64:
 		if i, ok := asInt64(v); ok {
 			return i, nil
 		}
-	case config.ConnectFloat64:
+	case plan.ConnectFloat64:
 		if f, ok := asFloat64(v); ok {
 			return f, nil
 		}
 	default:
 		return nil, fmt.Errorf("unknown field type %q", typ)
 	}
-	return nil, fmt.Errorf("%s is not a %s", describeValue(v), config.AvroType(typ))
+	return nil, fmt.Errorf("%s is not a %s", describeValue(v), plan.AvroType(typ))
 }
 
 // avroOutput is an avro route's value for one record: the projection's
 // values (or the input fields the route writes), encoded.
-func (re *evalState) avroOutput(rt *config.RouteNode) ([]byte, *RecordError) {
+func (re *evalState) avroOutput(rt *plan.RouteNode) ([]byte, *RecordError) {
 	vals, rerr := re.typedValues(rt, rt.Avro.Fields, rt.Avro.FromInput)
 	if rerr != nil {
 		return nil, rerr
@@ -166,7 +166,7 @@ func (re *evalState) avroOutput(rt *config.RouteNode) ([]byte, *RecordError) {
 // ConnectWindowValue (group_key, window_start, window_end, the
 // aggregates, revision, final) in Avro binary behind the Confluent header.
 // An error is the result's: it goes to dirty as avro_encode.
-func (e *Engine) AvroWindowValue(rt *config.RouteNode, value []byte) ([]byte, error) {
+func (e *Engine) AvroWindowValue(rt *plan.RouteNode, value []byte) ([]byte, error) {
 	if rt.Avro == nil || rt.Window == nil {
 		return nil, fmt.Errorf("route %q is not an avro window route", rt.Name)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -34,7 +35,7 @@ func (schemaClient) SchemaByVersion(context.Context, string, int) (sr.SubjectSch
 }
 
 // avroTopo is the avro routes' unit topology; ids numbers them from 7.
-func avroTopo(t *testing.T) (*config.Topology, map[string]int) {
+func avroTopo(t *testing.T) (*plan.Plan, map[string]int) {
 	t.Helper()
 	top := topo(t, withSchema, tsMillis, "routing: {match: all, default: drop}\n", `routes:
   - name: typed
@@ -74,7 +75,7 @@ func avroTopo(t *testing.T) (*config.Topology, map[string]int) {
 // decodeAvro reads an avro route's value back twice: the Confluent header
 // (its id) and the payload with hamba and the route's schema, and through
 // our own registry.Decoder (as a reader of the topic would, by id).
-func decodeAvro(t *testing.T, rt *config.RouteNode, wantID int, b []byte) (hamba map[string]any, ours map[string]any) {
+func decodeAvro(t *testing.T, rt *plan.RouteNode, wantID int, b []byte) (hamba map[string]any, ours map[string]any) {
 	t.Helper()
 	var h sr.ConfluentHeader
 	id, payload, err := h.DecodeID(b)
@@ -103,7 +104,7 @@ func decodeAvro(t *testing.T, rt *config.RouteNode, wantID int, b []byte) (hamba
 	return hamba, v.Fields
 }
 
-func processAvro(t *testing.T, top *config.Topology, ids map[string]int, value string) outcome {
+func processAvro(t *testing.T, top *plan.Plan, ids map[string]int, value string) outcome {
 	t.Helper()
 	tally := metrics.NewTally()
 	r := input(value)

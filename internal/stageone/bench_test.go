@@ -16,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
 
@@ -47,17 +48,17 @@ func benchEvents(b *testing.B, goodOnly bool) [][]byte {
 // time), and stage one of W2 (bench/topologies/w2.yaml: W1's routes and a
 // window route, whose records go to its repartition topic with the
 // stage-one headers).
-func benchTopologies(b *testing.B) map[string]*config.Topology {
+func benchTopologies(b *testing.B) map[string]*plan.Plan {
 	noSchema, err := config.LoadFile("../../examples/logs-by-level.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
 	noSchema.Inputs[0].Schema = ""
-	top, err := config.Compile(noSchema, "../../examples/")
+	top, err := plan.Compile(noSchema, "../../examples/")
 	if err != nil {
 		b.Fatal(err)
 	}
-	return map[string]*config.Topology{
+	return map[string]*plan.Plan{
 		"schema":           exampleTopology(b, []string{"127.0.0.1:9092"}, config.ExactlyOnce),
 		"schema-validator": exampleTopology(b, []string{"127.0.0.1:9092"}, config.ExactlyOnce),
 		"no-schema":        top,

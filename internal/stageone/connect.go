@@ -5,10 +5,10 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	gojson "github.com/goccy/go-json"
 	"github.com/tidwall/gjson"
-
-	"github.com/sidestream/sidestream/internal/config"
 )
 
 // connectEnvelope renders one connect-json value: Kafka Connect's
@@ -16,7 +16,7 @@ import (
 // order of cs.Fields. Every field is optional, so nil is always null; any
 // other value must be of the field's type, or the record is refused (it
 // would make the sink fail, or write a wrong column).
-func connectEnvelope(cs *config.ConnectSchema, vals []any) ([]byte, error) {
+func connectEnvelope(cs *plan.ConnectSchema, vals []any) ([]byte, error) {
 	b := make([]byte, 0, len(cs.Schema)+32+24*len(vals))
 	b = append(b, `{"schema":`...)
 	b = append(b, cs.Schema...)
@@ -45,22 +45,22 @@ func appendConnectValue(b []byte, typ string, v any) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	switch typ {
-	case config.ConnectString:
+	case plan.ConnectString:
 		switch s := v.(type) {
 		case string:
 			return appendJSONString(b, s), nil
 		case []byte:
 			return appendJSONString(b, string(s)), nil
 		}
-	case config.ConnectBoolean:
+	case plan.ConnectBoolean:
 		if x, ok := v.(bool); ok {
 			return strconv.AppendBool(b, x), nil
 		}
-	case config.ConnectInt64:
+	case plan.ConnectInt64:
 		if i, ok := asInt64(v); ok {
 			return strconv.AppendInt(b, i, 10), nil
 		}
-	case config.ConnectFloat64:
+	case plan.ConnectFloat64:
 		if f, ok := asFloat64(v); ok {
 			if math.IsNaN(f) || math.IsInf(f, 0) {
 				return nil, fmt.Errorf("%v is not a finite number", f)
@@ -161,7 +161,7 @@ func appendJSONString(b []byte, s string) []byte {
 // window.Result) into its connect-json envelope: group_key (the JSON's
 // "key", renamed: KEY is a reserved word in SQL), window_start,
 // window_end, each aggregate as a field of its own, revision, final.
-func ConnectWindowValue(cs *config.ConnectSchema, value []byte) ([]byte, error) {
+func ConnectWindowValue(cs *plan.ConnectSchema, value []byte) ([]byte, error) {
 	vals, err := windowFieldValues(cs.Fields, value)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func ConnectWindowValue(cs *config.ConnectSchema, value []byte) ([]byte, error) 
 // windowFieldValues takes the values of fields from one window result:
 // group_key from "key", the window's bounds, revision and final from
 // theirs, every other field from "aggregates" (absent: nil).
-func windowFieldValues(fields []config.ConnectField, value []byte) ([]any, error) {
+func windowFieldValues(fields []plan.ConnectField, value []byte) ([]any, error) {
 	if !gjson.ValidBytes(value) {
 		return nil, fmt.Errorf("window result is not valid JSON")
 	}

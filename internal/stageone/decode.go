@@ -14,7 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tidwall/gjson"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -59,7 +59,7 @@ type Decoded struct {
 	// top-level fields), nil for JSON: an assembly part of the input
 	// nests it as JSON (partValue), not the Avro or Protobuf bytes.
 	whole map[string]any
-	// vals are the fields by number (config.Fields) when stage one
+	// vals are the fields by number (plan.Fields) when stage one
 	// decoded a JSON value: reused from record to record, no map. An
 	// absent field is nil, as a JSON null is: expressions cannot tell
 	// them apart (expr-lang reads an absent variable as nil).
@@ -85,8 +85,8 @@ func (d *Decoded) field(i int, name string) any {
 // validity scan, then one pass over the top-level keys.
 type decoder struct {
 	fields    map[string]bool
-	index     map[string]int // field name -> number (config.Fields)
-	names     []string       // config.Fields
+	index     map[string]int // field name -> number (plan.Fields)
+	names     []string       // plan.Fields
 	timeField string
 	timeTop   bool // the event-time field is a top-level key
 	timeFmt   string
@@ -103,14 +103,14 @@ type decoder struct {
 	timeHead, timeRest string
 }
 
-func newDecoder(t *config.Topology) *decoder {
+func newDecoder(t *plan.Plan) *decoder {
 	d := &decoder{
 		fields:    map[string]bool{},
 		index:     map[string]int{},
 		timeField: t.EventTime.Field,
 		timeFmt:   t.EventTime.Format,
 		maxAhead:  t.EventTime.MaxAhead.D().Milliseconds(),
-		clamp:     t.EventTime.OnAhead == config.AheadClamp,
+		clamp:     t.EventTime.OnAhead == plan.AheadClamp,
 		schemas:   map[string]*jsonschema.Schema{},
 		fast:      map[string]*fastSchema{},
 		topics:    map[string]bool{},
@@ -127,7 +127,7 @@ func newDecoder(t *config.Topology) *decoder {
 	}
 	for _, in := range t.Inputs {
 		d.topics[in.Topic] = true
-		if config.RegistryFormat(in.Format) {
+		if plan.RegistryFormat(in.Format) {
 			d.formats[in.Topic] = in.Format
 		}
 		if in.Schema != nil {
@@ -141,7 +141,7 @@ func newDecoder(t *config.Topology) *decoder {
 }
 
 // decodeInto validates value and extracts the event time and fields
-// into out, whose vals are len(config.Fields) nils. ts is the record's Kafka
+// into out, whose vals are len(plan.Fields) nils. ts is the record's Kafka
 // timestamp, used when the event-time format is kafka.
 //
 // The value is read once: eachMember checks its grammar while it finds
@@ -180,7 +180,7 @@ func (d *decoder) decodeOnce(out *Decoded, topic string, value []byte, ts time.T
 	if rerr := d.fieldValues(out); rerr != nil {
 		return rerr
 	}
-	if d.timeFmt == config.TimeKafka {
+	if d.timeFmt == plan.TimeKafka {
 		out.EventTime = ts.UnixMilli()
 		return nil
 	}
@@ -347,7 +347,7 @@ func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 		return 0, recErr(wire.StageEventTime, wire.ReasonMissingTime, "event-time field %q is missing or null", d.timeField)
 	}
 	switch d.timeFmt {
-	case config.TimeEpochMillis, config.TimeEpochSecs:
+	case plan.TimeEpochMillis, plan.TimeEpochSecs:
 		if r.Type != gjson.Number {
 			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q must be a number (%s), got %s", d.timeField, d.timeFmt, shorten(r.Raw, 64))
 		}
@@ -355,21 +355,21 @@ func (d *decoder) eventTime(r gjson.Result) (int64, *RecordError) {
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q: %s is not a finite number", d.timeField, shorten(r.Raw, 64))
 		}
-		if d.timeFmt == config.TimeEpochSecs {
+		if d.timeFmt == plan.TimeEpochSecs {
 			f *= 1000
 		}
 		if f < minEventMillis || f > maxEventMillis {
 			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q: %s is outside years 0001-9999", d.timeField, shorten(r.Raw, 64))
 		}
 		shift := 0
-		if d.timeFmt == config.TimeEpochSecs {
+		if d.timeFmt == plan.TimeEpochSecs {
 			shift = 3
 		}
 		if ms, ok := decimalFloor(r.Raw, shift); ok {
 			return ms, nil
 		}
 		return int64(math.Floor(f)), nil
-	case config.TimeRFC3339:
+	case plan.TimeRFC3339:
 		if r.Type != gjson.String {
 			return 0, recErr(wire.StageEventTime, wire.ReasonBadTime, "event-time field %q must be an RFC 3339 string, got %s", d.timeField, shorten(r.Raw, 64))
 		}

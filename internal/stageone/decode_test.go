@@ -11,14 +11,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 func TestDecodeDirty(t *testing.T) {
-	tops := map[string]*config.Topology{
+	tops := map[string]*plan.Plan{
 		"schema":  topo(t, withSchema, tsMillis),
 		"ms":      topo(t, tsMillis),
 		"s":       topo(t, tsSecs),

@@ -3,9 +3,10 @@ package stageone
 import (
 	"bytes"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/tidwall/gjson"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/registry"
 )
 
@@ -78,14 +79,14 @@ func plainInt(raw []byte) (int64, bool) {
 // gives it, without a string. ok is false for anything else, which
 // eventTime reads (and words the problem of).
 func (d *decoder) epochInt(raw []byte) (int64, bool) {
-	if d.timeFmt != config.TimeEpochMillis && d.timeFmt != config.TimeEpochSecs || len(bytes.TrimPrefix(raw, []byte("-"))) > 15 {
+	if d.timeFmt != plan.TimeEpochMillis && d.timeFmt != plan.TimeEpochSecs || len(bytes.TrimPrefix(raw, []byte("-"))) > 15 {
 		return 0, false
 	}
 	n, ok := plainInt(raw)
 	if !ok {
 		return 0, false
 	}
-	if d.timeFmt == config.TimeEpochSecs {
+	if d.timeFmt == plan.TimeEpochSecs {
 		n *= 1000
 	}
 	if n < minEventMillis || n > maxEventMillis {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -25,15 +25,15 @@ type Engine struct {
 	maxRec     int
 	trunc      int
 	// assemblies are the assembly routes, whose parts stage one writes.
-	assemblies []*config.RouteNode
+	assemblies []*plan.RouteNode
 	partRoute  map[string]string // repartition topic -> assembly route
 	// tombstones are the routes an input tombstone is forwarded to.
-	tombstones []*config.RouteNode
+	tombstones []*plan.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
 	// winFields are what each window route's aggregates read, and how
 	// stage two evaluates them (windowPlan).
-	winFields map[*config.RouteNode]*windowPlan
+	winFields map[*plan.RouteNode]*windowPlan
 	// evals lends each record the VM and variables map it evaluates
 	// with; headers: some expression reads _headers.
 	evals   evalPool
@@ -45,8 +45,8 @@ type Engine struct {
 
 // New returns the stage one of t. A topology with registry-backed inputs
 // needs WithDecoders, one with avro routes WithSchemaIDs.
-func New(t *config.Topology, opts ...Option) *Engine {
-	var tomb []*config.RouteNode
+func New(t *plan.Plan, opts ...Option) *Engine {
+	var tomb []*plan.RouteNode
 	for _, r := range t.Routes {
 		if r.ForwardTombstones {
 			tomb = append(tomb, r)
@@ -57,16 +57,16 @@ func New(t *config.Topology, opts ...Option) *Engine {
 		dirtyTopic: t.Dirty.Topic,
 		dec:        newDecoder(t),
 		rt:         newRouter(t),
-		appID:      t.Config.ApplicationID,
+		appID:      t.Settings.ApplicationID,
 		maxRec:     t.Dirty.MaxRecordBytes,
 		trunc:      t.Dirty.TruncateTo,
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
 		winFields:  windowFields(t),
-		headers:    slices.Contains(t.Meta, config.MetaHeaders),
+		headers:    slices.Contains(t.Meta, plan.MetaHeaders),
 		evals:      evalPool{fields: len(t.Fields)},
-		expand:     t.Config.Topics.RepartitionFormat == config.RepartitionHeaders,
+		expand:     t.Settings.Topics.RepartitionFormat == plan.RepartitionHeaders,
 	}
 	for _, o := range opts {
 		o(e)
@@ -74,7 +74,7 @@ func New(t *config.Topology, opts ...Option) *Engine {
 	return e
 }
 
-func partRoutes(t *config.Topology) map[string]string {
+func partRoutes(t *plan.Plan) map[string]string {
 	m := map[string]string{}
 	for _, r := range t.Assemblies() {
 		m[r.Assembly.RepartitionTopic] = r.Name
@@ -137,9 +137,9 @@ func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, 
 // routed names the routes a routed record's outputs belong to, for the
 // per-route counts.
 type routed struct {
-	outs  []output            // the routes' outputs
-	parts []*kgo.Record       // the assembly parts
-	tombs []*config.RouteNode // the routes a tombstone went to
+	outs  []output          // the routes' outputs
+	parts []*kgo.Record     // the assembly parts
+	tombs []*plan.RouteNode // the routes a tombstone went to
 }
 
 func (to routed) count(e *Engine, tally *metrics.Tally) {
@@ -225,7 +225,7 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
 		if o.Route.Window != nil {
 			rec.Topic = o.Route.Window.RepartitionTopic
-			aligned := tracked && o.Route.Window.Config.Watermark == config.WatermarkAligned
+			aligned := tracked && o.Route.Window.Spec.Watermark == plan.WatermarkAligned
 			var rerr *RecordError
 			if rec.Headers, rerr = e.windowHeaders(st, r, o.Route, d, before, aligned); rerr != nil {
 				return nil, rerr

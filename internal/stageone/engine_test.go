@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -102,7 +103,7 @@ func TestTruncateTooLargeDirty(t *testing.T) {
 	big := func(n int) string { return strings.Repeat("é", n/2) }
 	for _, tc := range []struct {
 		name          string
-		top           *config.Topology
+		top           *plan.Plan
 		key, value    string
 		hs            []string
 		stage, reason string
@@ -259,8 +260,8 @@ func TestEngineProperty(t *testing.T) {
 // propertyTopologies cover every stage: schema, the event-time formats,
 // first and all, a key, projections, predicates on fields typed any, the
 // default route and drop, a small max_record_bytes.
-func propertyTopologies(t testing.TB) []*config.Topology {
-	return []*config.Topology{
+func propertyTopologies(t testing.TB) []*plan.Plan {
+	return []*plan.Plan{
 		exampleTopology(t, []string{"127.0.0.1:9092"}, config.ExactlyOnce),
 		topo(t, tsNested, small, "routing: {match: all, default: drop}\n", `routes:
   - {name: flag, topic: o.flag, when: flag, key: id}
@@ -289,7 +290,7 @@ var (
 // the field names the topologies read and an event time in top's format,
 // generated log events, and sometimes text broken by a cut, a stray byte
 // or trailing noise, a JSON value that is not an object, arbitrary bytes.
-func jsonish(top *config.Topology) *rapid.Generator[[]byte] {
+func jsonish(top *plan.Plan) *rapid.Generator[[]byte] {
 	var value func(depth int) *rapid.Generator[string]
 	value = func(depth int) *rapid.Generator[string] {
 		return rapid.Custom(func(t *rapid.T) string {
@@ -337,7 +338,7 @@ func jsonish(top *config.Topology) *rapid.Generator[[]byte] {
 }
 
 // eventTime draws a "field":value pair for top's event time, mostly valid.
-func eventTime(t *rapid.T, top *config.Topology) string {
+func eventTime(t *rapid.T, top *plan.Plan) string {
 	if rapid.IntRange(0, 9).Draw(t, "time ok") == 9 {
 		return ""
 	}
@@ -373,7 +374,7 @@ func object(t *rapid.T, value *rapid.Generator[string], first string) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-func recordGen(top *config.Topology) *rapid.Generator[*kgo.Record] {
+func recordGen(top *plan.Plan) *rapid.Generator[*kgo.Record] {
 	return rapid.Custom(func(t *rapid.T) *kgo.Record {
 		r := &kgo.Record{
 			Topic:     top.Inputs[0].Topic,

@@ -3,10 +3,10 @@ package stageone
 import (
 	"sync"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/expr-lang/expr/vm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sidestream/sidestream/internal/config"
 )
 
 // evalState is one record's evaluation in stage one, and what it
@@ -41,7 +41,7 @@ type evalState struct {
 // evalPool hands each goroutine an evalState of its own.
 type evalPool struct {
 	p      sync.Pool
-	fields int // len(config.Fields)
+	fields int // len(plan.Fields)
 }
 
 func (p *evalPool) get() *evalState {
@@ -92,7 +92,7 @@ func (s *evalState) vars() map[string]any {
 
 // eval is expression x on the record: its fast form when it has one
 // and decides (on a JSON input's fields), else the VM.
-func (s *evalState) eval(x *config.Expr, fast config.Fast) (any, error) {
+func (s *evalState) eval(x *plan.Expr, fast plan.Fast) (any, error) {
 	if fast != nil && s.d.vals != nil {
 		if v, ok := fast(s.d.vals); ok {
 			return v, nil
@@ -104,19 +104,19 @@ func (s *evalState) eval(x *config.Expr, fast config.Fast) (any, error) {
 // metaValue is metadata variable name of a record.
 func metaValue(name string, m *Meta, d *Decoded) any {
 	switch name {
-	case config.MetaKey:
+	case plan.MetaKey:
 		return string(m.Key)
-	case config.MetaTopic:
+	case plan.MetaTopic:
 		return m.Topic
-	case config.MetaPartition:
+	case plan.MetaPartition:
 		return int(m.Partition)
-	case config.MetaOffset:
+	case plan.MetaOffset:
 		return int(m.Offset)
-	case config.MetaTimestamp:
+	case plan.MetaTimestamp:
 		return int(m.Timestamp)
-	case config.MetaEventTime:
+	case plan.MetaEventTime:
 		return int(d.EventTime)
-	case config.MetaHeaders:
+	case plan.MetaHeaders:
 		if m.Headers == nil {
 			return map[string]string{}
 		}

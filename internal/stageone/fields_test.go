@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"pgregory.net/rapid"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -31,7 +31,7 @@ var fieldsWindowSections = []string{
 
 // windowRecord is stage one's record of value on the win route's
 // repartition topic.
-func windowRecord(t *testing.T, e *Engine, top *config.Topology, value string) *kgo.Record {
+func windowRecord(t *testing.T, e *Engine, top *plan.Plan, value string) *kgo.Record {
 	t.Helper()
 	tally := metrics.NewTally()
 	in := &kgo.Record{Topic: "in", Key: []byte("k"), Value: []byte(value), Timestamp: recordTime}

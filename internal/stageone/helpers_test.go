@@ -5,8 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
 
@@ -38,7 +38,7 @@ var (
 
 // checkConserved is stageonetest.CheckConserved with this package's
 // RecordSize.
-func checkConserved(t fataler, top *config.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
+func checkConserved(t fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
 	t.Helper()
 	stageonetest.CheckConserved(t, top, r, outs, tally, RecordSize)
 }

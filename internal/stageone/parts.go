@@ -6,8 +6,8 @@ import (
 	gojson "github.com/goccy/go-json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -48,7 +48,7 @@ func (e *Engine) parts(st *evalState, r *kgo.Record, ev map[string]any, d *Decod
 			}
 			switch {
 			case len(pn.Project) > 0:
-				v, rerr := project(machine, &config.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
+				v, rerr := project(machine, &plan.RouteNode{Name: rt.Name + "." + pn.Name, Project: pn.Project}, ev)
 				if rerr != nil {
 					rerr.Stage, rerr.Reason = wire.StageAssemble, wire.ReasonPartProjection
 					return nil, rerr
@@ -75,14 +75,14 @@ func (e *Engine) parts(st *evalState, r *kgo.Record, ev map[string]any, d *Decod
 // (ok false when r is not of its source topic). original says the value
 // is the input's own bytes, which for a registry-backed input are Avro or
 // Protobuf: the part nests the decoded value's JSON instead (parts).
-func partSource(r *kgo.Record, pn *config.PartNode, outs []output) (value []byte, original, ok bool) {
+func partSource(r *kgo.Record, pn *plan.PartNode, outs []output) (value []byte, original, ok bool) {
 	if pn.SourceRoute == nil {
 		return r.Value, true, pn.SourceTopic == r.Topic
 	}
 	for j := range outs {
 		if outs[j].Route == pn.SourceRoute {
 			src := pn.SourceRoute
-			return outs[j].Value, src.Connect == nil && src.Value != config.ValueProjection, true
+			return outs[j].Value, src.Connect == nil && src.Value != plan.ValueProjection, true
 		}
 	}
 	return nil, false, false

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/sidestream/sidestream/internal/registry"
 )
 
@@ -70,7 +71,7 @@ func (d *decoder) decodeRegistry(ctx context.Context, dec RegistryDecoder, topic
 			out.Fields[f] = x
 		}
 	}
-	if d.timeFmt == config.TimeKafka {
+	if d.timeFmt == plan.TimeKafka {
 		out.EventTime = ts.UnixMilli()
 		return out, nil, nil
 	}

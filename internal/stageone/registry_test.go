@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -27,7 +27,7 @@ var avroSections = []string{"inputs: [{topic: in, format: avro}]\n",
 	"routes:\n  - {name: big, topic: big, when: 'amount > 1000', key: customer}\n  - {name: main, topic: main}\n",
 	"routing: {default: main}\n"}
 
-func registryEngine(t *testing.T, d RegistryDecoder) (*Engine, *config.Topology) {
+func registryEngine(t *testing.T, d RegistryDecoder) (*Engine, *plan.Plan) {
 	t.Helper()
 	top := topo(t, avroSections...)
 	return New(top, WithDecoders(map[string]RegistryDecoder{"in": d})), top

@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -53,19 +53,19 @@ func (e *Engine) repartitionHeaders(st *evalState, r *kgo.Record, eventTime, bef
 // windowPlan is what the two stages need of one window route's
 // aggregates: the input fields they read, sorted (what stage one carries
 // to stage two, wire.HeaderFields), and by aggregate its fast form
-// (config.Fast) over the fields by number (config.Fields), nil for a
+// (plan.Fast) over the fields by number (plan.Fields), nil for a
 // count. byFast: every aggregate is a count or has one, so stage two
 // reads a record's fields by number, without a map (WindowValues).
 type windowPlan struct {
 	names  []string
-	fast   []config.Fast
+	fast   []plan.Fast
 	byFast bool
-	// slot numbers a field named in a fields header (config.Fields).
+	// slot numbers a field named in a fields header (plan.Fields).
 	slot func(name []byte) (int, bool)
 }
 
 // windowFields are the window routes' plans (windowPlan).
-func windowFields(t *config.Topology) map[*config.RouteNode]*windowPlan {
+func windowFields(t *plan.Plan) map[*plan.RouteNode]*windowPlan {
 	slot := func(name string) (int, bool) { return slices.BinarySearch(t.Fields, name) }
 	index := make(map[string]int, len(t.Fields))
 	for i, f := range t.Fields {
@@ -75,10 +75,10 @@ func windowFields(t *config.Topology) map[*config.RouteNode]*windowPlan {
 		i, ok := index[string(name)]
 		return i, ok
 	}
-	out := map[*config.RouteNode]*windowPlan{}
+	out := map[*plan.RouteNode]*windowPlan{}
 	for _, rt := range t.Windows() {
 		set := map[string]bool{}
-		p := &windowPlan{fast: make([]config.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
+		p := &windowPlan{fast: make([]plan.Fast, len(rt.Window.Aggregates)), byFast: true, slot: byteSlot}
 		for i, a := range rt.Window.Aggregates {
 			if a.Of == nil {
 				continue
@@ -88,7 +88,7 @@ func windowFields(t *config.Topology) map[*config.RouteNode]*windowPlan {
 			}
 			// An aggregate that reads metadata has no fast form: its
 			// variables are not fields (slot).
-			p.fast[i] = config.CompileFast(a.Of.Program, false, slot)
+			p.fast[i] = plan.CompileFast(a.Of.Program, false, slot)
 			p.byFast = p.byFast && p.fast[i] != nil
 		}
 		p.names = slices.Sorted(maps.Keys(set))
@@ -104,7 +104,7 @@ var noFields, _ = wire.AppendFields(nil, nil, nil)
 // (repartitionHeaders) and the fields its aggregates read, as decoded
 // (wire.HeaderFields): stage two evaluates the aggregates on those, so
 // it never decodes the value again, whatever the input's format.
-func (e *Engine) windowHeaders(st *evalState, r *kgo.Record, rt *config.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
+func (e *Engine) windowHeaders(st *evalState, r *kgo.Record, rt *plan.RouteNode, d *Decoded, before int64, aligned bool) ([]kgo.RecordHeader, *RecordError) {
 	names := e.winFields[rt].names
 	if len(names) == 0 {
 		// A route of bare counts reads no field.
@@ -200,7 +200,7 @@ func (e *Engine) DecodeFields(value []byte) (*Decoded, *RecordError) {
 // AggregateValues evaluates each aggregate's expression of window route
 // rt for one repartitioned record. The variables map is built only for
 // an aggregate that runs the VM (a count reads nothing).
-func (e *Engine) AggregateValues(rt *config.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
+func (e *Engine) AggregateValues(rt *plan.RouteNode, m *Meta, d *Decoded) ([]any, *RecordError) {
 	var ev map[string]any
 	vals := make([]any, len(rt.Window.Aggregates))
 	var machine vm.VM
@@ -225,7 +225,7 @@ func (e *Engine) AggregateValues(rt *config.RouteNode, m *Meta, d *Decoded) ([]a
 // from the record before: the fields by number and the aggregate
 // values. One per window task: it is not safe for concurrent use.
 type WindowScratch struct {
-	fields []any // by number (config.Fields)
+	fields []any // by number (plan.Fields)
 	vals   []any
 }
 
@@ -241,7 +241,7 @@ func (e *Engine) NewWindowScratch() *WindowScratch {
 // the fields header decodes by number (wire.DecodeFieldsInto) and every
 // aggregate is a count or a fast form that decides; any other record
 // takes those two functions. The values are s's until its next use.
-func (e *Engine) WindowValues(rt *config.RouteNode, r *kgo.Record, h *wire.Repartition, m *Meta, s *WindowScratch) ([]any, *RecordError) {
+func (e *Engine) WindowValues(rt *plan.RouteNode, r *kgo.Record, h *wire.Repartition, m *Meta, s *WindowScratch) ([]any, *RecordError) {
 	if p := e.winFields[rt]; p != nil && p.byFast && h.HasFields {
 		if vals, ok := e.fastValues(p, h.Fields, s); ok {
 			return vals, nil
@@ -285,7 +285,7 @@ func (e *Engine) fastValues(p *windowPlan, b []byte, s *WindowScratch) ([]any, b
 // route's overflow route, keyed by its source key, with the limit it met.
 // The stage-one headers (source topic, partition, offset, event time)
 // stay, so tail shows where it came from and redrive can replay it.
-func OverflowRecord(rt *config.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
+func OverflowRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, limit string, maxv, size int64) *kgo.Record {
 	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+4)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,

@@ -13,13 +13,13 @@ import (
 	"github.com/expr-lang/expr/vm"
 	gojson "github.com/goccy/go-json"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // output is one record a route writes.
 type output struct {
-	Route *config.RouteNode
+	Route *plan.RouteNode
 	Key   []byte
 	Value []byte
 }
@@ -36,19 +36,19 @@ type Meta struct {
 
 // router evaluates the routes of a topology, once per record.
 type router struct {
-	routes []*config.RouteNode
-	def    *config.RouteNode
+	routes []*plan.RouteNode
+	def    *plan.RouteNode
 	all    bool
 	// fields are the record fields any expression reads, by number
-	// (config.Fields); metas the metadata variables.
+	// (plan.Fields); metas the metadata variables.
 	fields, metas []string
 	fast          []fastRoute // by route, as routes
 	defFast       fastRoute
 	avro          *avroOutputs // the avro routes' schemas and ids (WithSchemaIDs)
 }
 
-func newRouter(t *config.Topology) *router {
-	r := &router{routes: t.Routes, def: t.Default, all: t.Match == config.MatchAll, fields: t.Fields, metas: t.Meta}
+func newRouter(t *plan.Plan) *router {
+	r := &router{routes: t.Routes, def: t.Default, all: t.Match == plan.MatchAll, fields: t.Fields, metas: t.Meta}
 	r.fast = make([]fastRoute, len(r.routes))
 	for i, rt := range r.routes {
 		r.fast[i] = r.fastRoute(rt)
@@ -59,21 +59,21 @@ func newRouter(t *config.Topology) *router {
 	return r
 }
 
-// fastRoute is the fast form (config.Fast) of a route's predicate,
+// fastRoute is the fast form (plan.Fast) of a route's predicate,
 // key and group key, each nil where it has none: the record's fields by
 // number are their variables, so a route that reads metadata runs the VM.
-type fastRoute struct{ when, key, group config.Fast }
+type fastRoute struct{ when, key, group plan.Fast }
 
-func (r *router) fastRoute(rt *config.RouteNode) fastRoute {
+func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	slot := func(name string) (int, bool) {
 		i := r.index(name)
 		return i, i >= 0
 	}
-	compile := func(x *config.Expr, predicate bool) config.Fast {
+	compile := func(x *plan.Expr, predicate bool) plan.Fast {
 		if x == nil {
 			return nil
 		}
-		return config.CompileFast(x.Program, predicate, slot)
+		return plan.CompileFast(x.Program, predicate, slot)
 	}
 	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
 	if rt.Window != nil {
@@ -82,7 +82,7 @@ func (r *router) fastRoute(rt *config.RouteNode) fastRoute {
 	return f
 }
 
-// index is the number of field name (config.Fields), -1 when no
+// index is the number of field name (plan.Fields), -1 when no
 // expression reads it.
 func (r *router) index(name string) int {
 	if i, ok := slices.BinarySearch(r.fields, name); ok {
@@ -92,8 +92,8 @@ func (r *router) index(name string) int {
 }
 
 // allMeta is every metadata variable, for env.
-var allMeta = []string{config.MetaKey, config.MetaTopic, config.MetaPartition, config.MetaOffset,
-	config.MetaTimestamp, config.MetaEventTime, config.MetaHeaders}
+var allMeta = []string{plan.MetaKey, plan.MetaTopic, plan.MetaPartition, plan.MetaOffset,
+	plan.MetaTimestamp, plan.MetaEventTime, plan.MetaHeaders}
 
 // env is the variables one record's expressions see, every metadata
 // variable included, in a new map (stage two's aggregates; stage one
@@ -148,7 +148,7 @@ func (r *router) route(re *evalState) ([]output, *RecordError) {
 }
 
 // when is route rt's predicate on the record.
-func (re *evalState) when(rt *config.RouteNode, fast config.Fast) (bool, *RecordError) {
+func (re *evalState) when(rt *plan.RouteNode, fast plan.Fast) (bool, *RecordError) {
 	res, err := re.eval(rt.When, fast)
 	if typ, ok := notBool(err); ok {
 		return false, recErr(wire.StageRoute, wire.ReasonPredicateType, "route %q: when %q returned %s, not bool", rt.Name, rt.When.Source, typ)
@@ -163,7 +163,7 @@ func (re *evalState) when(rt *config.RouteNode, fast config.Fast) (bool, *Record
 	return ok, nil
 }
 
-func (re *evalState) outputFor(rt *config.RouteNode, fast fastRoute) (output, *RecordError) {
+func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *RecordError) {
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
@@ -209,7 +209,7 @@ func (re *evalState) outputFor(rt *config.RouteNode, fast fastRoute) (output, *R
 			return o, recErr(wire.StageRoute, wire.ReasonConnectType, "route %q: connect-json: %v", rt.Name, err)
 		}
 		o.Value = v
-	case rt.Value == config.ValueProjection:
+	case rt.Value == plan.ValueProjection:
 		v, rerr := project(&re.machine, rt, re.vars())
 		if rerr != nil {
 			return o, rerr
@@ -222,7 +222,7 @@ func (re *evalState) outputFor(rt *config.RouteNode, fast fastRoute) (output, *R
 // typedValues are the values of a typed route's fields (connect-json,
 // avro), in order: the input's own fields when the route writes them as
 // they are (fromInput), else the projection's.
-func (re *evalState) typedValues(rt *config.RouteNode, fields []config.ConnectField, fromInput bool) ([]any, *RecordError) {
+func (re *evalState) typedValues(rt *plan.RouteNode, fields []plan.ConnectField, fromInput bool) ([]any, *RecordError) {
 	if !fromInput {
 		return projectValues(&re.machine, rt, re.vars())
 	}
@@ -234,7 +234,7 @@ func (re *evalState) typedValues(rt *config.RouteNode, fields []config.ConnectFi
 }
 
 // projectValues evaluates the route's projection, fields in order.
-func projectValues(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]any, *RecordError) {
+func projectValues(machine *vm.VM, rt *plan.RouteNode, e map[string]any) ([]any, *RecordError) {
 	vals := make([]any, len(rt.Project))
 	for i, f := range rt.Project {
 		res, err := machine.Run(f.Expr.Program, e)
@@ -247,7 +247,7 @@ func projectValues(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]an
 }
 
 // project builds the route's JSON object, fields in the configured order.
-func project(machine *vm.VM, rt *config.RouteNode, e map[string]any) ([]byte, *RecordError) {
+func project(machine *vm.VM, rt *plan.RouteNode, e map[string]any) ([]byte, *RecordError) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, f := range rt.Project {

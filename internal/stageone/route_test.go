@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -30,7 +30,7 @@ type outcome struct {
 
 // process runs one record through the engine and checks conservation for
 // it: consumed once, and exactly one of routed, dirty, dropped.
-func process(t *testing.T, top *config.Topology, r *kgo.Record) outcome {
+func process(t *testing.T, top *plan.Plan, r *kgo.Record) outcome {
 	t.Helper()
 	tally := metrics.NewTally()
 	outs := New(top).Process(r, tally)
@@ -85,7 +85,7 @@ func TestRouteMatch(t *testing.T) {
 	allDrop := topo(t, threeRoutes, "routing: {match: all, default: drop}\n")
 	for _, tc := range []struct {
 		name  string
-		top   *config.Topology
+		top   *plan.Plan
 		level string
 		want  []string // nil: dropped
 	}{

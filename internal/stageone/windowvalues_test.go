@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"pgregory.net/rapid"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -125,7 +125,7 @@ func TestWindowValuesEqualSlowPathProperty(t *testing.T) {
 	})
 }
 
-func slowWindowValues(e *Engine, rt *config.RouteNode, r *kgo.Record, m *Meta, et int64) ([]any, *RecordError) {
+func slowWindowValues(e *Engine, rt *plan.RouteNode, r *kgo.Record, m *Meta, et int64) ([]any, *RecordError) {
 	d, rerr := e.RepartitionedFields(r)
 	if rerr != nil {
 		return nil, rerr

@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/tasks"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +24,7 @@ import (
 
 // assemblyRoute is one compiled assembly route and its operator spec.
 type assemblyRoute struct {
-	rt    *config.RouteNode
+	rt    *plan.RouteNode
 	spec  assembly.Spec
 	event bool // the TTL runs on event time
 	// name is the route's name as a header value, shared by every record
@@ -57,7 +57,7 @@ type assemblyStage struct {
 	*tasks.Set[*assemblyTask]
 }
 
-func newAssemblyStage(t *config.Topology) (*assemblyStage, error) {
+func newAssemblyStage(t *plan.Plan) (*assemblyStage, error) {
 	changelogs := map[string]bool{}
 	for _, r := range t.Assemblies() {
 		changelogs[r.Assembly.ChangelogTopic] = true
@@ -65,19 +65,19 @@ func newAssemblyStage(t *config.Topology) (*assemblyStage, error) {
 	as := &assemblyStage{routes: map[string]*assemblyRoute{}, direct: map[string]*assemblyRoute{},
 		Set: tasks.New[*assemblyTask](changelogs)}
 	for _, r := range t.Assemblies() {
-		c := r.Assembly.Config
+		c := r.Assembly.Spec
 		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
 		for _, p := range r.Assembly.Parts {
 			s.Parts = append(s.Parts, p.Name)
 		}
-		if c.Duplicates == config.FirstWins {
+		if c.Duplicates == plan.FirstWins {
 			s.Duplicates = assembly.FirstWins
 		}
 		s.Limits = stateLimits(c.Limits)
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
-		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == config.ClockEvent,
+		as.routes[r.Assembly.RepartitionTopic] = &assemblyRoute{rt: r, spec: s, event: c.Time == plan.ClockEvent,
 			name: []byte(r.Name)[:len(r.Name):len(r.Name)]}
 		if r.Assembly.Direct {
 			as.direct[r.Assembly.RepartitionTopic] = as.routes[r.Assembly.RepartitionTopic]
@@ -196,7 +196,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 		hs := make([]kgo.RecordHeader, 0, len(r.Headers)+wire.ExpandedExtra+2)
 		hs = wire.AppendExpanded(hs, r.Headers)
 		hs = append(hs, kgo.RecordHeader{Key: wire.HeaderAssemblyRoute, Value: []byte(name)}, kgo.RecordHeader{Key: wire.HeaderDuplicateOf, Value: r.Key})
-		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Config.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
+		recs = append(recs, e.fit(ar, &kgo.Record{Topic: ar.rt.Assembly.Spec.DuplicateTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}, tally))
 	case out.DuplicatePart:
 		tally.AssemblyParts[[2]string{name, metrics.PartDuplicate}]++
 	default:
@@ -217,7 +217,7 @@ func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time
 	name := ar.rt.Name
 	topic, result := ar.rt.Topic, metrics.ResultCompleted
 	if !a.Complete {
-		topic, result = ar.rt.Assembly.Config.IncompleteTopic, metrics.ResultExpired
+		topic, result = ar.rt.Assembly.Spec.IncompleteTopic, metrics.ResultExpired
 	}
 	if a.Evicted {
 		result = metrics.ResultEvicted

@@ -26,7 +26,7 @@ func referenceAssemblyRecord(e *engine, ar *assemblyRoute, a *assembly.Assembly,
 	}
 	topic, result := ar.rt.Topic, metrics.ResultCompleted
 	if !a.Complete {
-		topic, result = ar.rt.Assembly.Config.IncompleteTopic, metrics.ResultExpired
+		topic, result = ar.rt.Assembly.Spec.IncompleteTopic, metrics.ResultExpired
 	}
 	if a.Evicted {
 		result = metrics.ResultEvicted

@@ -11,6 +11,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // BenchmarkAssemblyPipeline: the seed-002 example per input record, on
@@ -33,7 +34,7 @@ func BenchmarkAssemblyPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg.Routes = cfg.Routes[:2] // lines and customer
-	routingOnly, err := config.Compile(cfg, "../../examples/")
+	routingOnly, err := plan.Compile(cfg, "../../examples/")
 	if err != nil {
 		b.Fatal(err)
 	}

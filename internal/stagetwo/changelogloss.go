@@ -64,7 +64,7 @@ func writeLossMark(st changelog.Store, logStart int64) error {
 func (s *Stage) ChangelogLoss(route, topic string, part int32, reason, detail string) error {
 	le := &ChangelogLossError{Route: route, Topic: topic, Partition: part, Reason: reason, Detail: detail}
 	args := []any{"route", route, "topic", topic, "partition", part, "reason", reason, "detail", detail}
-	if s.top.Config.State.StartEmptyOnLoss() {
+	if s.top.Settings.State.StartEmptyOnLoss() {
 		s.m.ChangelogLoss.WithLabelValues(route, reason, "start_empty").Inc()
 		s.log.Warn("changelog lost state; starting the task with what it still holds (state.on_changelog_loss: start_empty)", args...)
 		return nil
@@ -91,18 +91,18 @@ func (s *Stage) StateWitness(ctx context.Context, changelogTopic string, part in
 			return "", nil
 		}
 		return fmt.Sprintf("the offsets group %s committed on input partition %d record that route %s held state in it",
-			s.top.Config.ApplicationID, part, s.RouteOf(rep)), nil
+			s.top.Settings.ApplicationID, part, s.RouteOf(rep)), nil
 	}
-	or, err := s.rt.Admin().FetchOffsets(ctx, s.top.Config.ApplicationID)
+	or, err := s.rt.Admin().FetchOffsets(ctx, s.top.Settings.ApplicationID)
 	if err != nil {
-		return "", fmt.Errorf("fetch committed offsets of group %s: %w", s.top.Config.ApplicationID, err)
+		return "", fmt.Errorf("fetch committed offsets of group %s: %w", s.top.Settings.ApplicationID, err)
 	}
 	o, ok := or.Lookup(rep, part)
 	if !ok || o.Err != nil || o.At <= 0 {
 		return "", nil
 	}
 	return fmt.Sprintf("group %s has committed offset %d on %s partition %d, whose state it held",
-		s.top.Config.ApplicationID, o.At, rep, part), nil
+		s.top.Settings.ApplicationID, o.At, rep, part), nil
 }
 
 // RepartitionOf is the repartition topic whose state a changelog holds.

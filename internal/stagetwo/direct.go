@@ -6,9 +6,10 @@ import (
 	"math"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/tasks"
@@ -162,7 +163,7 @@ func (t *windowTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([
 func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error {
 	now := time.Now()
 	var err error
-	if ok && max != nil && *max != math.MinInt64 && t.route.rt.Window.Config.Watermark == config.WatermarkAligned {
+	if ok && max != nil && *max != math.MinInt64 && t.route.rt.Window.Spec.Watermark == plan.WatermarkAligned {
 		src := SourceID(topic, part)
 		t.heard(src)
 		out, merr := t.op.Mark(src, *max)

@@ -9,8 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 )
 
@@ -20,8 +20,8 @@ import (
 // looks the ID up in.
 func TestHashPartitionIsKafkas(t *testing.T) {
 	const rep = "app-assembled-repartition"
-	top := &config.Topology{Routes: []*config.RouteNode{{Name: "assembled",
-		Assembly: &config.AssemblyNode{RepartitionTopic: rep, ChangelogTopic: "app-assembled-changelog", Direct: true}}}}
+	top := &plan.Plan{Routes: []*plan.RouteNode{{Name: "assembled",
+		Assembly: &plan.AssemblyNode{RepartitionTopic: rep, ChangelogTopic: "app-assembled-changelog", Direct: true}}}}
 	part := NewPartitioner(top)
 	tp := part.ForTopic(rep)
 	rapid.Check(t, func(t *rapid.T) {

@@ -91,7 +91,7 @@ func TestWindowStageTwoLateHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, o := range outs {
-			if o.Topic != top.Routes[3].Window.Config.LateTopic {
+			if o.Topic != top.Routes[3].Window.Spec.LateTopic {
 				continue
 			}
 			late++

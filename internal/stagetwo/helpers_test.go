@@ -5,8 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
@@ -34,9 +34,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // checkConserved is stageonetest.CheckConserved with stage one's
 // RecordSize.
-func checkConserved(t fataler, top *config.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
+func checkConserved(t fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
 	t.Helper()
 	stageonetest.CheckConserved(t, top, r, outs, tally, stageone.RecordSize)
 }
 
-func newEngine(t *config.Topology) *engine { return &engine{stageone.New(t)} }
+func newEngine(t *plan.Plan) *engine { return &engine{stageone.New(t)} }

@@ -3,7 +3,7 @@ package stagetwo
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // partitioner writes changelog records to the partition of their task and
@@ -16,7 +16,7 @@ type partitioner struct {
 
 // NewPartitioner is the producer's partitioner of a topology's records:
 // state queries and direct routes locate keys with it.
-func NewPartitioner(t *config.Topology) kgo.Partitioner {
+func NewPartitioner(t *plan.Plan) kgo.Partitioner {
 	_, cl := t.InternalTopics()
 	p := partitioner{manual: map[string]bool{}, repartition: map[string]bool{}, def: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}
 	for _, r := range t.Windows() {

@@ -8,10 +8,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/plan"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/window"
 	"github.com/sidestream/sidestream/internal/stageone"
@@ -144,7 +145,7 @@ func (s *Stage) observeTask(t *windowTask) {
 		s.m.WatermarkLag.WithLabelValues(l...).Set(time.Since(time.UnixMilli(wm)).Seconds())
 	}
 	s.rt.Window(t.route.rt.Window.RepartitionTopic, t.part, t.route.rt.Name, wmp, t.op.OpenWindows(), t.st.Len(), t.st.SizeBytes())
-	if t.route.rt.Window.Config.Watermark == config.WatermarkAligned {
+	if t.route.rt.Window.Spec.Watermark == plan.WatermarkAligned {
 		src, at := t.op.HeldBy()
 		var atp *int64
 		if at != math.MinInt64 {

@@ -23,8 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 )
 
@@ -69,7 +69,7 @@ type Restored struct {
 
 // Config is what New builds a stage from.
 type Config struct {
-	Topology *config.Topology
+	Topology *plan.Plan
 	Engine   *stageone.Engine
 	Runtime  Runtime
 	Log      *slog.Logger
@@ -85,7 +85,7 @@ type Config struct {
 
 // Stage is stage two of one processor: its window and assembly tasks.
 type Stage struct {
-	top       *config.Topology
+	top       *plan.Plan
 	eng       *engine
 	rt        Runtime
 	log       *slog.Logger
@@ -151,7 +151,7 @@ func (s *Stage) IsRepartition(topic string) bool {
 func (s *Stage) MarkTopics() []string {
 	var out []string
 	for topic, wr := range s.ws.routes {
-		if wr.rt.Window.Config.Watermark == config.WatermarkAligned && !wr.rt.Window.Direct {
+		if wr.rt.Window.Spec.Watermark == plan.WatermarkAligned && !wr.rt.Window.Direct {
 			out = append(out, topic)
 		}
 	}

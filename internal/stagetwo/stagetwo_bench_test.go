@@ -13,6 +13,7 @@ import (
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/window"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -105,7 +106,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 
 // stageTwoInputs are generator events as input records and what stage
 // one writes of them to the window's repartition topic.
-func stageTwoInputs(b testing.TB, e *engine, top *config.Topology) (inputs, reps []*kgo.Record) {
+func stageTwoInputs(b testing.TB, e *engine, top *plan.Plan) (inputs, reps []*kgo.Record) {
 	g := gen.New(1)
 	g.BadFraction = 0
 	tally := metrics.NewTally()
@@ -235,7 +236,7 @@ func withoutFields(b testing.TB, recs []*kgo.Record) []*kgo.Record {
 	return out
 }
 
-func benchWindowTask(b testing.TB, top *config.Topology) *windowTask {
+func benchWindowTask(b testing.TB, top *plan.Plan) *windowTask {
 	ws, err := newWindowStage(top, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -251,7 +252,7 @@ func benchWindowTask(b testing.TB, top *config.Topology) *windowTask {
 
 // w2Topology is the W2 bench workload (bench/topologies/w2.yaml) compiled,
 // its window route's aggregates replaced by aggs unless nil.
-func w2Topology(tb testing.TB, aggs []config.Aggregate) *config.Topology {
+func w2Topology(tb testing.TB, aggs []config.Aggregate) *plan.Plan {
 	tb.Helper()
 	cfg, err := config.LoadFile("../../bench/topologies/w2.yaml")
 	if err != nil {
@@ -260,7 +261,7 @@ func w2Topology(tb testing.TB, aggs []config.Aggregate) *config.Topology {
 	if aggs != nil {
 		cfg.Routes[3].Window.Aggregates = aggs
 	}
-	top, err := config.Compile(cfg, "../../bench/topologies/")
+	top, err := plan.Compile(cfg, "../../bench/topologies/")
 	if err != nil {
 		tb.Fatal(err)
 	}

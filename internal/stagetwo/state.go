@@ -261,7 +261,7 @@ func KeyPartition(pr kgo.Partitioner, topic string, key []byte, n int) int32 {
 func (s *Stage) partitionOwner(ctx context.Context, topic string, part int32) (*Owner, string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	group := s.top.Config.ApplicationID
+	group := s.top.Settings.ApplicationID
 	gs, err := s.rt.Admin().DescribeGroups(ctx, group)
 	if err == nil {
 		err = gs.Error()

@@ -9,10 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/assembly"
 	"github.com/sidestream/sidestream/internal/operator/window"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -50,7 +50,7 @@ var statefulTopo = []string{
 // statefulRun is one window task and one assembly task, in memory, fed
 // by the engine's stage one.
 type statefulRun struct {
-	top        *config.Topology
+	top        *plan.Plan
 	e          *engine
 	wrep, arep string
 	wtask      *windowTask
@@ -58,7 +58,7 @@ type statefulRun struct {
 	now        time.Time
 }
 
-func newStatefulRun(t testing.TB, top *config.Topology, e *engine) *statefulRun {
+func newStatefulRun(t testing.TB, top *plan.Plan, e *engine) *statefulRun {
 	t.Helper()
 	ws, err := newWindowStage(top, changelog.MemoryBuilder())
 	if err != nil {
@@ -150,7 +150,7 @@ func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 
 // stageTwoDirty counts stage two's dirty records, each of which must
 // carry a stage and a reason and be counted once.
-func stageTwoDirty(t *testing.T, top *config.Topology, outs []*kgo.Record, tally *metrics.Tally) int {
+func stageTwoDirty(t *testing.T, top *plan.Plan, outs []*kgo.Record, tally *metrics.Tally) int {
 	t.Helper()
 	n := 0
 	for _, o := range outs {

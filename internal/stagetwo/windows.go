@@ -14,9 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/changelog"
-	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/window"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
 	"github.com/sidestream/sidestream/internal/tasks"
 	"github.com/sidestream/sidestream/internal/wire"
@@ -24,7 +24,7 @@ import (
 
 // windowRoute is one compiled window route and its operator spec.
 type windowRoute struct {
-	rt   *config.RouteNode
+	rt   *plan.RouteNode
 	spec window.Spec
 }
 
@@ -174,7 +174,7 @@ func (ws *windowStage) sourceIDs() []string {
 	return ws.sources
 }
 
-func newWindowStage(t *config.Topology, b changelog.Builder) (*windowStage, error) {
+func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
 	changelogs := map[string]bool{}
 	for _, r := range t.Windows() {
 		changelogs[r.Window.ChangelogTopic] = true
@@ -194,22 +194,22 @@ func newWindowStage(t *config.Topology, b changelog.Builder) (*windowStage, erro
 	return ws, nil
 }
 
-func windowSpec(w *config.WindowNode) (window.Spec, error) {
-	c := w.Config
+func windowSpec(w *plan.WindowNode) (window.Spec, error) {
+	c := w.Spec
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
 		Limits: stateLimits(c.Limits),
 	}
 	switch c.Type {
-	case config.WindowTumbling:
+	case plan.WindowTumbling:
 		s.Kind = window.Tumbling
-	case config.WindowHopping:
+	case plan.WindowHopping:
 		s.Kind = window.Hopping
-	case config.WindowSession:
+	case plan.WindowSession:
 		s.Kind = window.Session
 	}
-	if c.Emit == config.EmitFinal {
+	if c.Emit == plan.EmitFinal {
 		s.Emit = window.EmitFinal
 	}
 	for _, a := range w.Aggregates {
@@ -331,7 +331,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 // written out again and the route's own added, a record near the bound
 // can pass stage one and not fit here, and a record the broker refuses
 // would abort every transaction that holds it.
-func (e *engine) tooLarge(rt *config.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
+func (e *engine) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
 	if n := stageone.RecordSize(out); n > e.MaxRecordBytes() {
 		return e.Dirty(asWritten(r), stageone.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
 			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
@@ -339,7 +339,7 @@ func (e *engine) tooLarge(rt *config.RouteNode, what string, out, r *kgo.Record,
 	return nil
 }
 
-func (e *engine) windowResults(rt *config.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
+func (e *engine) windowResults(rt *plan.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
 	recs := make([]*kgo.Record, 0, len(rs))
 	for _, res := range rs {
 		kind := "update"
@@ -407,7 +407,7 @@ func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *
 // operator's JSON, the connect-json envelope, or Avro behind the
 // registered schema's header; on error, the dirty reason. A retraction
 // (nil) stays a tombstone: the sink deletes the row.
-func (e *engine) resultValue(rt *config.RouteNode, value []byte) ([]byte, string, error) {
+func (e *engine) resultValue(rt *plan.RouteNode, value []byte) ([]byte, string, error) {
 	var v []byte
 	var err error
 	switch {
@@ -426,7 +426,7 @@ func (e *engine) resultValue(rt *config.RouteNode, value []byte) ([]byte, string
 // lateRecord is the input record, unchanged (its headers as written
 // before the repartition envelope), on the late route, with the
 // watermark it met, the windows it missed and how late it was.
-func (e *engine) lateRecord(rt *config.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
+func (e *engine) lateRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
 	wins := make([]string, len(l.Windows))
 	for i, w := range l.Windows {
 		wins[i] = w.String()
@@ -440,7 +440,7 @@ func (e *engine) lateRecord(rt *config.RouteNode, r *kgo.Record, key []byte, l *
 		kgo.RecordHeader{Key: wire.HeaderLateWins, Value: []byte(strings.Join(wins, ","))},
 		kgo.RecordHeader{Key: wire.HeaderLateBy, Value: []byte(strconv.FormatInt(l.LateBy, 10))},
 	)
-	return &kgo.Record{Topic: rt.Window.Config.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+	return &kgo.Record{Topic: rt.Window.Spec.LateTopic, Key: key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 }
 
 // IdleAdvance moves forward, with the wall clock, the watermark of every
@@ -508,8 +508,8 @@ func (s *Stage) idleSources(t *windowTask, now time.Time, idle time.Duration, pr
 func (s *Stage) idleAdvanceTask(t *windowTask, now time.Time, produce func(*kgo.Record), tally *metrics.Tally) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	idle := t.route.rt.Window.Config.IdleTimeout.D()
-	if idle > 0 && t.route.rt.Window.Config.Watermark == config.WatermarkAligned {
+	idle := t.route.rt.Window.Spec.IdleTimeout.D()
+	if idle > 0 && t.route.rt.Window.Spec.Watermark == plan.WatermarkAligned {
 		if err := s.idleSources(t, now, idle, produce, tally); err != nil {
 			return err
 		}

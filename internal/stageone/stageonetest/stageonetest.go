@@ -24,6 +24,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -42,7 +43,7 @@ var topoDefaults = []string{
 
 // Topo compiles a small topology from YAML sections such as
 // "event_time: {field: ts, format: epoch_s}\n".
-func Topo(t testing.TB, sections ...string) *config.Topology {
+func Topo(t testing.TB, sections ...string) *plan.Plan {
 	t.Helper()
 	src := "application_id: unit\nbrokers: [127.0.0.1:9092]\n"
 	for _, d := range topoDefaults {
@@ -60,7 +61,7 @@ func Topo(t testing.TB, sections ...string) *config.Topology {
 	if err != nil {
 		t.Fatalf("load topology:\n%s\n%v", src, err)
 	}
-	top, err := config.Compile(cfg, ExamplesDir)
+	top, err := plan.Compile(cfg, ExamplesDir)
 	if err != nil {
 		t.Fatalf("compile topology:\n%s\n%v", src, err)
 	}
@@ -88,7 +89,7 @@ var RecordTime = time.UnixMilli(1_700_000_000_456)
 // one turned into outs: consumed once, and exactly one of routed (its
 // outputs, one route count each), dirty (one dirty record) or dropped
 // (nothing); no output over max_record_bytes as size measures it.
-func CheckConserved(t Fataler, top *config.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally, size func(*kgo.Record) int) {
+func CheckConserved(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally, size func(*kgo.Record) int) {
 	t.Helper()
 	dirty, dropped, routes := 0, 0, 0
 	for _, n := range tally.Dirty {
@@ -166,7 +167,7 @@ var KnownReasons = map[string]bool{
 // CheckOutputs checks what process returned beyond the counts: a dirty
 // record carries the input (or a marked prefix of it) and a known reason;
 // routed records keep the input's timestamp.
-func CheckOutputs(t Fataler, top *config.Topology, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
+func CheckOutputs(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally) {
 	t.Helper()
 	for k := range tally.Dirty {
 		if !KnownReasons[k[1]] {
@@ -313,7 +314,7 @@ func Loop(b *testing.B, fn func(i int)) {
 
 // ExampleTopology compiles examples/logs-by-level.yaml with brokers and
 // guarantee.
-func ExampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee) *config.Topology {
+func ExampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee) *plan.Plan {
 	t.Helper()
 	cfg, err := config.LoadFile(ExamplesDir + "logs-by-level.yaml")
 	if err != nil {
@@ -322,7 +323,7 @@ func ExampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee)
 	if err := cfg.Apply(config.Overrides{Brokers: brokers, Guarantee: string(guarantee)}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, ExamplesDir)
+	top, err := plan.Compile(cfg, ExamplesDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func ExampleTopology(t testing.TB, brokers []string, guarantee config.Guarantee)
 
 // ExampleAt compiles the topology file at path with brokers, relative
 // paths resolved next to it (the examples' schema files).
-func ExampleAt(t testing.TB, path string, brokers []string) *config.Topology {
+func ExampleAt(t testing.TB, path string, brokers []string) *plan.Plan {
 	t.Helper()
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -342,7 +343,7 @@ func ExampleAt(t testing.TB, path string, brokers []string) *config.Topology {
 
 // CompileAt loads a topology from src (name is for its errors), points it
 // at brokers and compiles it with relative paths resolved in dir.
-func CompileAt(t testing.TB, name, src string, brokers []string, dir string) *config.Topology {
+func CompileAt(t testing.TB, name, src string, brokers []string, dir string) *plan.Plan {
 	t.Helper()
 	cfg, err := config.Load(name, []byte(src))
 	if err != nil {
@@ -351,7 +352,7 @@ func CompileAt(t testing.TB, name, src string, brokers []string, dir string) *co
 	if err := cfg.Apply(config.Overrides{Brokers: brokers}); err != nil {
 		t.Fatal(err)
 	}
-	top, err := config.Compile(cfg, dir)
+	top, err := plan.Compile(cfg, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

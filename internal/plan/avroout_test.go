@@ -1,8 +1,10 @@
-package config
+package plan
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/sidestream/sidestream/internal/config"
 
 	"github.com/hamba/avro/v2"
 )
@@ -11,7 +13,7 @@ const avroOutConfig = `application_id: orders-router
 brokers: [127.0.0.1:9092]
 inputs:
   - topic: orders
-    schema: testdata/good/schemas/order.json
+    schema: ../config/testdata/good/schemas/order.json
 schema_registry:
   url: http://registry:8081
 routing:
@@ -46,13 +48,13 @@ dirty:
   topic: orders.dirty
 `
 
-func loadAvroOut(t *testing.T, src string) *Topology {
+func loadAvroOut(t *testing.T, src string) *Plan {
 	t.Helper()
-	cfg, err := Load("avro.yaml", []byte(src))
+	cfg, err := config.Load("avro.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Apply(Overrides{}); err != nil {
+	if err := cfg.Apply(config.Overrides{}); err != nil {
 		t.Fatal(err)
 	}
 	top, err := Compile(cfg, ".")
@@ -109,7 +111,7 @@ func TestAvroSchemaDerivation(t *testing.T) {
 			continue
 		}
 		rec, ok := s.(*avro.RecordSchema)
-		if !ok || rec.FullName() != AvroNamespace+"."+a.Name || len(rec.Fields()) != len(a.Fields) {
+		if !ok || rec.FullName() != config.AvroNamespace+"."+a.Name || len(rec.Fields()) != len(a.Fields) {
 			t.Errorf("route %s: parsed %T %s", r.Name, s, s.String())
 		}
 	}
@@ -135,7 +137,7 @@ func TestAvroName(t *testing.T) {
 		"":           "_",
 		"Weird.Name": "Weird_Name",
 	} {
-		if got := AvroName(in); got != want {
+		if got := config.AvroName(in); got != want {
 			t.Errorf("AvroName(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -146,24 +148,24 @@ func TestAvroName(t *testing.T) {
 // route's format line:col; the variable alone is enough.
 func TestAvroNeedsRegistry(t *testing.T) {
 	src := strings.Replace(avroOutConfig, "schema_registry:\n  url: http://registry:8081\n", "", 1)
-	cfg, err := Load("avro.yaml", []byte(src))
+	cfg, err := config.Load("avro.yaml", []byte(src))
 	if err != nil {
 		t.Fatalf("an avro route loads before the registry URL is known: %v", err)
 	}
-	err = cfg.Apply(Overrides{})
+	err = cfg.Apply(config.Overrides{})
 	want := `avro.yaml:12:13: route "orders-avro" has format avro, whose schema is registered in a schema registry: set schema_registry.url (or SIDESTREAM_SCHEMA_REGISTRY_URL)
 avro.yaml:22:13: route "whole" has format avro, whose schema is registered in a schema registry: set schema_registry.url (or SIDESTREAM_SCHEMA_REGISTRY_URL)
 avro.yaml:25:13: route "per-minute" has format avro, whose schema is registered in a schema registry: set schema_registry.url (or SIDESTREAM_SCHEMA_REGISTRY_URL)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Apply without a registry:\n%v\nwant\n%s", err, want)
 	}
-	cfg, _ = Load("avro.yaml", []byte(src))
-	if err := cfg.Apply(OverridesFromEnv(func(k string) string {
-		if k == EnvRegistryURL {
+	cfg, _ = config.Load("avro.yaml", []byte(src))
+	if err := cfg.Apply(config.OverridesFromEnv(func(k string) string {
+		if k == config.EnvRegistryURL {
 			return "http://registry:8081"
 		}
 		return ""
 	})); err != nil {
-		t.Fatalf("Apply with %s: %v", EnvRegistryURL, err)
+		t.Fatalf("Apply with %s: %v", config.EnvRegistryURL, err)
 	}
 }

@@ -1,4 +1,4 @@
-package config
+package plan
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // TestDescribeGolden renders each config in every format and compares it
@@ -15,11 +17,11 @@ import (
 func TestDescribeGolden(t *testing.T) {
 	for _, path := range []string{
 		"../../examples/logs-by-level.yaml",
-		"testdata/good/full.yaml", // match all, drop, projection, two inputs
+		"../config/testdata/good/full.yaml", // match all, drop, projection, two inputs
 		"../../examples/assemble-orders.yaml",
 		"../../examples/order-payment-shipment.yaml",
 		"../../examples/late-orders.yaml",
-		"testdata/good/windows.yaml", // every window kind, limits
+		"../config/testdata/good/windows.yaml", // every window kind, limits
 	} {
 		top, err := Open(path)
 		if err != nil {
@@ -61,7 +63,7 @@ func TestDescribeUnknownFormat(t *testing.T) {
 // TestDescribeJSONRoundTrip checks the JSON is exactly the exported
 // Description, so an HTTP client can decode it into the same types.
 func TestDescribeJSONRoundTrip(t *testing.T) {
-	top, err := Open("testdata/good/full.yaml")
+	top, err := Open("../config/testdata/good/full.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ dirty: {topic: d}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Load("t.yaml", []byte(tt.yaml))
+			cfg, err := config.Load("t.yaml", []byte(tt.yaml))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,7 +185,7 @@ dirty: {topic: d}
 }
 
 func TestMermaidIDsUnique(t *testing.T) {
-	d := &Description{Default: DropDefault, Nodes: []GraphNode{
+	d := &Description{Default: config.DropDefault, Nodes: []GraphNode{
 		{ID: "topic:a.b", Kind: NodeTopic, Label: "a.b"},
 		{ID: "topic:a_b", Kind: NodeTopic, Label: "a_b"},
 		{ID: "topic:a-b", Kind: NodeTopic, Label: "a-b"},

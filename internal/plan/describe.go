@@ -1,4 +1,4 @@
-package config
+package plan
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // Formats Describe renders.
@@ -43,11 +45,11 @@ const (
 // add, never rename. Every list is in config order or sorted, never in map
 // order, so two describes of one config are byte-identical.
 type Description struct {
-	ApplicationID string    `json:"application_id"`
-	Guarantee     Guarantee `json:"guarantee"`
+	ApplicationID string           `json:"application_id"`
+	Guarantee     config.Guarantee `json:"guarantee"`
 	// CommitInterval is a Go duration string, e.g. "100ms".
-	CommitInterval string `json:"commit_interval"`
-	Match          Match  `json:"match"`
+	CommitInterval string       `json:"commit_interval"`
+	Match          config.Match `json:"match"`
 	// Default is the route for unmatched records, or "drop".
 	Default   string             `json:"default"`
 	Inputs    []DescribedInput   `json:"inputs"`
@@ -126,7 +128,7 @@ type DescribedState struct {
 	Limits           *DescribedLimits `json:"limits,omitempty"`
 }
 
-func describeState(direct bool, repartition, changelog string, l *Limits) DescribedState {
+func describeState(direct bool, repartition, changelog string, l *config.Limits) DescribedState {
 	d := DescribedState{Repartition: !direct, ChangelogTopic: changelog, Limits: describeLimits(l)}
 	if !direct {
 		d.RepartitionTopic = repartition
@@ -205,7 +207,7 @@ type GraphEdge struct {
 
 // Describe renders the topology as "json" (a Description), "dot" (Graphviz)
 // or "mermaid" (a flowchart). The output depends only on the topology.
-func (t *Topology) Describe(format string) ([]byte, error) {
+func (t *Plan) Describe(format string) ([]byte, error) {
 	d := t.Description()
 	switch format {
 	case FormatJSON:
@@ -227,10 +229,10 @@ func (t *Topology) Describe(format string) ([]byte, error) {
 }
 
 // Description returns the topology as data, graph included.
-func (t *Topology) Description() *Description {
+func (t *Plan) Description() *Description {
 	d := &Description{
 		Match:     t.Match,
-		Default:   DropDefault,
+		Default:   config.DropDefault,
 		Inputs:    []DescribedInput{},
 		EventTime: DescribedEventTime{Field: t.EventTime.Field, Format: t.EventTime.Format},
 		Routes:    []DescribedRoute{},
@@ -238,7 +240,7 @@ func (t *Topology) Description() *Description {
 		Nodes:     []GraphNode{},
 		Edges:     []GraphEdge{},
 	}
-	if c := t.Config; c != nil {
+	if c := t.Settings; c.ApplicationID != "" {
 		d.ApplicationID = c.ApplicationID
 		d.Guarantee = c.Guarantee
 		d.CommitInterval = c.CommitInterval.D().String()
@@ -273,7 +275,7 @@ const describeEventTime, describeRouter = "event_time", "router"
 // describer builds one Description's graph: the nodes and main edges as
 // it goes, the dirty edges kept apart by stage to be listed last.
 type describer struct {
-	t *Topology
+	t *Plan
 	d *Description
 
 	decodeErrs, schemaErrs, laterErrs, windowErrs []GraphEdge
@@ -324,7 +326,7 @@ func (g *describer) inputs() {
 // eventTime: the event-time stage and the router after it.
 func (g *describer) eventTime() {
 	t := g.t
-	if t.EventTime.Format == TimeKafka || t.EventTime.Format == "" {
+	if t.EventTime.Format == config.TimeKafka || t.EventTime.Format == "" {
 		g.node(describeEventTime, NodeEventTime, "event time\nKafka timestamp")
 	} else {
 		g.node(describeEventTime, NodeEventTime, fmt.Sprintf("event time\n%s (%s)", t.EventTime.Field, t.EventTime.Format))
@@ -348,7 +350,7 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 	id := "route:" + r.Name
 	g.node(id, NodeRoute, routeLabel(dr))
 	order := ""
-	if g.t.Match != MatchAll {
+	if g.t.Match != config.MatchAll {
 		order = ordinal(i + 1)
 	}
 	g.edge(describeRouter, id, order)
@@ -362,10 +364,10 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 		g.edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
 		g.node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
 	}
-	if r.Window != nil && r.Window.Config.LateTopic != "" {
+	if r.Window != nil && r.Window.Spec.LateTopic != "" {
 		// A side route like the assembly's incomplete and duplicate ones.
-		g.edge(id, "topic:"+r.Window.Config.LateTopic, "late")
-		g.node("topic:"+r.Window.Config.LateTopic, NodeTopic, r.Window.Config.LateTopic)
+		g.edge(id, "topic:"+r.Window.Spec.LateTopic, "late")
+		g.node("topic:"+r.Window.Spec.LateTopic, NodeTopic, r.Window.Spec.LateTopic)
 	}
 	if r.Window != nil {
 		g.windowErrs = append(g.windowErrs, GraphEdge{From: id, To: "dirty", Label: "window"})
@@ -377,10 +379,10 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 func (g *describer) describeRoute(r *RouteNode) DescribedRoute {
 	dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == g.t.Default}
 	if r.ForwardTombstones {
-		dr.Tombstones = TombstonesForward
+		dr.Tombstones = config.TombstonesForward
 	}
 	fields := map[string]bool{}
-	addFields := func(e *Expr) {
+	addFields := func(e *config.Expr) {
 		for _, f := range e.Fields {
 			fields[f] = true
 			g.all[f] = true
@@ -425,7 +427,7 @@ func (g *describer) describeRoute(r *RouteNode) DescribedRoute {
 func (g *describer) assembly(r *RouteNode) {
 	a := r.Assembly
 	id := "assemble:" + r.Name
-	g.node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Config.TTL.D(), a.Config.Time))
+	g.node(id, NodeAssemble, fmt.Sprintf("assemble %s\nby ID, ttl %s (%s time)", r.Name, a.Spec.TTL.D(), a.Spec.Time))
 	for _, p := range a.Parts {
 		if p.SourceRoute != nil {
 			g.edge("route:"+p.SourceRoute.Name, id, "part "+p.Name)
@@ -436,13 +438,13 @@ func (g *describer) assembly(r *RouteNode) {
 	}
 	g.edge(id, "topic:"+r.Topic, "complete")
 	g.node("topic:"+r.Topic, NodeTopic, r.Topic)
-	g.edge(id, "topic:"+a.Config.IncompleteTopic, "ttl: incomplete")
-	g.node("topic:"+a.Config.IncompleteTopic, NodeTopic, a.Config.IncompleteTopic)
-	if t := a.Config.DuplicateTopic; t != "" {
+	g.edge(id, "topic:"+a.Spec.IncompleteTopic, "ttl: incomplete")
+	g.node("topic:"+a.Spec.IncompleteTopic, NodeTopic, a.Spec.IncompleteTopic)
+	if t := a.Spec.DuplicateTopic; t != "" {
 		g.edge(id, "topic:"+t, "duplicate")
 		g.node("topic:"+t, NodeTopic, t)
 	}
-	if l := a.Config.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
+	if l := a.Spec.Limits; l != nil && l.OverflowTopic != "" && l.OnOverflow != config.OverflowEvict && (l.MaxEntries > 0 || l.MaxBytes > 0) {
 		g.edge(id, "topic:"+l.OverflowTopic, "overflow")
 		g.node("topic:"+l.OverflowTopic, NodeTopic, l.OverflowTopic)
 	}
@@ -481,7 +483,7 @@ func (g *describer) finish() {
 }
 
 func describeAssembly(a *AssemblyNode) *DescribedAssembly {
-	c := a.Config
+	c := a.Spec
 	da := &DescribedAssembly{
 		ID: c.ID, CompleteWhen: append([]string{}, c.CompleteWhen...), TTL: c.TTL.D().String(), Time: c.Time,
 		Duplicates: c.Duplicates, Retention: c.Retention.D().String(), IncompleteTopic: c.IncompleteTopic,
@@ -499,7 +501,7 @@ func describeAssembly(a *AssemblyNode) *DescribedAssembly {
 }
 
 func describeWindow(w *WindowNode) *DescribedWindow {
-	c := w.Config
+	c := w.Spec
 	dw := &DescribedWindow{
 		Type: c.Type, MaxOutOfOrderness: c.MaxOutOfOrderness.D().String(), Grace: c.Grace.D().String(),
 		Watermark: c.Watermark, Emit: c.Emit, GroupBy: c.GroupBy, LateTopic: c.LateTopic,
@@ -525,12 +527,12 @@ func describeWindow(w *WindowNode) *DescribedWindow {
 }
 
 // describeLimits is nil when l bounds nothing.
-func describeLimits(l *Limits) *DescribedLimits {
+func describeLimits(l *config.Limits) *DescribedLimits {
 	if l == nil || (l.MaxEntries == 0 && l.MaxBytes == 0) {
 		return nil
 	}
 	d := &DescribedLimits{MaxEntries: l.MaxEntries, MaxBytes: l.MaxBytes, OnOverflow: l.OnOverflow}
-	if l.OnOverflow != OverflowEvict {
+	if l.OnOverflow != config.OverflowEvict {
 		d.OverflowTopic = l.OverflowTopic
 	}
 	return d
@@ -553,9 +555,9 @@ func routeLabel(r DescribedRoute) string {
 	if w := r.Window; w != nil {
 		span := w.Size
 		switch w.Type {
-		case WindowHopping:
+		case config.WindowHopping:
 			span += " every " + w.Advance
-		case WindowSession:
+		case config.WindowSession:
 			span = "gap " + w.Gap
 		}
 		fmt.Fprintf(&b, "\nwindow: %s %s, grace %s", w.Type, span, w.Grace)
@@ -574,7 +576,7 @@ func routeLabel(r DescribedRoute) string {
 		}
 		fmt.Fprintf(&b, " {%s}", strings.Join(names, ", "))
 	}
-	if r.Tombstones == TombstonesForward {
+	if r.Tombstones == config.TombstonesForward {
 		b.WriteString("\ntombstones: forward")
 	}
 	return b.String()
@@ -617,7 +619,7 @@ func (d *Description) dot() []byte {
 	b.WriteString("  node [shape=box, fontname=\"Helvetica\", fontsize=10];\n")
 	b.WriteString("  edge [fontname=\"Helvetica\", fontsize=9];\n")
 	defaultID := ""
-	if d.Default != DropDefault {
+	if d.Default != config.DropDefault {
 		defaultID = "route:" + d.Default
 	}
 	for _, n := range d.Nodes {
@@ -688,7 +690,7 @@ func (d *Description) mermaid() []byte {
 	fmt.Fprintf(&b, "%%%% sidestream topology %s\n", mermaidComment(d.ApplicationID))
 	b.WriteString("flowchart LR\n")
 	defaultID := ""
-	if d.Default != DropDefault {
+	if d.Default != config.DropDefault {
 		defaultID = "route:" + d.Default
 	}
 	var classes []string

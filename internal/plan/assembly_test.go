@@ -1,4 +1,4 @@
-package config
+package plan
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 // assembleOrders is examples/assemble-orders.yaml with extra lines after
 // the assembly's duplicate_topic.
-func assembleOrders(t *testing.T, extra string) *Topology {
+func assembleOrders(t *testing.T, extra string) *Plan {
 	t.Helper()
 	b, err := os.ReadFile("../../examples/assemble-orders.yaml")
 	if err != nil {
