@@ -1,5 +1,5 @@
 // Command router runs sidestream topologies: run, demo, validate, test,
-// topology, version, tail, redrive, reset.
+// topology, plan, version, tail, redrive, reset, probe.
 package main
 
 import (
@@ -23,7 +23,9 @@ Usage:
   router validate [--format json] FILE...                           check topologies offline (several files, globs)
   router test     FILE...                                           run topology tests (inputs, expected outputs per route) on an in-process Kafka
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
+  router plan     [--format json] OLD.yaml NEW.yaml                 what a change does to a running topology (live, new state, breaking)
   router version                                                    print the version, VCS revision and Go version (also --version)
+  router probe    [--timeout 60s] [--ca-file FILE] URL              exit 0 once URL answers 2xx (helm test, container health checks)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
   router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
@@ -46,10 +48,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"validate": cmdValidate,
 		"test":     cmdTest,
 		"topology": cmdTopology,
+		"plan":     cmdPlan,
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,
 		"reset":    cmdReset,
 		"version":  cmdVersion,
+		"probe":    cmdProbe,
 	}
 	name := args[0]
 	if name == "--version" || name == "-version" {

@@ -31,6 +31,7 @@ type Plan struct {
 	Meta []string
 
 	fns config.Functions // the embedding program's functions, compiled in
+	src *config.Config   // the model it was compiled from, for Diff
 }
 
 // InputNode is a compiled input.
@@ -103,6 +104,8 @@ type RouteNode struct {
 	// Rules is the fingerprint of the route as written: a change to its
 	// predicate, key, projection, format or state changes it.
 	Rules string
+
+	src config.Route // the route as written, for Diff
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -142,7 +145,7 @@ type ProjectedField struct {
 // Compile turns a loaded config into a Topology. cfg must come from Load
 // (it is validated there); dir resolves relative schema paths.
 func Compile(cfg *config.Config, dir string) (*Plan, error) {
-	t := &Plan{fns: cfg.Functions(), Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
+	t := &Plan{src: cfg, fns: cfg.Functions(), Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
 	fields, meta := map[string]bool{}, map[string]bool{}
 	add := func(e *config.Expr) {
 		for _, f := range e.Fields {
@@ -211,7 +214,7 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 // the fields they read.
 func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode, error) {
 	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
-		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r)}
+		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), src: r}
 	var err error
 	if r.When != "" {
 		if rn.When, err = t.compileExpr(r.When, true); err != nil {
