@@ -42,6 +42,9 @@ type validation struct {
 	// Notes say what could not be checked (a registry-backed input's
 	// fields without a registry); they do not fail the file.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what is valid but likely not meant (a routing.default
+	// no record can reach); they do not fail the file.
+	Warnings []problem `json:"warnings,omitempty"`
 }
 
 type problem struct {
@@ -158,6 +161,9 @@ func printValidation(stdout io.Writer, v validation) {
 			fmt.Fprintf(stdout, "%s: %s\n", v.File, p.Message)
 		}
 	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stdout, "%s:%d:%d: warning: %s\n", v.File, w.Line, w.Col, w.Message)
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(stdout, "%s: note: %s\n", v.File, n)
 	}
@@ -204,6 +210,9 @@ func validateFile(path, registryURL string) validation {
 		return v
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
+	for _, w := range cfg.Warnings() {
+		v.Warnings = append(v.Warnings, problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
+	}
 	return v
 }
 

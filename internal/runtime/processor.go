@@ -21,6 +21,7 @@ import (
 	"github.com/sidestream/sidestream/internal/observe"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -107,13 +108,18 @@ type Processor struct {
 	admCl   *kgo.Client       // the client under adm
 	samples *sideSamples      // nil without WithSideSampler
 	gaps    *gapTracker       // where each consumed partition's next record must be
-	// produceFails counts the transactions aborted in a row by a produce
-	// failure (the commit loop's own): the retry backs off with it.
-	produceFails int
-	// registryFails counts the batches aborted in a row by a schema
-	// registry outage (the backoff grows with it); registryDown holds
-	// readiness back until a commit with records (registryoutage.go).
-	registryFails int
+
+	// topicMax is each output topic's max.message.bytes, read by Run
+	// before the first session (readOutputLimits): the producer's batch
+	// bound per topic.
+	topicMax map[string]int
+	// produceRetry is the backoff of the transactions aborted in a row
+	// by a produce failure (the commit loop's own); a commit resets it.
+	produceRetry *retry.Backoff
+	// registryRetry is the backoff of the batches aborted in a row by a
+	// schema registry outage; registryDown holds readiness back until a
+	// commit with records (registryoutage.go), which resets it.
+	registryRetry *retry.Backoff
 	registryDown  bool
 }
 
@@ -170,6 +176,9 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+
+		produceRetry:  retry.New(time.Second, maxProduceBackoff),
+		registryRetry: retry.New(time.Second, maxProduceBackoff),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
 		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL})
@@ -253,6 +262,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	p.readOutputLimits(ctx, adm)
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
@@ -262,8 +272,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })
 	defer purging.Wait()
 	defer stopPurge()
-	const minBackoff = 500 * time.Millisecond
-	backoff := minBackoff
+	sessions := retry.New(500*time.Millisecond, 15*time.Second)
 	for {
 		var err error
 		sessionStart := time.Now()
@@ -279,7 +288,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			return nil
 		}
 		if p.obs.LastCommit().After(sessionStart) {
-			backoff = minBackoff // the session worked for a while: a fresh failure
+			sessions.Reset() // the session worked for a while: a fresh failure
 		}
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
@@ -306,30 +315,18 @@ func (p *Processor) Run(ctx context.Context) error {
 			continue
 		}
 		p.obs.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Settings.Security))
+		backoff := sessions.Next()
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
 		}
-		backoff = min(backoff*2, 15*time.Second)
 	}
 }
 
 // idle waits d while keeping the loop alive for /healthz (the process is
 // well, it is waiting on purpose). It returns false when ctx ends first.
 func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	end := time.After(d)
-	for {
-		p.obs.Loop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-end:
-			return true
-		case <-t.C:
-		}
-	}
+	return retry.Wait(ctx, d, p.obs.Loop)
 }
 
 func nilIfDone(ctx context.Context, err error) error {
@@ -359,7 +356,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
 		kgo.WithHooks(p.m.KafkaHooks()),
-		kgo.ProducerBatchMaxBytes(int32(max(p.top.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.ProducerBatchMaxBytesFn(p.batchMaxBytes),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			p.obs.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {

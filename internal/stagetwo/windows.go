@@ -326,15 +326,15 @@ func (e *recordRunner) processWindow(r *kgo.Record, t *windowTask, tally *metric
 }
 
 // tooLarge is the dirty record (too_large, counted dirty) for a late or
-// overflow record over max_record_bytes, nil when it fits. Stage one
+// overflow record over its topic's limit (OutputLimit), nil when it fits. Stage one
 // measured the repartitioned record with its envelope; with the headers
 // written out again and the route's own added, a record near the bound
 // can pass stage one and not fit here, and a record the broker refuses
 // would abort every transaction that holds it.
 func (e *recordRunner) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
-	if n := stageone.RecordSize(out); n > e.MaxRecordBytes() {
+	if n, limit := stageone.RecordSize(out), e.OutputLimit(out.Topic); n > limit {
 		return e.Dirty(asWritten(r), stageone.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
-			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
+			"route %q: the %s record is %d bytes with its headers, over the limit of topic %q: %d bytes", rt.Name, what, n, out.Topic, limit), tally)
 	}
 	return nil
 }
