@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/topotest"
 )
 
 // noArgs refuses positional arguments of a command that takes flags only.
@@ -178,9 +179,9 @@ func validateFile(path, registryURL string) validation {
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := readTestFile(path)
+		tf, err := topotest.Check(path)
 		if err != nil {
-			v.Problems = []problem{{Message: err.Error()}}
+			v.Problems = testFileProblems(err)
 			return v
 		}
 		top := tf.Topology
@@ -214,6 +215,20 @@ func validateFile(path, registryURL string) validation {
 		v.Warnings = append(v.Warnings, problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
 	}
 	return v
+}
+
+// testFileProblems are a test file's problems (topotest.FileError), each
+// at its line:col.
+func testFileProblems(err error) []problem {
+	var fe *topotest.FileError
+	if !errors.As(err, &fe) {
+		return []problem{{Message: err.Error()}}
+	}
+	out := make([]problem, len(fe.Problems))
+	for i, p := range fe.Problems {
+		out[i] = problem(p)
+	}
+	return out
 }
 
 // loadApplied loads a topology file (with the inputs' writer schemas when

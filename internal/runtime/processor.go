@@ -43,6 +43,7 @@ type opts struct {
 	asmStores   changelog.Builder // assembly tasks: memory (tests inject faults)
 	lossRecheck time.Duration
 	ownerURL    string
+	clock       func() time.Time
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -89,6 +90,12 @@ func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck
 // CheckOwnerURL). Empty: the 404 names the owner without a URL.
 func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } }
 
+// WithClock sets the processing-time clock (default time.Now): the
+// assembly TTL of time: processing routes, and idle_timeout's idle
+// sources and quiet windows. Commit intervals, timeouts and backoffs
+// keep the real clock. router test drives a virtual one.
+func WithClock(now func() time.Time) Opt { return func(o *opts) { o.clock = now } }
+
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (kclient.SecurityOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
@@ -125,7 +132,7 @@ type Processor struct {
 
 // New checks the options and builds a processor; it does not connect.
 func New(top *plan.Plan, o ...Opt) (*Processor, error) {
-	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
+	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck, clock: time.Now}
 	for _, f := range o {
 		f(&op)
 	}
@@ -134,6 +141,9 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	}
 	if op.log == nil {
 		op.log = slog.Default()
+	}
+	if op.clock == nil {
+		op.clock = time.Now
 	}
 	if op.metrics == nil {
 		op.metrics = metrics.New()
@@ -181,7 +191,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
-		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL})
+		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})
 	if err != nil {
 		return nil, err
 	}
