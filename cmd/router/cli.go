@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/cliexit"
 	"github.com/sidestream/sidestream/internal/config"
@@ -100,8 +101,13 @@ func (p processFlags) options() serve.Options {
 	return serve.Options{
 		Listen: p.Listen, InstanceID: p.InstanceID, OwnerURL: p.OwnerURLTemplate, Static: p.StaticMembership,
 		Workers: p.Workers, TxnTimeout: p.TransactionTimeout, SessionTimeout: p.SessionTimeout, Build: currentBuild().serve(),
+		KgoOpts: testBuildKgoOpts,
 	}
 }
+
+// testBuildKgoOpts are client options of a test build only (kip848.go,
+// build tag sidestream_kip848); a release build has none.
+var testBuildKgoOpts []kgo.Opt
 
 type runCmd struct {
 	topologyArg

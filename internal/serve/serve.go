@@ -39,6 +39,7 @@ type Options struct {
 	Workers        int           // partitions processed in parallel (0: GOMAXPROCS)
 	TxnTimeout     time.Duration // broker-side transaction timeout
 	SessionTimeout time.Duration // consumer group session timeout (0: franz-go's)
+	KgoOpts        []kgo.Opt     // client options of a test build (cmd/router/kip848.go); none in a release
 	Build          Build
 }
 
@@ -127,6 +128,9 @@ func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metri
 	if o.SessionTimeout > 0 {
 		// Heartbeat at a third of the session, as Kafka recommends.
 		opts = append(opts, runtime.WithKgoOpts(kgo.SessionTimeout(o.SessionTimeout), kgo.HeartbeatInterval(o.SessionTimeout/3)))
+	}
+	if len(o.KgoOpts) > 0 {
+		opts = append(opts, runtime.WithKgoOpts(o.KgoOpts...))
 	}
 	return opts
 }
