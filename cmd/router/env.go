@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/sidestream/sidestream/internal/config"
@@ -23,10 +20,10 @@ var knownEnv = func() map[string]bool {
 
 // toolEnvPrefixes are the repository's test and script settings
 // (scripts/kafka.sh, registry.sh, connect.sh, test.sh, ui-test.sh,
-// helm.sh, lint.sh, release.sh, the integration and memory tests), not
-// the router's. registry.sh's are named in full: a
+// helm.sh, lint.sh, release.sh, compat.sh, the integration and memory
+// tests), not the router's. registry.sh's are named in full: a
 // SIDESTREAM_REGISTRY_URL is a misspelt SIDESTREAM_SCHEMA_REGISTRY_URL.
-var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG", "SIDESTREAM_UI_", "SIDESTREAM_MEMBOUND_", "SIDESTREAM_HELM_", "SIDESTREAM_GOLANGCI_", "SIDESTREAM_RELEASE_", "SIDESTREAM_CYCLONEDX_"}
+var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG", "SIDESTREAM_UI_", "SIDESTREAM_MEMBOUND_", "SIDESTREAM_HELM_", "SIDESTREAM_GOLANGCI_", "SIDESTREAM_RELEASE_", "SIDESTREAM_CYCLONEDX_", "SIDESTREAM_COMPAT_"}
 
 // unknownEnv lists, sorted, the SIDESTREAM_* variables of environ the
 // router does not read: most likely misspelt (SIDESTREAM_BROKER).
@@ -81,18 +78,4 @@ func closestName(name string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// envBool reads a boolean variable as strconv.ParseBool does (1, t, true,
-// TRUE, 0, f, false ...); unset or empty is def.
-func envBool(name string, def bool) (bool, error) {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return def, fmt.Errorf("%s=%q: use true or false (or 1, 0, t, f)", name, v)
-	}
-	return b, nil
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,21 +9,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/sidestream/sidestream/internal/config"
 )
 
 func TestStaticMembershipFromEnv(t *testing.T) {
 	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "t": true, "0": false, "false": false, "": false} {
 		t.Setenv("SIDESTREAM_STATIC_MEMBERSHIP", v)
-		var f runFlags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		f.register(fs)
-		if f.envErr != nil || f.static != want {
-			t.Errorf("SIDESTREAM_STATIC_MEMBERSHIP=%q: static %v (err %v), want %v", v, f.static, f.envErr, want)
+		var c cli
+		parser, err := newParser(&c, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse([]string{"run", "--config", example})
+		if err != nil || c.Run.StaticMembership != want {
+			t.Errorf("SIDESTREAM_STATIC_MEMBERSHIP=%q: static %v (err %v), want %v", v, c.Run.StaticMembership, err, want)
 		}
 	}
 	t.Setenv("SIDESTREAM_STATIC_MEMBERSHIP", "yes please")
-	if code, _, errs := run(t, "run", "--config", example); code != 2 || !strings.Contains(errs, `SIDESTREAM_STATIC_MEMBERSHIP="yes please": use true or false`) {
+	if code, _, errs := run(t, "run", "--config", example); code != 2 || !strings.Contains(errs, `"yes please": use true or false (or 1, 0, t, f) (from envar SIDESTREAM_STATIC_MEMBERSHIP="yes please")`) {
 		t.Errorf("a bad value: exit %d %q", code, errs)
 	}
 }
@@ -45,7 +50,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 func TestKnownEnvComplete(t *testing.T) {
 	re := regexp.MustCompile(`"(SIDESTREAM_[A-Z_]+)"`)
 	var files []string
-	for _, dir := range []string{".", "../../internal/config", "../../internal/runtime"} {
+	for _, dir := range []string{".", "../../internal/config", "../../internal/serve", "../../internal/runtime", "../../internal/demo"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -73,9 +78,10 @@ func TestKnownEnvComplete(t *testing.T) {
 	}
 }
 
-// TestRunFlagsFromSettings: the flags of router run are the settings
-// spec's (config.Settings), each with the spec's default, and each
-// process variable the spec names is read as its flag's default.
+// TestRunFlagsFromSettings: the flags of router run (kong's model of the
+// cli struct) are the settings spec's (config.Settings): each with the
+// spec's default and allowed values, each process flag read from the
+// variable the spec names, and no flag of the spec missing.
 func TestRunFlagsFromSettings(t *testing.T) {
 	spec := map[string]config.Setting{}
 	for _, s := range config.Settings {
@@ -83,40 +89,46 @@ func TestRunFlagsFromSettings(t *testing.T) {
 			spec[strings.TrimPrefix(s.Flag, "--")] = s
 		}
 	}
-	for _, s := range config.Settings {
-		if s.Env != "" && s.Path == "" && s.Flag != "" {
-			t.Setenv(s.Env, "")
+	parser, err := newParser(new(cli), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run *kong.Node
+	for _, c := range parser.Model.Children {
+		if c.Name == "run" {
+			run = c
 		}
 	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	new(runFlags).register(fs)
-	fs.VisitAll(func(f *flag.Flag) {
+	if run == nil {
+		t.Fatal("no run command in the cli model")
+	}
+	for _, f := range run.Flags {
 		s, ok := spec[f.Name]
-		switch {
-		case !ok:
-			t.Errorf("router run has --%s, which config.Settings lacks", f.Name)
-		case s.Path == "" && s.Default != "" && f.DefValue != s.Default:
-			t.Errorf("--%s defaults to %q, the spec says %q", f.Name, f.DefValue, s.Default)
-		case s.Path == "" && s.Default == "" && f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s":
-			t.Errorf("--%s defaults to %q, the spec states no default", f.Name, f.DefValue)
-		}
 		delete(spec, f.Name)
-	})
-	for name := range spec {
-		t.Errorf("config.Settings declares --%s, which router run lacks", name)
-	}
-	for _, s := range config.Settings {
-		if s.Env == "" || s.Path != "" || s.Flag == "" {
+		if !ok {
+			t.Errorf("router run has --%s, which config.Settings lacks", f.Name)
 			continue
 		}
-		v := "1"
-		t.Setenv(s.Env, v)
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		new(runFlags).register(fs)
-		if got := fs.Lookup(strings.TrimPrefix(s.Flag, "--")).DefValue; got != v && !(got == "true" && s.Type == "bool") {
-			t.Errorf("%s=%s: %s defaults to %q; the variable is not read", s.Env, v, s.Flag, got)
+		def := f.Default
+		if def == "" && s.Type == "bool" {
+			def = "false"
 		}
-		t.Setenv(s.Env, "")
+		if s.Path == "" && def != s.Default {
+			t.Errorf("--%s defaults to %q, the spec says %q", f.Name, f.Default, s.Default)
+		}
+		if s.Path == "" && f.Enum != strings.Join(s.Enum, ",") {
+			t.Errorf("--%s allows %q, the spec %q", f.Name, f.Enum, s.Enum)
+		}
+		var want []string
+		if s.Path == "" && s.Env != "" {
+			want = []string{s.Env} // a file setting's variable is the config's to read
+		}
+		if !slices.Equal(f.Envs, want) {
+			t.Errorf("--%s reads %q, the spec names %q", f.Name, f.Envs, want)
+		}
+	}
+	for name := range spec {
+		t.Errorf("config.Settings declares --%s, which router run lacks", name)
 	}
 }
 
@@ -143,7 +155,7 @@ func TestDocumentedEnvKnown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n := 0
+	n, reported := 0, map[string]bool{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -154,7 +166,8 @@ func TestDocumentedEnvKnown(t *testing.T) {
 			if name == "SIDESTREAM_BROKER" && filepath.Base(f) == "README.md" {
 				continue // the misspelling the warning's example names
 			}
-			if unknown := unknownEnv([]string{name + "=x"}); len(unknown) > 0 {
+			if unknown := unknownEnv([]string{name + "=x"}); len(unknown) > 0 && !reported[name] {
+				reported[name] = true
 				t.Errorf("%s names %s, which the router does not read (config.Settings) and no tool uses", f, name)
 			}
 		}
