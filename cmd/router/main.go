@@ -27,6 +27,7 @@ Usage:
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
   router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
+  router audit    --topic T --es-url U --mysql-dsn D [--format json] compare a route's topic with its sinks' stores (exit 1 on drift)
 
 Run 'router COMMAND --help' for a command's flags.
 `
@@ -49,6 +50,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,
 		"reset":    cmdReset,
+		"audit":    cmdAudit,
 		"version":  cmdVersion,
 	}
 	name := args[0]
