@@ -16,7 +16,7 @@ var knownEnv = map[string]bool{
 	"SIDESTREAM_CONFIG": true, "SIDESTREAM_BROKERS": true, "SIDESTREAM_APPLICATION_ID": true,
 	"SIDESTREAM_GUARANTEE": true, "SIDESTREAM_COMMIT_INTERVAL": true, "SIDESTREAM_LISTEN": true,
 	"SIDESTREAM_INSTANCE_ID": true, "SIDESTREAM_OWNER_URL_TEMPLATE": true, "SIDESTREAM_STATIC_MEMBERSHIP": true,
-	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true,
+	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true, "SIDESTREAM_AUDIT_MYSQL_DSN": true,
 	topology.EnvSecurityProtocol: true, topology.EnvSASLMechanism: true, topology.EnvSASLUsername: true,
 	topology.EnvRegistryURL: true, topology.EnvRegistryUsername: true, topology.EnvRegistryPassword: true,
 	topology.EnvRegistryFetchTimeout: true, topology.EnvRegistryUnknownIDTTL: true, topology.EnvRegistryTLSCAFile: true,
@@ -32,10 +32,10 @@ var knownEnv = map[string]bool{
 }
 
 // toolEnvPrefixes are the repository's test and script settings
-// (scripts/kafka.sh, registry.sh, connect.sh, test.sh, the integration
+// (scripts/kafka.sh, registry.sh, connect.sh, elasticsearch.sh, test.sh, the integration
 // tests), not the router's. registry.sh's are named in full: a
 // SIDESTREAM_REGISTRY_URL is a misspelt SIDESTREAM_SCHEMA_REGISTRY_URL.
-var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG"}
+var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_ELASTICSEARCH_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG"}
 
 // unknownEnv lists, sorted, the SIDESTREAM_* variables of environ the
 // router does not read: most likely misspelt (SIDESTREAM_BROKER).
