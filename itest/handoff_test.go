@@ -332,7 +332,7 @@ func (h *handoff) groupLag(connector string) int64 {
 func TestHandoffConsistency(t *testing.T) {
 	h := newHandoff(t, "consistency")
 	const n = 400
-	r := h.startRouter("a")
+	r := h.startRouter("a", fastGroup...)
 	r.waitReady(60 * time.Second)
 	h.sinks()
 
@@ -526,9 +526,14 @@ func TestHandoffIsolation(t *testing.T) {
 	if out.routedPerSec < float64(rate)/2 {
 		t.Fatalf("the router routed %.1f rec/s during the outage, for %d produced: the outage held it back", out.routedPerSec, rate)
 	}
-	// No write applied twice: each document's _version is the number of
-	// records its key had (no deletes here), summed.
-	var want, got int64
+	// One document per key (the audit compared them all: no key twice,
+	// none missing), and each document's _version is the number of writes
+	// it took. Summed, that is the records of its key (no deletes here),
+	// plus at most one: the request in flight when the server was
+	// stopped may have been applied without its reply arriving, and is
+	// sent again (at-least-once, idempotent by _id). More would be a
+	// redelivery the sink should not make.
+	var want, got, docs int64
 	for k, w := range h.writes {
 		if h.latest[k] != nil {
 			want += int64(w)
@@ -538,11 +543,13 @@ func TestHandoffIsolation(t *testing.T) {
 		if s.Sink == "elasticsearch" {
 			for v, n := range s.Versions {
 				got += v * n
+				docs += n
 			}
 		}
 	}
-	if got != want {
-		t.Fatalf("Elasticsearch applied %d writes for %d records: a record was written twice (or lost)", got, want)
+	t.Logf("elasticsearch: %d documents for %d keys, %d writes applied for %d records", docs, len(h.latest), got, want)
+	if docs != int64(len(h.latest)) || got < want || got > want+1 {
+		t.Fatalf("Elasticsearch holds %d documents for %d keys and applied %d writes for %d records", docs, len(h.latest), got, want)
 	}
 	for _, topic := range []string{h.esDLQ, h.mysqlDLQ} {
 		if recs := h.dlqRecords(topic); len(recs) > 0 {
