@@ -10,7 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/internal/metrics"
 )
 
 // aclDenied runs under TestSecurity, on its broker (ACLs enabled, every

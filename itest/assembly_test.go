@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/topology"
 )
 
 // assemblyRun is one application of examples/assemble-orders.yaml over
@@ -33,13 +33,13 @@ func newAssemblyRun(base *scenario, tag string, extra ...[2]string) *assemblyRun
 		{"topic: orders.", "topic: " + prefix + ".orders."}, // route, incomplete, duplicate and dirty topics
 	}, extra...))
 	rt := top.Route("assembled")
-	if rt == nil || rt.Assembly == nil || rt.Assembly.Config.Time != topology.ClockEvent {
+	if rt == nil || rt.Assembly == nil || rt.Assembly.Spec.Time != config.ClockEvent {
 		t.Fatalf("examples/assemble-orders.yaml changed: no event-time assembly route %q", "assembled")
 	}
 	a := &assemblyRun{
 		windowRun: &windowRun{scenario: s, tag: tag, dirty: top.Dirty.Topic,
 			repartition: rt.Assembly.RepartitionTopic, changelog: rt.Assembly.ChangelogTopic},
-		assembled: rt.Topic, incomplete: rt.Assembly.Config.IncompleteTopic, duplicate: rt.Assembly.Config.DuplicateTopic,
+		assembled: rt.Topic, incomplete: rt.Assembly.Spec.IncompleteTopic, duplicate: rt.Assembly.Spec.DuplicateTopic,
 	}
 	s.topicOf = map[string]string{"dirty": top.Dirty.Topic}
 	return a

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/internal/metrics"
 )
 
 // TestOutputTopicDeletedExactlyOnce deletes an output topic under a

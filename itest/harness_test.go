@@ -27,8 +27,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // inputPartitions is the partition count of every scenario's input topic.
@@ -159,11 +160,11 @@ func (s *scenario) writeTopology(prefix string) {
 	if err := os.WriteFile(s.config, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := topology.LoadFile(s.config)
+	cfg, err := config.LoadFile(s.config)
 	if err != nil {
 		t.Fatalf("per-test topology: %v", err)
 	}
-	top, err := topology.Compile(cfg, s.dir+"/")
+	top, err := plan.Compile(cfg, s.dir+"/")
 	if err != nil {
 		t.Fatalf("per-test topology: %v", err)
 	}

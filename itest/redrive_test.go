@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/sideroute"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/sideroute"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // TestRedriveKill9ExactlyOnce fills a dirty topic, then runs router redrive

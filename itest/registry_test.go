@@ -20,8 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // envRegistry names the real schema registry's Confluent-compatible base

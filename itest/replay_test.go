@@ -114,7 +114,7 @@ func TestReplayOldData(t *testing.T) {
 	}
 	ws, wtop := base.derivedRun("win", src, [][2]string{{"APP", base.app + "-win"}, {"INPUT", base.input}})
 	wr := wtop.Route("per-kind")
-	w := &windowRun{scenario: ws, tag: "win", results: wr.Topic, late: wr.Window.Config.LateTopic, dirty: wtop.Dirty.Topic,
+	w := &windowRun{scenario: ws, tag: "win", results: wr.Topic, late: wr.Window.Spec.LateTopic, dirty: wtop.Dirty.Topic,
 		repartition: wr.Window.RepartitionTopic, changelog: wr.Window.ChangelogTopic}
 
 	p := base.startProducer(1200) // ~10 s: the kills land mid-stream

@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/internal/metrics"
 )
 
 // TestResetReprocesses: a window route runs over its input and stops;

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/metrics"
+	"github.com/sidestream/sidestream/internal/metrics"
 )
 
 // Every router in these tests uses a 6s session timeout (the broker's
@@ -502,7 +502,7 @@ func TestGracefulStopExactlyOnce(t *testing.T) {
 // strandedRepairs reads how often the router re-ended its last transaction
 // to settle offsets a lost transaction marker left pending (a broker
 // restarted mid-commit can complete a transaction without writing its
-// marker to __consumer_offsets; see processor/stranded.go).
+// marker to __consumer_offsets; see internal/runtime/stranded.go).
 func strandedRepairs(t *testing.T, r *router) int {
 	t.Helper()
 	code, body, err := r.get("/metrics")

@@ -26,10 +26,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/topology"
 )
 
 // The SASL users of the secure broker. The passwords are distinctive so
@@ -126,11 +126,11 @@ func TestSecurity(t *testing.T) {
 
 				// The same outputs read back through the secure listener,
 				// with the options the router's clients use.
-				cfg, err := topology.LoadFile(s.config)
+				cfg, err := config.LoadFile(s.config)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := cfg.Apply(topology.OverridesFromEnv(envLookup(tc.env))); err != nil {
+				if err := cfg.Apply(config.OverridesFromEnv(envLookup(tc.env))); err != nil {
 					t.Fatal(err)
 				}
 				opts, err := kclient.SecurityOpts(cfg.Security)
@@ -204,13 +204,13 @@ func TestSecurity(t *testing.T) {
 		// the setting to fix.
 		for _, tc := range []struct {
 			name string
-			tls  topology.TLS
+			tls  config.TLS
 			want string
 		}{
-			{"no server name", topology.TLS{CAFile: b.tls + "/ca.pem", CertFile: b.tls + "/client.pem", KeyFile: b.tls + "/client-key.pem"}, "security.tls.server_name"},
-			{"no CA", topology.TLS{CertFile: b.tls + "/client.pem", KeyFile: b.tls + "/client-key.pem", ServerName: tlsName}, "security.tls.ca_file"},
+			{"no server name", config.TLS{CAFile: b.tls + "/ca.pem", CertFile: b.tls + "/client.pem", KeyFile: b.tls + "/client-key.pem"}, "security.tls.server_name"},
+			{"no CA", config.TLS{CertFile: b.tls + "/client.pem", KeyFile: b.tls + "/client-key.pem", ServerName: tlsName}, "security.tls.ca_file"},
 		} {
-			sec := topology.Security{Protocol: topology.ProtocolSSL, TLS: tc.tls}
+			sec := config.Security{Protocol: config.ProtocolSSL, TLS: tc.tls}
 			err := metadataErr(t, b.ssl, sec)
 			if err == nil {
 				t.Errorf("%s: connected", tc.name)
@@ -221,7 +221,7 @@ func TestSecurity(t *testing.T) {
 			}
 		}
 		// The right settings connect.
-		sec := topology.Security{Protocol: topology.ProtocolSSL, TLS: topology.TLS{CAFile: b.tls + "/ca.pem",
+		sec := config.Security{Protocol: config.ProtocolSSL, TLS: config.TLS{CAFile: b.tls + "/ca.pem",
 			CertFile: b.tls + "/client.pem", KeyFile: b.tls + "/client-key.pem", ServerName: tlsName}}
 		if err := metadataErr(t, b.ssl, sec); err != nil {
 			t.Errorf("TLS with CA, client certificate and server name: %v", err)
@@ -230,7 +230,7 @@ func TestSecurity(t *testing.T) {
 }
 
 // metadataErr asks the brokers for metadata with the security settings.
-func metadataErr(t *testing.T, brokers []string, sec topology.Security) error {
+func metadataErr(t *testing.T, brokers []string, sec config.Security) error {
 	t.Helper()
 	opts, err := kclient.SecurityOpts(sec)
 	if err != nil {

@@ -17,12 +17,13 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
-// The window of processor/testdata/errors-per-service.yaml, which the
+// The window of internal/runtime/testdata/errors-per-service.yaml, which the
 // oracle below simulates independently of the router's operator.
 const (
 	winSize  = int64(10_000)
@@ -53,7 +54,7 @@ type windowRun struct {
 // a changed file fails here, named). It returns the scenario, its
 // topology file written, and the compiled topology; its group, output and
 // internal topics are deleted when the test ends (kept when it failed).
-func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *topology.Topology) {
+func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*scenario, *plan.Plan) {
 	t := base.t
 	prefix := base.app + "-" + tag
 	s := &scenario{
@@ -76,11 +77,11 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 	if err := os.WriteFile(s.config, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := topology.LoadFile(s.config)
+	cfg, err := config.LoadFile(s.config)
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
-	top, err := topology.Compile(cfg, s.dir+"/")
+	top, err := plan.Compile(cfg, s.dir+"/")
 	if err != nil {
 		t.Fatalf("per-run topology: %v", err)
 	}
@@ -99,13 +100,13 @@ func (base *scenario) derivedRun(tag, src string, replacements [][2]string) (*sc
 	return s, top
 }
 
-// newWindowRun writes processor/testdata/errors-per-service.yaml with this
+// newWindowRun writes internal/runtime/testdata/errors-per-service.yaml with this
 // run's application id and topic names into its own temp dir. The run
 // shares base's input topic, events and clients.
 func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 	t := base.t
 	prefix := base.app + "-" + tag
-	s, top := base.derivedRun(tag, "../processor/testdata/errors-per-service.yaml", [][2]string{
+	s, top := base.derivedRun(tag, "../internal/runtime/testdata/errors-per-service.yaml", [][2]string{
 		// The oracle replays the repartition topic read back in full:
 		// no purge may delete what it has not read yet.
 		{"application_id: errors-per-service\n", "application_id: " + prefix + "\ntopics:\n  purge_interval: 24h\n"},
@@ -118,14 +119,14 @@ func newWindowRun(base *scenario, tag, watermark string) *windowRun {
 		t.Fatalf("per-run topology has no window route %q", winRoute)
 	}
 	// The oracle (simulate) knows this window and these aggregates.
-	c := rt.Window.Config
-	if c.Type != topology.WindowTumbling || c.Size.D().Milliseconds() != winSize || c.Grace.D().Milliseconds() != winGrace ||
+	c := rt.Window.Spec
+	if c.Type != config.WindowTumbling || c.Size.D().Milliseconds() != winSize || c.Grace.D().Milliseconds() != winGrace ||
 		c.MaxOutOfOrderness.D() != 0 || c.IdleTimeout.D() != 0 || c.GroupBy != "service" || c.Watermark != watermark ||
-		len(c.Aggregates) != 2 || c.Aggregates[0] != (topology.Aggregate{Name: "n", Fn: "count"}) ||
-		c.Aggregates[1] != (topology.Aggregate{Name: "max_latency", Fn: "max", Of: "latency_ms"}) {
-		t.Fatalf("processor/testdata/errors-per-service.yaml changed its window (%+v); update itest's oracle", c)
+		len(c.Aggregates) != 2 || c.Aggregates[0] != (config.Aggregate{Name: "n", Fn: "count"}) ||
+		c.Aggregates[1] != (config.Aggregate{Name: "max_latency", Fn: "max", Of: "latency_ms"}) {
+		t.Fatalf("internal/runtime/testdata/errors-per-service.yaml changed its window (%+v); update itest's oracle", c)
 	}
-	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Config.LateTopic, dirty: top.Dirty.Topic,
+	w := &windowRun{scenario: s, tag: tag, results: rt.Topic, late: rt.Window.Spec.LateTopic, dirty: top.Dirty.Topic,
 		repartition: rt.Window.RepartitionTopic, changelog: rt.Window.ChangelogTopic}
 	for _, tp := range []string{w.results, w.late, w.dirty, w.repartition, w.changelog} {
 		if !strings.HasPrefix(tp, prefix) {
@@ -369,7 +370,7 @@ func (s *scenario) countRestores(re *regexp.Regexp) int {
 }
 
 // TestWindowRestartEquivalence: the window route of
-// processor/testdata/errors-per-service.yaml (tumbling 10s, grace 1s, per
+// internal/runtime/testdata/errors-per-service.yaml (tumbling 10s, grace 1s, per
 // service, count and max latency, late route) over 60,000 generated
 // events whose event times are up to 5 s out of order, plus far-future
 // ERROR events at the end so every earlier window closes. Two
@@ -456,8 +457,8 @@ func windowRestartEquivalence(t *testing.T, store, keyBy, watermark string) {
 	// keeps its state on disk, while A keeps the memory store: the
 	// equivalence below then also says pebble's results equal memory's.
 	if store == "pebble" {
-		t.Setenv(topology.EnvStateStore, "pebble")
-		t.Setenv(topology.EnvStateDir, t.TempDir())
+		t.Setenv(config.EnvStateStore, "pebble")
+		t.Setenv(config.EnvStateDir, t.TempDir())
 	}
 	rb := b.startRouter("b", fastGroup...)
 	rb = b.killRestartLoop(p, rb, 5)

@@ -48,7 +48,7 @@ go test -count=1 -timeout 10m -v -run TestMillionKeysBoundedMemory ./internal/me
 
 step "registry-backed inputs through stage two: 100,000 Avro and 100,000 Protobuf records"
 # Without -race: under the race detector each takes about a minute, so the
-# race run above takes 10,000 records (processor/registry_stagetwo_size*_test.go).
+# race run above takes 10,000 records (internal/runtime/registry_stagetwo_size*_test.go).
 go test -count=1 -timeout 10m -v -run 'InputThroughStageTwo' ./processor 2>&1 | grep -E '^(---|ok|FAIL|panic)'
 
 step "fuzz ($FUZZTIME each)"

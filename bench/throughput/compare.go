@@ -24,9 +24,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/topology"
 )
 
 // A contender is one program the compare harness measures.
@@ -958,7 +958,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	// with them (docs/benchmarks.md, "The 5 s stall").
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputs(id, valueSuffixes)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(50*time.Millisecond), kgo.MetadataMinAge(topology.DefaultMetadataMinAge))
+		kgo.FetchMaxWait(50*time.Millisecond), kgo.MetadataMinAge(config.DefaultMetadataMinAge))
 	if err != nil {
 		return res, err
 	}
@@ -972,7 +972,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	defer func() { stopCons(); <-consDone }()
 
 	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(input), kgo.ProducerLinger(0),
-		kgo.MetadataMinAge(topology.DefaultMetadataMinAge))
+		kgo.MetadataMinAge(config.DefaultMetadataMinAge))
 	if err != nil {
 		return res, err
 	}

@@ -14,8 +14,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/runtime"
 )
 
 // cmdContender runs one Go contender of the compare harness until SIGTERM:
@@ -84,9 +85,9 @@ func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, 
 	if err != nil {
 		return err
 	}
-	p, err := processor.New(top,
-		processor.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		processor.WithInstanceID("bench"))
+	p, err := runtime.New(top,
+		runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		runtime.WithInstanceID("bench"))
 	if err != nil {
 		return err
 	}
@@ -95,26 +96,26 @@ func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, 
 }
 
 // workloadTopology loads and compiles a bench topology for one run.
-func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*topology.Topology, error) {
+func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*plan.Plan, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	// PREFIX stands for the run's topic prefix in every topic of the file
 	// (routes, late, incomplete, dirty ...).
-	cfg, err := topology.Load(file, bytes.ReplaceAll(b, []byte("PREFIX"), []byte(prefix)))
+	cfg, err := config.Load(file, bytes.ReplaceAll(b, []byte("PREFIX"), []byte(prefix)))
 	if err != nil {
 		return nil, err
 	}
 	for i := range cfg.Inputs {
 		cfg.Inputs[i].Topic = input
 	}
-	g := topology.ExactlyOnce
+	g := config.ExactlyOnce
 	if guarantee == "alo" {
-		g = topology.AtLeastOnce
+		g = config.AtLeastOnce
 	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
+	if err := cfg.Apply(config.Overrides{Brokers: brokers, ApplicationID: group, Guarantee: string(g)}); err != nil {
 		return nil, err
 	}
-	return topology.Compile(cfg, filepath.Dir(file)+"/")
+	return plan.Compile(cfg, filepath.Dir(file)+"/")
 }

@@ -20,8 +20,8 @@ func TestWorkloadTopologies(t *testing.T) {
 			}
 			t.Fatalf("%s: %v", w, err)
 		}
-		if top.Config.ApplicationID != "run7" || top.Config.Inputs[0].Topic != "in" {
-			t.Errorf("%s: application id %q, input %q", w, top.Config.ApplicationID, top.Config.Inputs[0].Topic)
+		if top.Settings.ApplicationID != "run7" || top.Inputs[0].Topic != "in" {
+			t.Errorf("%s: application id %q, input %q", w, top.Settings.ApplicationID, top.Inputs[0].Topic)
 		}
 		for _, ot := range top.OutputTopics() {
 			if !strings.HasPrefix(ot, "run7.") {

@@ -19,13 +19,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tidwall/gjson"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -36,23 +35,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/runtime"
 )
 
 // Modes: what consumes the input and produces the outputs.
 const (
 	PassALO   = "passthrough-alo" // franz-go consume → produce, offsets committed every 100 ms
 	PassEOS   = "passthrough-eos" // the same in a GroupTransactSession, one transaction per 100 ms
-	RouterALO = "router-alo"      // processor.Run on the example topology, at_least_once
-	RouterEOS = "router-eos"      // processor.Run on the example topology, exactly_once
+	RouterALO = "router-alo"      // runtime.Run on the example topology, at_least_once
+	RouterEOS = "router-eos"      // runtime.Run on the example topology, exactly_once
 )
 
 var modes = []string{PassALO, PassEOS, RouterALO, RouterEOS}
@@ -117,7 +119,7 @@ func cmdBroker(args []string) error {
 	if err := preload(c.ListenAddrs(), *topic, *records, *seed, *keyBy == "service"); err != nil {
 		return err
 	}
-	runtime.GC()
+	goruntime.GC()
 	line, _ := json.Marshal(map[string]any{
 		"ready": true, "addr": c.ListenAddrs()[0], "topic": *topic, "partitions": *partitions,
 		"records": *records, "preload_seconds": time.Since(start).Seconds(), "pid": os.Getpid(),
@@ -278,8 +280,8 @@ func cmdRun(args []string) error {
 	brokers := fs.String("brokers", "", "bootstrap brokers: the address the broker subcommand printed")
 	topic := fs.String("topic", "logs", "input topic")
 	records := fs.Int("records", 1_000_000, "records the input holds (the run ends when all are committed)")
-	config := fs.String("config", "examples/logs-by-level.yaml", "topology for the router modes")
-	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "router workers")
+	configPath := fs.String("config", "examples/logs-by-level.yaml", "topology for the router modes")
+	workers := fs.Int("workers", goruntime.GOMAXPROCS(0), "router workers")
 	brokerPID := fs.Int("broker-pid", 0, "pid of the broker process, to report its CPU time")
 	verify := fs.Bool("verify", true, "read the outputs back read_committed and check every input appears once")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up after")
@@ -315,7 +317,7 @@ func cmdRun(args []string) error {
 	defer cancel()
 
 	clk := &clock{brokerPID: *brokerPID}
-	res := result{Mode: *mode, Records: *records, GoMaxProcs: runtime.GOMAXPROCS(0), CalibNS: calibrate()}
+	res := result{Mode: *mode, Records: *records, GoMaxProcs: goruntime.GOMAXPROCS(0), CalibNS: calibrate()}
 	if *label != "" {
 		res.Mode = *label
 	}
@@ -330,12 +332,12 @@ func cmdRun(args []string) error {
 		outTopics = []string{passOutput}
 		res.Commits, err = passExactlyOnce(ctx, bs, *topic, *records, clk)
 	default:
-		g := topology.AtLeastOnce
+		g := config.AtLeastOnce
 		if *mode == RouterEOS {
-			g = topology.ExactlyOnce
+			g = config.ExactlyOnce
 		}
 		res.Workers = *workers
-		outTopics, res.Commits, err = runRouter(ctx, bs, *config, g, *records, *workers, *maxPoll, *noSchema, clk)
+		outTopics, res.Commits, err = runRouter(ctx, bs, *configPath, g, *records, *workers, *maxPoll, *noSchema, clk)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", *mode, err)
@@ -402,7 +404,7 @@ func passOpts(brokers []string, group, topic, out string, clk *clock) []kgo.Opt 
 		// franz-go's 5 s a produce refused NOT_LEADER on an output the
 		// harness had just created held the first flush up to 5 s in
 		// one run and not the next (docs/benchmarks.md, "The 5 s stall").
-		kgo.MetadataMinAge(topology.DefaultMetadataMinAge),
+		kgo.MetadataMinAge(config.DefaultMetadataMinAge),
 	}
 }
 
@@ -525,10 +527,10 @@ func passLoopEOS(ctx context.Context, brokers []string, group, topic, out string
 	return commits, nil
 }
 
-// runRouter runs processor.Run on the topology until every input record
+// runRouter runs runtime.Run on the topology until every input record
 // is committed (the processor's consumed counter counts committed work).
-func runRouter(ctx context.Context, brokers []string, config string, g topology.Guarantee, n, workers, maxPoll int, noSchema bool, clk *clock) (outs []string, commits int, err error) {
-	cfg, err := topology.LoadFile(config)
+func runRouter(ctx context.Context, brokers []string, configPath string, g config.Guarantee, n, workers, maxPoll int, noSchema bool, clk *clock) (outs []string, commits int, err error) {
+	cfg, err := config.LoadFile(configPath)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -537,23 +539,23 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 			cfg.Inputs[i].Schema = ""
 		}
 	}
-	if err := cfg.Apply(topology.Overrides{Brokers: brokers, Guarantee: string(g)}); err != nil {
+	if err := cfg.Apply(config.Overrides{Brokers: brokers, Guarantee: string(g)}); err != nil {
 		return nil, 0, err
 	}
-	top, err := topology.Compile(cfg, filepath.Dir(config)+"/")
+	top, err := plan.Compile(cfg, filepath.Dir(configPath)+"/")
 	if err != nil {
 		return nil, 0, err
 	}
-	opts := []processor.Opt{
-		processor.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		processor.WithInstanceID("bench"),
-		processor.WithWorkers(workers),
-		processor.WithKgoOpts(kgo.WithHooks(clk)),
+	opts := []runtime.Opt{
+		runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		runtime.WithInstanceID("bench"),
+		runtime.WithWorkers(workers),
+		runtime.WithKgoOpts(kgo.WithHooks(clk)),
 	}
 	if maxPoll > 0 {
-		opts = append(opts, processor.WithMaxPollRecords(maxPoll))
+		opts = append(opts, runtime.WithMaxPollRecords(maxPoll))
 	}
-	p, err := processor.New(top, opts...)
+	p, err := runtime.New(top, opts...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -591,7 +593,7 @@ func runRouter(ctx context.Context, brokers []string, config string, g topology.
 // window or assembly routes, stage two has committed every record stage
 // one repartitioned (a route with repartition: false counts them under
 // the same name).
-func benchFinished(top *topology.Topology, m *metrics.Metrics, n int) func() bool {
+func benchFinished(top *plan.Plan, m *metrics.Metrics, n int) func() bool {
 	rep, _ := top.InternalTopics()
 	for _, r := range top.Windows() {
 		if r.Window.Direct {

@@ -9,17 +9,17 @@ import (
 	"net"
 	"sync"
 
-	"github.com/sidestream/sidestream/api"
+	"github.com/sidestream/sidestream/internal/api"
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/redact"
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/processor/stateful"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
 // apiSecurity turns the api section into the API's guard and, when it
 // listens on TLS, its tls.Config. Reload failures are logged once per
 // distinct error.
-func apiSecurity(a topology.API, log *slog.Logger) (api.Auth, *tls.Config, error) {
+func apiSecurity(a config.API, log *slog.Logger) (api.Auth, *tls.Config, error) {
 	log = log.With("component", "api")
 	onErr := onceEach(func(err error) {
 		log.Warn("an API credential file changed but could not be used; the last good one stays in force", "err", err)
@@ -27,8 +27,8 @@ func apiSecurity(a topology.API, log *slog.Logger) (api.Auth, *tls.Config, error
 	auth := api.Auth{Mode: api.AuthMode(a.Auth), ProtectMetrics: a.ProtectMetrics(), Denied: func(reason string) {
 		log.Debug("API request refused", "reason", reason)
 	}}
-	if a.Auth == topology.APIAuthBearer {
-		toks, err := api.NewTokens(a.TokenFile, topology.SplitTokens(a.Tokens.Reveal()), onErr)
+	if a.Auth == config.APIAuthBearer {
+		toks, err := api.NewTokens(a.TokenFile, config.SplitTokens(a.Tokens.Reveal()), onErr)
 		if err != nil {
 			return api.Auth{}, nil, fmt.Errorf("api.auth: bearer: %w", err)
 		}
@@ -60,17 +60,17 @@ func onceEach(f func(error)) func(error) {
 }
 
 // apiWarnings logs the API settings that work but leave a door open.
-func apiWarnings(log *slog.Logger, a topology.API, addr net.Addr) {
+func apiWarnings(log *slog.Logger, a config.API, addr net.Addr) {
 	if loopback(addr) {
 		return
 	}
 	switch {
-	case a.Auth == topology.APIAuthNone:
+	case a.Auth == config.APIAuthNone:
 		log.Warn("the HTTP API answers anyone who reaches "+addr.String()+" (api.auth: none): /state, /tasks, /topology and the samples of /ui are open; set api.auth: bearer or mtls, or listen on 127.0.0.1", "api", addr.String())
-	case a.Auth == topology.APIAuthBearer && !a.TLS.Enabled():
+	case a.Auth == config.APIAuthBearer && !a.TLS.Enabled():
 		log.Warn("bearer tokens travel in clear text (api.auth: bearer without api.tls): set api.tls.cert_file and key_file unless a mesh encrypts the traffic", "api", addr.String())
 	}
-	if a.Samples == topology.SamplesFull && a.Auth == topology.APIAuthNone {
+	if a.Samples == config.SamplesFull && a.Auth == config.APIAuthNone {
 		log.Warn("/ui shows whole records of the dirty and late routes to anyone (api.samples: full); consider api.samples: redacted or off", "api", addr.String())
 	}
 }
@@ -83,25 +83,25 @@ func loopback(addr net.Addr) bool {
 // redactedState applies api.samples to the record values a state query
 // returns: an assembly's part values, a window's results.
 type redactedState struct {
-	r    stateful.StateReader
+	r    stagetwo.StateReader
 	mode string
 	red  *redact.Redactor
 }
 
 func (s redactedState) ReadState(ctx context.Context, key string) (any, error) {
 	v, err := s.r.ReadState(ctx, key)
-	if err != nil || s.mode == topology.SamplesFull {
+	if err != nil || s.mode == config.SamplesFull {
 		return v, err
 	}
 	switch t := v.(type) {
-	case *stateful.WindowStateView:
+	case *stagetwo.WindowStateView:
 		c := *t
 		c.Windows = make([]json.RawMessage, len(t.Windows))
 		for i, w := range t.Windows {
 			c.Windows[i] = s.value(w)
 		}
 		return &c, nil
-	case *stateful.AssemblyStateView:
+	case *stagetwo.AssemblyStateView:
 		c := *t
 		c.Parts = append(c.Parts[:0:0], t.Parts...)
 		for i := range c.Parts {
@@ -115,7 +115,7 @@ func (s redactedState) ReadState(ctx context.Context, key string) (any, error) {
 
 // value is one record value under the mode: masked, or "***" whole.
 func (s redactedState) value(b json.RawMessage) json.RawMessage {
-	if s.mode == topology.SamplesRedacted {
+	if s.mode == config.SamplesRedacted {
 		if out, _, ok := s.red.JSON(b); ok {
 			return out
 		}
@@ -126,7 +126,7 @@ func (s redactedState) value(b json.RawMessage) json.RawMessage {
 
 // stateReadersFor registers every stateful operator for GET
 // /state/{operator}, under api.samples.
-func stateReadersFor(p *processor.Processor, a topology.API) map[string]api.StateReader {
+func stateReadersFor(p *runtime.Processor, a config.API) map[string]api.StateReader {
 	out := map[string]api.StateReader{}
 	for name, r := range p.StateReaders() {
 		out[name] = redactedState{r: r, mode: a.Samples, red: redact.New(a.Redact)}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/operator/assembly"
 	"github.com/sidestream/sidestream/internal/redact"
-	"github.com/sidestream/sidestream/processor/assembly"
-	"github.com/sidestream/sidestream/processor/stateful"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
 func TestAPIWarnings(t *testing.T) {
@@ -20,14 +20,14 @@ func TestAPIWarnings(t *testing.T) {
 	lo := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
 	for _, c := range []struct {
 		name string
-		a    topology.API
+		a    config.API
 		addr net.Addr
 		want []string
 	}{
-		{"none on every interface", topology.API{Auth: "none", Samples: "full"}, all, []string{"answers anyone", "api.samples: full"}},
-		{"none on loopback", topology.API{Auth: "none", Samples: "full"}, lo, nil},
-		{"bearer in clear", topology.API{Auth: "bearer", Samples: "full"}, all, []string{"travel in clear text"}},
-		{"bearer on TLS", topology.API{Auth: "bearer", Samples: "full", TLS: topology.APITLS{CertFile: "c"}}, all, nil},
+		{"none on every interface", config.API{Auth: "none", Samples: "full"}, all, []string{"answers anyone", "api.samples: full"}},
+		{"none on loopback", config.API{Auth: "none", Samples: "full"}, lo, nil},
+		{"bearer in clear", config.API{Auth: "bearer", Samples: "full"}, all, []string{"travel in clear text"}},
+		{"bearer on TLS", config.API{Auth: "bearer", Samples: "full", TLS: config.APITLS{CertFile: "c"}}, all, nil},
 	} {
 		var buf bytes.Buffer
 		apiWarnings(slog.New(slog.NewTextHandler(&buf, nil)), c.a, c.addr)
@@ -48,8 +48,8 @@ type fixedState struct{ v any }
 func (f fixedState) ReadState(context.Context, string) (any, error) { return f.v, nil }
 
 func TestStateUnderSamples(t *testing.T) {
-	win := &stateful.WindowStateView{Route: "w", Windows: []json.RawMessage{json.RawMessage(`{"key":"k","last_email":"ann@x.io","n":3}`)}}
-	asm := &stateful.AssemblyStateView{Route: "a", Held: true}
+	win := &stagetwo.WindowStateView{Route: "w", Windows: []json.RawMessage{json.RawMessage(`{"key":"k","last_email":"ann@x.io","n":3}`)}}
+	asm := &stagetwo.AssemblyStateView{Route: "a", Held: true}
 	asm.Parts = []assembly.Part{{Name: "order", Value: json.RawMessage(`{"email":"bob@x.io","total":9}`)}}
 	read := func(mode string, v any) string {
 		s := redactedState{r: fixedState{v}, mode: mode, red: redact.New([]string{"last_email", "email"})}

@@ -15,8 +15,8 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the MySQL sink's table
 
 	"github.com/sidestream/sidestream/internal/audit"
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/sideroute"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/sideroute"
 )
 
 // cmdAudit is `router audit`: its flags, then internal/audit. Exit 1 on
@@ -54,10 +54,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usage("--route: " + err.Error())
 		}
-		if opts.ClientOpts, err = kclient.SecurityOpts(top.Config.Security); err != nil {
+		if opts.ClientOpts, err = kclient.SecurityOpts(top.Settings.Security); err != nil {
 			return err
 		}
-		opts.Topic, opts.Brokers = target.Topic, top.Config.Brokers
+		opts.Topic, opts.Brokers = target.Topic, top.Settings.Brokers
 	} else {
 		opts.Brokers = brokerOverrides(*brokers).Brokers
 	}

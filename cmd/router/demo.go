@@ -25,14 +25,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/api"
 	"github.com/sidestream/sidestream/examples"
+	"github.com/sidestream/sidestream/internal/api"
+	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/live"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/live"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/srlocal"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // demoResult is the one JSON line `router demo` prints on stdout.
@@ -136,9 +138,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	cfg, err := topology.LoadFile(cfgPath)
+	cfg, err := config.LoadFile(cfgPath)
 	if err != nil {
-		var ce *topology.ConfigError
+		var ce *config.ConfigError
 		if errors.As(err, &ce) {
 			return exitError{code: 1, msg: ce.Error()}
 		}
@@ -165,7 +167,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	o := f.overrides()
 	if reg != nil {
 		defer reg.Close()
-		o.Registry = topology.RegistryOverrides{URL: reg.URL()}
+		o.Registry = config.RegistryOverrides{URL: reg.URL()}
 	}
 	// The embedded broker is plaintext: security settings (of the file or
 	// the environment) do not apply to the demo.
@@ -177,7 +179,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 		f.instanceID = "demo"
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
-		f.brokers, top.Config.ApplicationID, top.Config.Guarantee, f.listen)
+		f.brokers, top.Settings.ApplicationID, top.Settings.Guarantee, f.listen)
 	return runDemo(f, top, brokers, reg, log, stdout, stderr)
 }
 
@@ -185,10 +187,10 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 // relative to the topology file.
 const demoAvroSchema = "schemas/log-event.avsc"
 
-// demoRegistry is the demo's in-process schema registry (localRegistry)
+// demoRegistry is the demo's in-process schema registry (srlocal.Registry)
 // with the generator's Avro schema registered.
 type demoRegistry struct {
-	*localRegistry
+	*srlocal.Registry
 	schema string // the Avro log events' schema text
 	id     int    // its id
 }
@@ -197,16 +199,16 @@ type demoRegistry struct {
 // registry-backed input and registers demoAvroSchema under each Avro
 // input's <topic>-value subject; nil for a topology without one. The
 // demo generates Avro only: a protobuf or json_schema input is refused.
-func startDemoRegistry(cfg *topology.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
+func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
 	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
-	var schemas []localSchema
+	var schemas []srlocal.Schema
 	var subjects []string
 	for _, in := range cfg.Inputs {
 		switch {
-		case in.Format == topology.InputAvro:
-			schemas = append(schemas, localSchema{subject: in.Topic + "-value", path: path, typ: sr.TypeAvro})
+		case in.Format == config.InputAvro:
+			schemas = append(schemas, srlocal.Schema{Subject: in.Topic + "-value", Path: path, Type: sr.TypeAvro})
 			subjects = append(subjects, in.Topic+"-value")
-		case topology.RegistryFormat(in.Format):
+		case config.RegistryFormat(in.Format):
 			return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)}
 		}
 	}
@@ -217,14 +219,14 @@ func startDemoRegistry(cfg *topology.Config, cfgPath string, stderr io.Writer) (
 	if err != nil {
 		return nil, exitError{code: 1, msg: fmt.Sprintf("router demo: the Avro generator's schema: %v", err)}
 	}
-	lr, err := startLocalRegistry(schemas)
+	lr, err := srlocal.Start(schemas)
 	if err != nil {
 		return nil, err
 	}
-	r := &demoRegistry{localRegistry: lr, schema: string(text), id: lr.ids[subjects[0]]}
+	r := &demoRegistry{Registry: lr, schema: string(text), id: lr.IDs[subjects[0]]}
 	ignored := ""
-	if cfg.SchemaRegistry.URL != "" || os.Getenv(topology.EnvRegistryURL) != "" {
-		ignored = "; the schema_registry settings of the file and " + topology.EnvRegistryURL + " do not apply"
+	if cfg.SchemaRegistry.URL != "" || os.Getenv(config.EnvRegistryURL) != "" {
+		ignored = "; the schema_registry settings of the file and " + config.EnvRegistryURL + " do not apply"
 	}
 	fmt.Fprintf(stderr, "demo: in-process schema registry at %s: %s registered under %s (id %d)%s\n",
 		r.URL(), demoAvroSchema, strings.Join(subjects, ", "), r.id, ignored)
@@ -233,9 +235,9 @@ func startDemoRegistry(cfg *topology.Config, cfgPath string, stderr io.Writer) (
 
 // demoConfigPath is the --config file, or the default example written to
 // a temporary folder (removed by cleanup).
-func demoConfigPath(config string) (path string, cleanup func(), err error) {
-	if config != "" {
-		return config, func() {}, nil
+func demoConfigPath(given string) (path string, cleanup func(), err error) {
+	if given != "" {
+		return given, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "sidestream-demo-")
 	if err != nil {
@@ -252,7 +254,7 @@ func demoConfigPath(config string) (path string, cleanup func(), err error) {
 // runDemo serves the router and the web view on the embedded Kafka, runs
 // the generator, waits for every record to be committed and prints the
 // verdict.
-func runDemo(f *demoFlags, top *topology.Topology, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
+func runDemo(f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
@@ -317,7 +319,7 @@ type demoExpect struct {
 // demoGenerate writes the generator's records: logs (JSON, or Avro to an
 // avro input) or orders to the first input, or the parts of whole orders
 // for an assembly topology.
-func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
+func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
 	kind := f.generator
 	if kind == "auto" {
 		kind = "logs"
@@ -329,7 +331,7 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, bro
 		}
 	}
 	var expect demoExpect
-	avroIn := reg != nil && top.Config.Inputs[0].Format == topology.InputAvro
+	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
 	switch {
 	case avroIn && kind != "logs":
 		return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)}
@@ -365,7 +367,7 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *topology.Topology, bro
 
 // waitCommitted waits until every produced record is consumed and
 // committed, printing the live summary once a second.
-func (f *demoFlags) waitCommitted(top *topology.Topology, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
+func (f *demoFlags) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
 	limit := time.Now().Add(2*time.Minute + time.Duration(f.records/2000)*time.Second)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -397,11 +399,11 @@ func (f *demoFlags) waitCommitted(top *topology.Topology, m *metrics.Metrics, pr
 // demoVerdict reads every output back read_committed and checks
 // conservation (and the assemblies and the dirty reasons against the
 // generator's oracle).
-func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
+func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
 	s := m.Snapshot()
 	res := demoResult{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
-		Guarantee: string(top.Config.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
+		Guarantee: string(top.Settings.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
 	}
 	if len(top.Windows()) > 0 {
@@ -430,7 +432,7 @@ func demoVerdict(top *topology.Topology, m *metrics.Metrics, brokers []string, l
 	return res, nil
 }
 
-func inputTopics(cfg *topology.Config) []string {
+func inputTopics(cfg *config.Config) []string {
 	var out []string
 	for _, in := range cfg.Inputs {
 		out = append(out, in.Topic)
@@ -487,7 +489,7 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
+func readBack(brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
@@ -498,11 +500,11 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
 		if r.Window != nil {
-			byTopic[r.Window.Config.LateTopic] = "late"
+			byTopic[r.Window.Spec.LateTopic] = "late"
 		}
 		if a := r.Assembly; a != nil {
-			byTopic[a.Config.IncompleteTopic] = "assembly"
-			byTopic[a.Config.DuplicateTopic] = "assembly"
+			byTopic[a.Spec.IncompleteTopic] = "assembly"
+			byTopic[a.Spec.DuplicateTopic] = "assembly"
 		}
 	}
 	routes := map[string]int64{}
@@ -537,7 +539,7 @@ func readBack(brokers []string, top *topology.Topology, log *slog.Logger) (map[s
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what
 // was read back equals what the router counted.
-func conservation(res demoResult, s metrics.Snapshot, top *topology.Topology, inputs float64) (bool, []string) {
+func conservation(res demoResult, s metrics.Snapshot, top *plan.Plan, inputs float64) (bool, []string) {
 	var problems []string
 	if int64(inputs) != res.Produced {
 		problems = append(problems, fmt.Sprintf("consumed %.0f input records != produced %d", inputs, res.Produced))
@@ -589,7 +591,7 @@ func conservation(res demoResult, s metrics.Snapshot, top *topology.Topology, in
 
 // inputConsumed is the committed count of input records (the consumed
 // counter also counts repartitioned records of window routes).
-func inputConsumed(top *topology.Topology, m *metrics.Metrics) float64 {
+func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 	var n float64
 	for _, t := range top.InputTopics() {
 		n += testutil.ToFloat64(m.Consumed.WithLabelValues(t))
@@ -599,7 +601,7 @@ func inputConsumed(top *topology.Topology, m *metrics.Metrics) float64 {
 
 // done reports whether every produced record is consumed and committed,
 // and every record sent to a window route has been through stage two.
-func done(top *topology.Topology, m *metrics.Metrics, produced int64) bool {
+func done(top *plan.Plan, m *metrics.Metrics, produced int64) bool {
 	if int64(inputConsumed(top, m)) < produced {
 		return false
 	}
@@ -616,7 +618,7 @@ var _ fs.FS = examples.FS
 // lingerDemo keeps the embedded Kafka (still open: the caller closes it)
 // and the web view up after the demo, with the router stopped, for d or
 // until SIGINT or SIGTERM.
-func lingerDemo(top *topology.Topology, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
+func lingerDemo(top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
 	finished := func() (bool, string) {
 		return false, "demo finished: the router stopped; the embedded Kafka stays up"
 	}

@@ -12,20 +12,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // partsFor generates the parts of n orders of an assembly example: the
 // three-topic order/payment/shipment stream when the topology reads
 // payments, else the seed-002 stream of X and Y parts.
-func partsFor(top *topology.Topology, n int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
+func partsFor(top *plan.Plan, n int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
 	if slices.Contains(top.InputTopics(), "payments") {
 		return gen.OrderPaymentShipment(seed, n)
 	}
-	parts, exp := gen.OrderParts(seed, n, int(top.Config.Topics.Partitions))
+	parts, exp := gen.OrderParts(seed, n, int(top.Settings.Topics.Partitions))
 	for i := range parts {
 		parts[i].Topic = top.InputTopics()[0]
 	}
@@ -35,7 +35,7 @@ func partsFor(top *topology.Topology, n int, seed uint64) ([]gen.Part, gen.Assem
 // partsOfRecords generates whole orders, the fewest whose parts number at
 // least records (an order's parts are never cut: the verdict checks each
 // order's outcome).
-func partsOfRecords(top *topology.Topology, records int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
+func partsOfRecords(top *plan.Plan, records int, seed uint64) ([]gen.Part, gen.AssemblyExpect) {
 	lo, hi := 1, max(1, records) // every order has at least one part
 	for lo < hi {
 		mid := (lo + hi) / 2
@@ -50,7 +50,7 @@ func partsOfRecords(top *topology.Topology, records int, seed uint64) ([]gen.Par
 
 // generateParts writes the parts of about records input records (whole
 // orders), at rate records per second (0: as fast as possible).
-func generateParts(ctx context.Context, brokers []string, top *topology.Topology, records int, rate float64, seed uint64) (int64, gen.AssemblyExpect, error) {
+func generateParts(ctx context.Context, brokers []string, top *plan.Plan, records int, rate float64, seed uint64) (int64, gen.AssemblyExpect, error) {
 	parts, exp := partsOfRecords(top, records, seed)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
@@ -90,7 +90,7 @@ func generateParts(ctx context.Context, brokers []string, top *topology.Topology
 
 // assembliesDone reports whether every part went through stage two and
 // no assembly is still open (processing-time TTLs have fired).
-func assembliesDone(top *topology.Topology, m *metrics.Metrics) bool {
+func assembliesDone(top *plan.Plan, m *metrics.Metrics) bool {
 	for _, r := range top.Assemblies() {
 		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Assembly.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
 			return false
@@ -112,11 +112,11 @@ func assembliesDone(top *topology.Topology, m *metrics.Metrics) bool {
 // checkAssemblies reads the assembly outputs back read_committed and
 // checks them against the generator's expectations and the router's
 // counts. It returns the counts read and the problems found.
-func checkAssemblies(brokers []string, top *topology.Topology, s metrics.Snapshot, exp gen.AssemblyExpect) (map[string]int64, []string) {
+func checkAssemblies(brokers []string, top *plan.Plan, s metrics.Snapshot, exp gen.AssemblyExpect) (map[string]int64, []string) {
 	out := map[string]int64{}
 	var problems []string
 	ar := top.Assemblies()[0]
-	c := ar.Assembly.Config
+	c := ar.Assembly.Spec
 	topics := []string{ar.Topic, c.IncompleteTopic}
 	if c.DuplicateTopic != "" {
 		topics = append(topics, c.DuplicateTopic)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // knownEnv are the SIDESTREAM_* variables the router reads.
@@ -17,18 +17,18 @@ var knownEnv = map[string]bool{
 	"SIDESTREAM_GUARANTEE": true, "SIDESTREAM_COMMIT_INTERVAL": true, "SIDESTREAM_LISTEN": true,
 	"SIDESTREAM_INSTANCE_ID": true, "SIDESTREAM_OWNER_URL_TEMPLATE": true, "SIDESTREAM_STATIC_MEMBERSHIP": true,
 	"SIDESTREAM_LOG_LEVEL": true, "SIDESTREAM_LOG_FORMAT": true, "SIDESTREAM_AUDIT_MYSQL_DSN": true,
-	topology.EnvSecurityProtocol: true, topology.EnvSASLMechanism: true, topology.EnvSASLUsername: true,
-	topology.EnvRegistryURL: true, topology.EnvRegistryUsername: true, topology.EnvRegistryPassword: true,
-	topology.EnvRegistryFetchTimeout: true, topology.EnvRegistryUnknownIDTTL: true, topology.EnvRegistryTLSCAFile: true,
-	topology.EnvRegistryTLSCertFile: true, topology.EnvRegistryTLSKeyFile: true,
-	topology.EnvSASLPassword: true, topology.EnvSASLOAuthTokenURL: true, topology.EnvSASLOAuthClientID: true,
-	topology.EnvSASLOAuthClientSecret: true, topology.EnvSASLOAuthScopes: true, topology.EnvTLSCAFile: true, topology.EnvTLSCertFile: true,
-	topology.EnvTLSKeyFile: true, topology.EnvTLSServerName: true, topology.EnvTLSInsecureSkipVer: true,
-	topology.EnvStateStore: true, topology.EnvStateDir: true, topology.EnvOnChangelogLoss: true,
-	topology.EnvAPIAuth: true, topology.EnvAPITokenFile: true, topology.EnvAPITokens: true,
-	topology.EnvAPIMetrics: true, topology.EnvAPITLSCertFile: true, topology.EnvAPITLSKeyFile: true,
-	topology.EnvAPITLSClientCA: true, topology.EnvAPISamples: true, topology.EnvAPIRedact: true,
-	topology.EnvAPISampleMaxLen: true,
+	config.EnvSecurityProtocol: true, config.EnvSASLMechanism: true, config.EnvSASLUsername: true,
+	config.EnvRegistryURL: true, config.EnvRegistryUsername: true, config.EnvRegistryPassword: true,
+	config.EnvRegistryFetchTimeout: true, config.EnvRegistryUnknownIDTTL: true, config.EnvRegistryTLSCAFile: true,
+	config.EnvRegistryTLSCertFile: true, config.EnvRegistryTLSKeyFile: true,
+	config.EnvSASLPassword: true, config.EnvSASLOAuthTokenURL: true, config.EnvSASLOAuthClientID: true,
+	config.EnvSASLOAuthClientSecret: true, config.EnvSASLOAuthScopes: true, config.EnvTLSCAFile: true, config.EnvTLSCertFile: true,
+	config.EnvTLSKeyFile: true, config.EnvTLSServerName: true, config.EnvTLSInsecureSkipVer: true,
+	config.EnvStateStore: true, config.EnvStateDir: true, config.EnvOnChangelogLoss: true,
+	config.EnvAPIAuth: true, config.EnvAPITokenFile: true, config.EnvAPITokens: true,
+	config.EnvAPIMetrics: true, config.EnvAPITLSCertFile: true, config.EnvAPITLSKeyFile: true,
+	config.EnvAPITLSClientCA: true, config.EnvAPISamples: true, config.EnvAPIRedact: true,
+	config.EnvAPISampleMaxLen: true,
 }
 
 // toolEnvPrefixes are the repository's test and script settings

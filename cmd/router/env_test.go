@@ -43,7 +43,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 func TestKnownEnvComplete(t *testing.T) {
 	re := regexp.MustCompile(`"(SIDESTREAM_[A-Z_]+)"`)
 	var files []string
-	for _, dir := range []string{".", "../../topology", "../../processor"} {
+	for _, dir := range []string{".", "../../internal/config", "../../internal/runtime"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -14,10 +14,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/show"
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/sideroute"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/sideroute"
 )
 
 // redriveFlags are router redrive's flags.
@@ -86,14 +87,14 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badRedrive("--from: %v", err)
 	}
-	var fexpr, texpr *topology.Expr
+	var fexpr, texpr *config.Expr
 	if f.filter != "" {
-		if fexpr, err = topology.CompileExpr(f.filter, true); err != nil {
+		if fexpr, err = config.CompileExpr(f.filter, true); err != nil {
 			return badRedrive("--filter: %v", err)
 		}
 	}
 	if f.transform != "" {
-		if texpr, err = topology.CompileExpr(f.transform, false); err != nil {
+		if texpr, err = config.CompileExpr(f.transform, false); err != nil {
 			return badRedrive("--transform: %v", err)
 		}
 	}
@@ -127,14 +128,14 @@ func cmdRedrive(args []string, stdout, stderr io.Writer) error {
 // section's fetch side on those that read (the side route, the ledger)
 // and its produce side (compression, metadata minimum age, buffers) on
 // the producer.
-func newRedrive(top *topology.Topology, target sideroute.Target, f *redriveFlags, filter, transform *topology.Expr) (sideroute.Redrive, error) {
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+func newRedrive(top *plan.Plan, target sideroute.Target, f *redriveFlags, filter, transform *config.Expr) (sideroute.Redrive, error) {
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return sideroute.Redrive{}, err
 	}
 	return sideroute.Redrive{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topology: top,
-		ReadOpts: kclient.ConsumerOpts(top.Config.Client), ProduceOpts: kclient.ProducerOpts(top.Config.Client),
+		Brokers: top.Settings.Brokers, ClientOpts: copts, Topology: top,
+		ReadOpts: kclient.ConsumerOpts(top.Settings.Client), ProduceOpts: kclient.ProducerOpts(top.Settings.Client),
 		From: target, To: f.to, Filter: filter, Transform: transform,
 		DryRun: f.dryRun, Limit: f.limit, MaxRedrives: f.maxRedr, TxnRecords: f.txnRecs, RunID: f.runID,
 	}, nil
@@ -143,7 +144,7 @@ func newRedrive(top *topology.Topology, target sideroute.Target, f *redriveFlags
 // onRecord prints what a dry run would send, and the first 20 records not
 // redriven with why (refusals and expression errors: the records stay
 // where they are, and a person should know which and why).
-func (f *redriveFlags) onRecord(top *topology.Topology, stdout, stderr io.Writer) func(r, out *kgo.Record, outcome, detail string) {
+func (f *redriveFlags) onRecord(top *plan.Plan, stdout, stderr io.Writer) func(r, out *kgo.Record, outcome, detail string) {
 	p := tailPrinter{w: stdout, top: top, f: tailFlags{format: f.format, maxValue: 2048}, planned: true}
 	notes := 0
 	return func(r, out *kgo.Record, outcome, detail string) {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/sideroute"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/sideroute"
 )
 
 // TestRedriveGetsTheClientSection: the redrive router redrive builds
@@ -28,11 +28,11 @@ func TestRedriveGetsTheClientSection(t *testing.T) {
 	}{
 		{"set", "client: {compression: zstd, metadata_min_age: 2s, fetch_max_partition_bytes: 65536}\n",
 			[]kgo.CompressionCodec{kgo.ZstdCompression(), kgo.NoCompression()}, 2 * time.Second, 65536},
-		{"unset", "", nil, topology.DefaultMetadataMinAge, topology.DefaultFetchMaxPartitionBytes},
+		{"unset", "", nil, config.DefaultMetadataMinAge, config.DefaultFetchMaxPartitionBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			config := filepath.Join(t.TempDir(), "redrive.yaml")
-			if err := os.WriteFile(config, []byte(`application_id: redrive-opts
+			cfgPath := filepath.Join(t.TempDir(), "redrive.yaml")
+			if err := os.WriteFile(cfgPath, []byte(`application_id: redrive-opts
 brokers: [127.0.0.1:1]
 inputs: [{topic: in}]
 routing: {default: all}
@@ -41,7 +41,7 @@ dirty: {topic: dirty}
 `+tc.client), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			top, err := loadTopology(config, brokerOverrides(""), false)
+			top, err := loadTopology(cfgPath, brokerOverrides(""), false)
 			if err != nil {
 				t.Fatal(err)
 			}

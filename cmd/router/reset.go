@@ -13,9 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/reset"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/reset"
 )
 
 // cmdReset resets an application for reprocessing: input offsets moved,
@@ -77,14 +78,14 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.stateDir == "" && top.Config.State.Store == topology.StorePebble {
-		f.stateDir = top.Config.State.Dir
+	if f.stateDir == "" && top.Settings.State.Store == config.StorePebble {
+		f.stateDir = top.Settings.State.Dir
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return err
 	}
-	adm, cl, err := kclient.NewAdmin(top.Config.Brokers, copts...)
+	adm, cl, err := kclient.NewAdmin(top.Settings.Brokers, copts...)
 	if err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 }
 
 // localState lists the changelogs' state directories below dir that exist.
-func localState(top *topology.Topology, dir string) []string {
+func localState(top *plan.Plan, dir string) []string {
 	if dir == "" {
 		return nil
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/reset"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/reset"
+	"github.com/sidestream/sidestream/internal/runtime"
 )
 
 // resetYAML has a repartitioned window, a window without a repartition
@@ -80,11 +80,11 @@ func TestResetReprocesses(t *testing.T) {
 	brokers := c.ListenAddrs()
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
-	config := filepath.Join(dir, "reset.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, resetYAML, stateDir), 0o644); err != nil {
+	cfgPath := filepath.Join(dir, "reset.yaml")
+	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, resetYAML, stateDir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	top, err := loadTopology(config, brokerOverrides(strings.Join(brokers, ",")), false)
+	top, err := loadTopology(cfgPath, brokerOverrides(strings.Join(brokers, ",")), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +108,12 @@ func TestResetReprocesses(t *testing.T) {
 	}
 
 	type router struct {
-		p    *processor.Processor
+		p    *runtime.Processor
 		stop func()
 	}
 	start := func(id string) router {
-		p, err := processor.New(top, processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-			processor.WithInstanceID(id), processor.WithLossRecheck(time.Hour))
+		p, err := runtime.New(top, runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			runtime.WithInstanceID(id), runtime.WithLossRecheck(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestResetReprocesses(t *testing.T) {
 	waitAll(a)
 
 	// An instance in the group: refused.
-	if code, _, errs := run(t, "reset", "--config", config, "--brokers", strings.Join(brokers, ",")); code != 1 || !strings.Contains(errs, "active members") || !strings.Contains(errs, "stop every router instance") {
+	if code, _, errs := run(t, "reset", "--config", cfgPath, "--brokers", strings.Join(brokers, ",")); code != 1 || !strings.Contains(errs, "active members") || !strings.Contains(errs, "stop every router instance") {
 		t.Fatalf("reset with a member: exit %d, stderr %q", code, errs)
 	}
 	a.stop()
@@ -177,7 +177,7 @@ func TestResetReprocesses(t *testing.T) {
 	}
 
 	// --dry-run prints the plan and changes nothing.
-	code, out, errs := run(t, "reset", "--config", config, "--brokers", strings.Join(brokers, ","), "--dry-run")
+	code, out, errs := run(t, "reset", "--config", cfgPath, "--brokers", strings.Join(brokers, ","), "--dry-run")
 	if code != 0 || !strings.Contains(out, "dry run: nothing changed") || !strings.Contains(out, "logs[0]") ||
 		!strings.Contains(out, repartition[0]) || !strings.Contains(out, filepath.Join(stateDir, changelogs[0])) {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errs)
@@ -187,7 +187,7 @@ func TestResetReprocesses(t *testing.T) {
 	}
 	// --to a time after every record's timestamp (the produce time): the
 	// plan puts each input at its end.
-	code, out, errs = run(t, "reset", "--config", config, "--brokers", strings.Join(brokers, ","), "--dry-run", "--format", "json",
+	code, out, errs = run(t, "reset", "--config", cfgPath, "--brokers", strings.Join(brokers, ","), "--dry-run", "--format", "json",
 		"--to", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
 	var plan reset.Plan
 	if code != 0 || json.Unmarshal([]byte(out), &plan) != nil {
@@ -203,14 +203,14 @@ func TestResetReprocesses(t *testing.T) {
 		}
 	}
 
-	code, out, errs = run(t, "reset", "--config", config, "--brokers", strings.Join(brokers, ","))
+	code, out, errs = run(t, "reset", "--config", cfgPath, "--brokers", strings.Join(brokers, ","))
 	if code != 0 || !strings.Contains(out, "reset: 3 input partitions moved to earliest, 3 topics deleted, 2 local state directories removed") {
 		t.Fatalf("reset: exit %d\n%s%s", code, out, errs)
 	}
 	if exists() != 0 {
 		t.Fatal("internal topics left after the reset")
 	}
-	offs, err := adm.FetchOffsets(ctx, top.Config.ApplicationID)
+	offs, err := adm.FetchOffsets(ctx, top.Settings.ApplicationID)
 	if err != nil {
 		t.Fatal(err)
 	}

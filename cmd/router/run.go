@@ -18,11 +18,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/api"
-	"github.com/sidestream/sidestream/live"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/api"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/live"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/runtime"
 )
 
 // runFlags are the flags of `router run` (and, in part, `router demo`).
@@ -63,9 +64,9 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", envOr("SIDESTREAM_LOG_FORMAT", "text"), "text or json (env SIDESTREAM_LOG_FORMAT)")
 }
 
-func (f *runFlags) overrides() topology.Overrides {
-	o := topology.OverridesFromEnv(os.Getenv)
-	p := topology.Overrides{ApplicationID: f.appID, Guarantee: f.guarantee, CommitInterval: f.commitInterval}
+func (f *runFlags) overrides() config.Overrides {
+	o := config.OverridesFromEnv(os.Getenv)
+	p := config.Overrides{ApplicationID: f.appID, Guarantee: f.guarantee, CommitInterval: f.commitInterval}
 	if f.brokers != "" {
 		p.Brokers = strings.Split(f.brokers, ",")
 	}
@@ -76,33 +77,33 @@ func (f *runFlags) overrides() topology.Overrides {
 // (the demo's embedded broker) the security settings of the file and the
 // environment are dropped, and with a registry URL in o (the demo's
 // in-process registry) the file's schema_registry section too.
-func loadTopology(path string, o topology.Overrides, plaintext bool) (*topology.Topology, error) {
+func loadTopology(path string, o config.Overrides, plaintext bool) (*plan.Plan, error) {
 	if path == "" {
 		return nil, exitError{code: 2, msg: "--config is required"}
 	}
-	cfg, err := topology.LoadFile(path)
+	cfg, err := config.LoadFile(path)
 	if err != nil {
-		var ce *topology.ConfigError
+		var ce *config.ConfigError
 		if errors.As(err, &ce) {
 			return nil, exitError{code: 1, msg: ce.Error()}
 		}
 		return nil, err
 	}
 	if plaintext {
-		cfg.Security = topology.Security{Protocol: topology.ProtocolPlaintext}
-		o.Security = topology.SecurityOverrides{}
+		cfg.Security = config.Security{Protocol: config.ProtocolPlaintext}
+		o.Security = config.SecurityOverrides{}
 		if o.Registry.URL != "" {
 			// The demo's in-process registry: no auth, no TLS.
-			cfg.SchemaRegistry = topology.SchemaRegistry{}
+			cfg.SchemaRegistry = config.SchemaRegistry{}
 		}
 	}
 	if err := cfg.Apply(o); err != nil {
 		return nil, err
 	}
-	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
+	if err := cfg.ApplyAPI(config.APIOverridesFromEnv(os.Getenv)); err != nil {
 		return nil, err
 	}
-	return topology.Compile(cfg, dirOf(path))
+	return plan.Compile(cfg, dirOf(path))
 }
 
 func dirOf(p string) string {
@@ -143,7 +144,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 // serve runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
-func serve(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
+func serve(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics) error {
 	return serveWith(ctx, top, f, log, m, serveHooks{})
 }
 
@@ -159,19 +160,19 @@ type uiView struct{ s *live.State }
 
 func (u uiView) UIView() any { return u.s.View() }
 
-func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
+func serveWith(ctx context.Context, top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics, hooks serveHooks) error {
 	build := currentBuild()
 	m.SetBuildInfo(build.version, build.revision, build.goVersion)
 	ui := hooks.ui
 	if ui == nil {
 		ui = live.New(top, m, live.Options{})
 	}
-	proc, err := processor.New(top, processorOpts(top, f, log, m, ui)...)
+	proc, err := runtime.New(top, processorOpts(top, f, log, m, ui)...)
 	if err != nil {
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
-	auth, tlsCfg, err := apiSecurity(top.Config.API, log)
+	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        uiView{ui},
-		State:     stateReadersFor(proc, top.Config.API),
+		State:     stateReadersFor(proc, top.Settings.API),
 		Auth:      auth,
 	}))
 	if hooks.listening != nil {
@@ -202,7 +203,7 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 	}()
 	logStarted(log, top, build, addr, tlsCfg != nil, proc.TransactionalID())
 
-	runErr := runUntilStopped(ctx, proc, top.Config.Shutdown.D(), log)
+	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutCtx)
@@ -213,44 +214,44 @@ func serveWith(ctx context.Context, top *topology.Topology, f runFlags, log *slo
 }
 
 // processorOpts are the processor's options from the flags.
-func processorOpts(top *topology.Topology, f runFlags, log *slog.Logger, m *metrics.Metrics, ui *live.State) []processor.Opt {
-	opts := []processor.Opt{
-		processor.WithLogger(log), processor.WithMetrics(m),
-		processor.WithInstanceID(f.instanceID), processor.WithStaticMembership(f.static),
-		processor.WithTransactionTimeout(f.txnTimeout), processor.WithOwnerURL(f.ownerURL),
+func processorOpts(top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
+	opts := []runtime.Opt{
+		runtime.WithLogger(log), runtime.WithMetrics(m),
+		runtime.WithInstanceID(f.instanceID), runtime.WithStaticMembership(f.static),
+		runtime.WithTransactionTimeout(f.txnTimeout), runtime.WithOwnerURL(f.ownerURL),
 	}
-	if top.Config.API.Samples != topology.SamplesOff {
+	if top.Settings.API.Samples != config.SamplesOff {
 		// Off keeps no record content in memory at all.
-		opts = append(opts, processor.WithSideSampler(ui.Sample))
+		opts = append(opts, runtime.WithSideSampler(ui.Sample))
 	}
 	if f.workers > 0 {
-		opts = append(opts, processor.WithWorkers(f.workers))
+		opts = append(opts, runtime.WithWorkers(f.workers))
 	}
 	if f.sessionTimeout > 0 {
 		// Heartbeat at a third of the session, as Kafka recommends.
-		opts = append(opts, processor.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
+		opts = append(opts, runtime.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
 	}
 	return opts
 }
 
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.
-func logStarted(log *slog.Logger, top *topology.Topology, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
-	sec := top.Config.Security
-	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Config.API.Auth, "brokers", top.Config.Brokers,
-		"guarantee", top.Config.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
+func logStarted(log *slog.Logger, top *plan.Plan, build buildInfo, addr net.Addr, apiTLS bool, txnID string) {
+	sec := top.Settings.Security
+	started := []any{"version", build.version, "revision", build.revision, "api", addr.String(), "api_tls", apiTLS, "api_auth", top.Settings.API.Auth, "brokers", top.Settings.Brokers,
+		"guarantee", top.Settings.Guarantee, "transactional_id", txnID, "security_protocol", sec.Protocol}
 	if sec.UsesSASL() {
 		// The mechanism and user only: the password is never logged.
 		started = append(started, "sasl_mechanism", sec.SASL.Mechanism, "sasl_username", sec.SASL.Username)
 	}
 	log.Info("router started", started...)
 	securityWarnings(log, sec)
-	apiWarnings(log, top.Config.API, addr)
+	apiWarnings(log, top.Settings.API, addr)
 }
 
 // runUntilStopped runs the processor until it returns or ctx ends; then it
 // has shutdown to finish its last transaction.
-func runUntilStopped(ctx context.Context, proc *processor.Processor, shutdown time.Duration, log *slog.Logger) error {
+func runUntilStopped(ctx context.Context, proc *runtime.Processor, shutdown time.Duration, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
 	var runErr error
@@ -269,22 +270,22 @@ func runUntilStopped(ctx context.Context, proc *processor.Processor, shutdown ti
 
 // securityWarnings logs the security settings that work but should not be
 // used in production.
-func securityWarnings(log *slog.Logger, sec topology.Security) {
+func securityWarnings(log *slog.Logger, sec config.Security) {
 	if sec.UsesTLS() && sec.TLS.InsecureSkipVerify {
 		log.Warn("TLS certificate verification is off (security.tls.insecure_skip_verify): any server can pose as the brokers; use only for tests, and set security.tls.ca_file instead")
 	}
-	if sec.UsesSASL() && sec.SASL.Password != "" && os.Getenv(topology.EnvSASLPassword) == "" {
-		log.Warn("the SASL password is written in the topology file; prefer " + topology.EnvSASLPassword + " (from a Kubernetes Secret) and keep the file free of secrets")
+	if sec.UsesSASL() && sec.SASL.Password != "" && os.Getenv(config.EnvSASLPassword) == "" {
+		log.Warn("the SASL password is written in the topology file; prefer " + config.EnvSASLPassword + " (from a Kubernetes Secret) and keep the file free of secrets")
 	}
 }
 
-type taskList struct{ p *processor.Processor }
+type taskList struct{ p *runtime.Processor }
 
 func (t taskList) TaskList() any { return t.p.Tasks() }
 
 // liveTasks lists p's tasks for the web view, which does not import the
 // processor: each status as /tasks shows it, and its watermark.
-func liveTasks(p *processor.Processor) func() []live.Task {
+func liveTasks(p *runtime.Processor) func() []live.Task {
 	return func() []live.Task {
 		ts := p.Tasks()
 		out := make([]live.Task, len(ts))
@@ -298,7 +299,7 @@ func liveTasks(p *processor.Processor) func() []live.Task {
 func cmdTopology(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("router topology", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	config := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
+	configPath := fs.String("config", os.Getenv("SIDESTREAM_CONFIG"), "topology file")
 	format := fs.String("format", "json", "json, dot or mermaid")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -306,15 +307,15 @@ func cmdTopology(args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	cfg, err := topology.LoadFile(*config)
+	cfg, err := config.LoadFile(*configPath)
 	if err != nil {
-		var ce *topology.ConfigError
+		var ce *config.ConfigError
 		if errors.As(err, &ce) {
 			return exitError{code: 1, msg: ce.Error()}
 		}
 		return err
 	}
-	top, err := topology.Compile(cfg, dirOf(*config))
+	top, err := plan.Compile(cfg, dirOf(*configPath))
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 const secretPW = "pw-8d1c4e-never-printed"
@@ -28,13 +29,13 @@ func writeTopology(t *testing.T, extra string) string {
 // and never the password.
 func TestRunSecurityErrors(t *testing.T) {
 	cfg := writeTopology(t, "security:\n  protocol: sasl_ssl\n")
-	t.Setenv(topology.EnvSASLPassword, secretPW)
-	t.Setenv(topology.EnvSASLMechanism, "GSSAPI")
+	t.Setenv(config.EnvSASLPassword, secretPW)
+	t.Setenv(config.EnvSASLMechanism, "GSSAPI")
 	code, _, errs := run(t, "run", "--config", cfg, "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(errs, `SIDESTREAM_SASL_MECHANISM must be PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM; got "GSSAPI"`) {
 		t.Errorf("bad mechanism: exit %d: %s", code, errs)
 	}
-	t.Setenv(topology.EnvSASLMechanism, "scram-sha-256")
+	t.Setenv(config.EnvSASLMechanism, "scram-sha-256")
 	code, _, errs = run(t, "run", "--config", cfg, "--listen", "127.0.0.1:0")
 	if code != 1 || !strings.Contains(errs, cfg+`:8:3: security.protocol is "sasl_ssl": security.sasl.username (or SIDESTREAM_SASL_USERNAME) is required`) {
 		t.Errorf("no username: exit %d: %s", code, errs)
@@ -49,9 +50,9 @@ func TestRunSecurityErrors(t *testing.T) {
 func TestSecurityWarnings(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	t.Setenv(topology.EnvSASLPassword, "")
-	securityWarnings(log, topology.Security{Protocol: topology.ProtocolSASLSSL, TLS: topology.TLS{InsecureSkipVerify: true},
-		SASL: topology.SASL{Mechanism: topology.SASLPlain, Username: "u", Password: secretPW}})
+	t.Setenv(config.EnvSASLPassword, "")
+	securityWarnings(log, config.Security{Protocol: config.ProtocolSASLSSL, TLS: config.TLS{InsecureSkipVerify: true},
+		SASL: config.SASL{Mechanism: config.SASLPlain, Username: "u", Password: secretPW}})
 	out := buf.String()
 	for _, want := range []string{"level=WARN msg=\"TLS certificate verification is off", "level=WARN msg=\"the SASL password is written in the topology file"} {
 		if !strings.Contains(out, want) {
@@ -62,7 +63,7 @@ func TestSecurityWarnings(t *testing.T) {
 		t.Errorf("the password is logged:\n%s", out)
 	}
 	buf.Reset()
-	securityWarnings(log, topology.Security{Protocol: topology.ProtocolSSL, TLS: topology.TLS{CAFile: "ca.pem"}})
+	securityWarnings(log, config.Security{Protocol: config.ProtocolSSL, TLS: config.TLS{CAFile: "ca.pem"}})
 	if buf.Len() != 0 {
 		t.Errorf("warnings for a sound config: %s", buf.String())
 	}
@@ -72,7 +73,7 @@ func TestSecurityWarnings(t *testing.T) {
 // file that holds a password.
 func TestTopologyHidesPassword(t *testing.T) {
 	cfg := writeTopology(t, "security:\n  protocol: sasl_plaintext\n  sasl: {mechanism: PLAIN, username: u, password: "+secretPW+"}\n")
-	for _, f := range topology.DescribeFormats {
+	for _, f := range plan.DescribeFormats {
 		code, out, errs := run(t, "topology", "--config", cfg, "--format", f)
 		if code != 0 || strings.Contains(out+errs, secretPW) {
 			t.Errorf("topology --format %s: exit %d, password shown: %v", f, code, strings.Contains(out+errs, secretPW))
@@ -86,8 +87,8 @@ func TestTopologyHidesPassword(t *testing.T) {
 // TestDemoIgnoresSecurity: the demo's embedded broker is plaintext, so
 // the security variables of a pod (or a file) do not break it.
 func TestDemoIgnoresSecurity(t *testing.T) {
-	t.Setenv(topology.EnvSecurityProtocol, "sasl_ssl")
-	t.Setenv(topology.EnvSASLMechanism, "PLAIN")
+	t.Setenv(config.EnvSecurityProtocol, "sasl_ssl")
+	t.Setenv(config.EnvSASLMechanism, "PLAIN")
 	code, out, errs := run(t, "demo", "--records", "2000", "--quiet", "--listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, `"conservation":true`) {
 		t.Fatalf("demo with security variables: exit %d\n%s\n%s", code, out, errs)

@@ -15,11 +15,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/show"
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/sideroute"
-	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/sideroute"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // tailFlags are the flags of `router tail`.
@@ -64,7 +65,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return exitError{code: 2, msg: "router tail: --route: " + err.Error()}
 	}
-	copts, err := kclient.SecurityOpts(top.Config.Security)
+	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	p := tailPrinter{w: stdout, top: top, f: f}
 	err = sideroute.Read(ctx, sideroute.ReadOptions{
-		Brokers: top.Config.Brokers, ClientOpts: copts, Topic: target.Topic,
+		Brokers: top.Settings.Brokers, ClientOpts: copts, Topic: target.Topic,
 		FromBeginning: f.fromBeginning, Last: f.lines, Follow: f.follow,
 	}, p.print)
 	if errors.Is(err, sideroute.ErrNoTopic) {
@@ -82,12 +83,12 @@ func cmdTail(args []string, stdout, stderr io.Writer) error {
 }
 
 // brokerOverrides are the environment's overrides plus --brokers.
-func brokerOverrides(brokers string) topology.Overrides {
-	var p topology.Overrides
+func brokerOverrides(brokers string) config.Overrides {
+	var p config.Overrides
 	if brokers != "" {
 		p.Brokers = strings.Split(brokers, ",")
 	}
-	return topology.OverridesFromEnv(os.Getenv).Merge(p)
+	return config.OverridesFromEnv(os.Getenv).Merge(p)
 }
 
 // tailRecord is one record as `router tail --format json` prints it.
@@ -131,7 +132,7 @@ func jsonValue(b []byte, v show.Value) json.RawMessage {
 
 type tailPrinter struct {
 	w   io.Writer
-	top *topology.Topology
+	top *plan.Plan
 	f   tailFlags
 	// planned records are not written yet: no partition or offset.
 	planned bool

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 const example = "../../examples/logs-by-level.yaml"

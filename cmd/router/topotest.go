@@ -21,12 +21,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
-	"github.com/sidestream/sidestream/metrics"
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/sideroute"
-	"github.com/sidestream/sidestream/topology"
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/sideroute"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // topologyTests is a test file of `router test`: a topology and cases of
@@ -193,9 +194,9 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	if !filepath.IsAbs(topoPath) {
 		topoPath = filepath.Join(dir, topoPath)
 	}
-	cfg, err := topology.LoadFile(topoPath)
+	cfg, err := config.LoadFile(topoPath)
 	if err != nil {
-		var ce *topology.ConfigError
+		var ce *config.ConfigError
 		if errors.As(err, &ce) {
 			return "", errors.New(ce.Error())
 		}
@@ -207,14 +208,14 @@ func runCase(file string, tf *topologyTests, tc testCase, timeout time.Duration)
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
-	o := topology.Overrides{Brokers: brokers}
+	o := config.Overrides{Brokers: brokers}
 	reg, err := startTestRegistry(dir, cfg, tf.Schemas)
 	if err != nil {
 		return "", err
 	}
 	if reg != nil {
 		defer reg.Close()
-		o.Registry = topology.RegistryOverrides{URL: reg.URL()}
+		o.Registry = config.RegistryOverrides{URL: reg.URL()}
 	}
 	top, err := loadTopology(topoPath, o, true)
 	if err != nil {
@@ -273,10 +274,10 @@ func writeInputs(ctx context.Context, brokers []string, recs []*kgo.Record, in [
 // runUntilProcessed runs the processor until the n input records are
 // processed (then wait longer, for processing-time TTLs), and stops it,
 // which commits the last transaction.
-func runUntilProcessed(ctx context.Context, top *topology.Topology, n int, wait, timeout time.Duration) error {
+func runUntilProcessed(ctx context.Context, top *plan.Plan, n int, wait, timeout time.Duration) error {
 	m := metrics.New()
-	p, err := processor.New(top, processor.WithMetrics(m), processor.WithInstanceID("test"),
-		processor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	p, err := runtime.New(top, runtime.WithMetrics(m), runtime.WithInstanceID("test"),
+		runtime.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		return err
 	}
@@ -311,7 +312,7 @@ func runUntilProcessed(ctx context.Context, top *topology.Topology, n int, wait,
 
 // processed: every input record consumed and committed, and every record
 // repartitioned for a window or an assembly through stage two.
-func processed(top *topology.Topology, m *metrics.Metrics, n int64) bool {
+func processed(top *plan.Plan, m *metrics.Metrics, n int64) bool {
 	if int64(inputConsumed(top, m)) < n {
 		return false
 	}
@@ -330,7 +331,7 @@ func processed(top *topology.Topology, m *metrics.Metrics, n int64) bool {
 	return true
 }
 
-func inputRecords(dir string, top *topology.Topology, in []testInput, reg *testRegistry) ([]*kgo.Record, error) {
+func inputRecords(dir string, top *plan.Plan, in []testInput, reg *testRegistry) ([]*kgo.Record, error) {
 	inputs := top.InputTopics()
 	var out []*kgo.Record
 	for i, x := range in {
@@ -426,7 +427,7 @@ type routeExpect struct {
 	contains bool
 }
 
-func parseExpect(top *topology.Topology, exp map[string]yaml.Node) (map[string]*routeExpect, error) {
+func parseExpect(top *plan.Plan, exp map[string]yaml.Node) (map[string]*routeExpect, error) {
 	out := map[string]*routeExpect{}
 	for _, t := range sideroute.Targets(top) {
 		out[t.Name] = &routeExpect{target: t}
@@ -460,7 +461,7 @@ func parseExpect(top *topology.Topology, exp map[string]yaml.Node) (map[string]*
 
 // compareRoutes reads every route's topic back (read_committed) and
 // returns the differences, route by route.
-func compareRoutes(ctx context.Context, brokers []string, top *topology.Topology, exp map[string]*routeExpect, reg *testRegistry) (string, error) {
+func compareRoutes(ctx context.Context, brokers []string, top *plan.Plan, exp map[string]*routeExpect, reg *testRegistry) (string, error) {
 	names := make([]string, 0, len(exp))
 	for n := range exp {
 		names = append(names, n)

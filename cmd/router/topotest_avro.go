@@ -13,12 +13,12 @@ import (
 
 	"github.com/hamba/avro/v2"
 
-	"github.com/sidestream/sidestream/registry"
+	"github.com/sidestream/sidestream/internal/registry"
 )
 
 // avroNative turns a case input's JSON value (decoded with UseNumber)
 // into the Go value hamba writes for schema s. The JSON is the router's
-// value model of a decoded Avro record (registry/doc.go), so a test writes
+// value model of a decoded Avro record (internal/registry/doc.go), so a test writes
 // an input as it expects an output: a union is its branch's value (or
 // {"branch": value}), an enum its symbol, bytes and fixed base64 text,
 // timestamps epoch ms (or RFC 3339 text), date epoch days (or

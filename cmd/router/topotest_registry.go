@@ -11,17 +11,18 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/registry"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/srlocal"
 )
 
-// testRegistry is a case's in-process schema registry (localRegistry):
+// testRegistry is a case's in-process schema registry (srlocal.Registry):
 // the writer schema of each registry-backed input, named by the test
 // file's schemas section, registered under <topic>-value. It frames the
 // case's JSON inputs with it, and decodes what the routes received back
 // to JSON for the comparison.
 type testRegistry struct {
-	*localRegistry
+	*srlocal.Registry
 	inputs map[string]*inputSchema // by input topic
 	decs   []*registry.Decoder
 }
@@ -40,15 +41,15 @@ type inputSchema struct {
 // schema file in the test file's schemas (topic: FILE, relative to the
 // test file); protobuf inputs are refused (router test does not write
 // Protobuf).
-func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]string) (*testRegistry, error) {
-	var list []localSchema
+func startTestRegistry(dir string, cfg *config.Config, schemas map[string]string) (*testRegistry, error) {
+	var list []srlocal.Schema
 	inputs := map[string]*inputSchema{}
 	for _, in := range cfg.Inputs {
-		typ, ok := inputSchemaType(in.Format)
+		typ, ok := srlocal.InputSchemaType(in.Format)
 		if !ok {
 			continue
 		}
-		if in.Format == topology.InputProtobuf {
+		if in.Format == config.InputProtobuf {
 			return nil, fmt.Errorf("input %s has format protobuf: router test writes avro and json_schema inputs only", in.Topic)
 		}
 		file, ok := schemas[in.Topic]
@@ -58,7 +59,7 @@ func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]stri
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(dir, file)
 		}
-		list = append(list, localSchema{subject: in.Topic + "-value", path: file, typ: typ})
+		list = append(list, srlocal.Schema{Subject: in.Topic + "-value", Path: file, Type: typ})
 		inputs[in.Topic] = &inputSchema{format: in.Format, path: file}
 	}
 	for topic := range schemas {
@@ -69,11 +70,11 @@ func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]stri
 	if len(list) == 0 {
 		return nil, nil
 	}
-	lr, err := startLocalRegistry(list)
+	lr, err := srlocal.Start(list)
 	if err != nil {
 		return nil, fmt.Errorf("schemas: %w", err)
 	}
-	r := &testRegistry{localRegistry: lr, inputs: inputs}
+	r := &testRegistry{Registry: lr, inputs: inputs}
 	if err := r.compile(); err != nil {
 		r.Close()
 		return nil, err
@@ -84,12 +85,12 @@ func startTestRegistry(dir string, cfg *topology.Config, schemas map[string]stri
 // compile parses the inputs' schemas and builds the read-back decoders.
 func (r *testRegistry) compile() error {
 	for topic, in := range r.inputs {
-		in.id = r.ids[topic+"-value"]
-		if in.format != topology.InputAvro {
+		in.id = r.IDs[topic+"-value"]
+		if in.format != config.InputAvro {
 			continue
 		}
 		var err error
-		if in.avro, err = avro.Parse(r.texts[topic+"-value"]); err != nil {
+		if in.avro, err = avro.Parse(r.Texts[topic+"-value"]); err != nil {
 			return fmt.Errorf("schemas: %s: %w", in.path, err)
 		}
 	}
@@ -127,7 +128,7 @@ func (r *testRegistry) encode(topic string, js []byte, schemaID int) (b []byte, 
 		id = schemaID
 	}
 	payload := js
-	if in.format == topology.InputAvro {
+	if in.format == config.InputAvro {
 		dec := json.NewDecoder(bytes.NewReader(js))
 		dec.UseNumber()
 		var v any

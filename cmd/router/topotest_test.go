@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // TestExampleTopologyTests runs every shipped example's test file.
@@ -23,12 +23,12 @@ func TestExampleTopologyTests(t *testing.T) {
 	// in-process registry.
 	registry := false
 	for _, p := range tops {
-		cfg, err := topology.LoadFile(p)
+		cfg, err := config.LoadFile(p)
 		if err != nil {
 			continue // a test file
 		}
 		for _, in := range cfg.Inputs {
-			registry = registry || topology.RegistryFormat(in.Format)
+			registry = registry || config.RegistryFormat(in.Format)
 		}
 	}
 	if !registry {

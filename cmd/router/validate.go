@@ -15,9 +15,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sidestream/sidestream/kclient"
-	"github.com/sidestream/sidestream/registry"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/registry"
 )
 
 // noArgs refuses positional arguments of a command that takes flags only.
@@ -56,9 +57,9 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "Usage: router validate [--format text|json] [--registry URL] FILE... (or --config FILE, or SIDESTREAM_CONFIG)")
 		fs.PrintDefaults()
 	}
-	config := fs.String("config", "", "topology file (instead of FILE arguments)")
+	configPath := fs.String("config", "", "topology file (instead of FILE arguments)")
 	format := fs.String("format", "text", "text (FILE:LINE:COL: message) or json (one object, for CI)")
-	registryURL := fs.String("registry", "", "schema registry to check the avro, protobuf and json_schema inputs' fields against (default: "+topology.EnvRegistryURL+", then the file's schema_registry.url)")
+	registryURL := fs.String("registry", "", "schema registry to check the avro, protobuf and json_schema inputs' fields against (default: "+config.EnvRegistryURL+", then the file's schema_registry.url)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,8 +70,8 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	patterns := fs.Args()
-	if *config != "" {
-		patterns = append([]string{*config}, patterns...)
+	if *configPath != "" {
+		patterns = append([]string{*configPath}, patterns...)
 	}
 	if len(patterns) == 0 {
 		if env := os.Getenv("SIDESTREAM_CONFIG"); env != "" {
@@ -198,7 +199,7 @@ func validateFile(path, registryURL string) validation {
 		v.Problems = probs
 		return v
 	}
-	if _, err := topology.Compile(cfg, dirOf(path)); err != nil {
+	if _, err := plan.Compile(cfg, dirOf(path)); err != nil {
 		v.Problems = []problem{{Message: err.Error()}}
 		return v
 	}
@@ -211,10 +212,10 @@ func validateFile(path, registryURL string) validation {
 // would (SIDESTREAM_API_*, SIDESTREAM_SCHEMA_REGISTRY_*, --registry over
 // the URL). A config that loaded but whose overrides fail is returned
 // with its problems, so the registry inputs' notes are still made.
-func loadApplied(path, registryURL string, schemas map[string]topology.SchemaFields) (*topology.Config, []problem) {
-	cfg, err := topology.LoadFileWithFields(path, schemas)
+func loadApplied(path, registryURL string, schemas map[string]config.SchemaFields) (*config.Config, []problem) {
+	cfg, err := config.LoadFileWithFields(path, schemas)
 	if err != nil {
-		var ce *topology.ConfigError
+		var ce *config.ConfigError
 		if !errors.As(err, &ce) {
 			return nil, []problem{{Message: err.Error()}}
 		}
@@ -224,10 +225,10 @@ func loadApplied(path, registryURL string, schemas map[string]topology.SchemaFie
 		}
 		return nil, probs
 	}
-	if err := cfg.ApplyAPI(topology.APIOverridesFromEnv(os.Getenv)); err != nil {
+	if err := cfg.ApplyAPI(config.APIOverridesFromEnv(os.Getenv)); err != nil {
 		return nil, []problem{{Message: err.Error()}}
 	}
-	o := topology.RegistryOverridesFromEnv(os.Getenv)
+	o := config.RegistryOverridesFromEnv(os.Getenv)
 	if registryURL != "" {
 		o.URL = registryURL
 	}
@@ -250,7 +251,7 @@ func checkRegistryFlag(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return exitError{code: 2, msg: fmt.Sprintf("router validate: --registry %q: give the registry's http or https URL without credentials (they come from schema_registry.username and %s)", s, topology.EnvRegistryPassword)}
+		return exitError{code: 2, msg: fmt.Sprintf("router validate: --registry %q: give the registry's http or https URL without credentials (they come from schema_registry.username and %s)", s, config.EnvRegistryPassword)}
 	}
 	return nil
 }
@@ -259,22 +260,22 @@ func checkRegistryFlag(s string) error {
 // writer schemas: their fields by input topic, and notes on what it
 // could not check.
 type registryCheck struct {
-	schemas map[string]topology.SchemaFields
+	schemas map[string]config.SchemaFields
 	notes   []string
 }
 
-func (rc *registryCheck) note(in topology.Input, format string, args ...any) {
+func (rc *registryCheck) note(in config.Input, format string, args ...any) {
 	rc.notes = append(rc.notes, fmt.Sprintf("input %s (%s): fields not checked against a schema: ", in.Topic, in.Format)+fmt.Sprintf(format, args...))
 }
 
 // fetchSchemas asks the registry for the latest schema of each
 // registry-backed input's subject (<topic>-value, the Confluent
 // serializers' default), with the credentials and TLS router run uses.
-func fetchSchemas(cfg *topology.Config) registryCheck {
-	rc := registryCheck{schemas: map[string]topology.SchemaFields{}}
-	var ins []topology.Input
+func fetchSchemas(cfg *config.Config) registryCheck {
+	rc := registryCheck{schemas: map[string]config.SchemaFields{}}
+	var ins []config.Input
 	for _, in := range cfg.Inputs {
-		if topology.RegistryFormat(in.Format) {
+		if config.RegistryFormat(in.Format) {
 			ins = append(ins, in)
 		}
 	}
@@ -303,7 +304,7 @@ func fetchSchemas(cfg *topology.Config) registryCheck {
 	return rc
 }
 
-func validateRegistry(s topology.SchemaRegistry) (*registry.Registry, error) {
+func validateRegistry(s config.SchemaRegistry) (*registry.Registry, error) {
 	cl, err := kclient.RegistryClient(s)
 	if err != nil {
 		return nil, err
@@ -314,7 +315,7 @@ func validateRegistry(s topology.SchemaRegistry) (*registry.Registry, error) {
 // fetch looks up one input's subject: its fields, a problem (no such
 // subject, another format, a schema that does not compile) or a note (the
 // registry could not answer, a schema that restricts no field).
-func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regURL string, in topology.Input) {
+func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regURL string, in config.Input) {
 	subject := in.Topic + "-value"
 	ss, err := reg.Latest(ctx, subject, registry.Format(in.Format))
 	var u *registry.UnavailableError
@@ -324,15 +325,15 @@ func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regU
 	case errors.Is(err, context.DeadlineExceeded):
 		rc.note(in, "the schema registry at %s did not answer within %s", regURL, registryTimeout)
 	case errors.Is(err, registry.ErrSubjectNotFound):
-		rc.schemas[in.Topic] = topology.SchemaFields{Problem: fmt.Sprintf("input %s (%s): subject %q is not in the schema registry at %s (404): register the input's value schema under it (the topic name strategy, <topic>-value)", in.Topic, in.Format, subject, regURL)}
+		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("input %s (%s): subject %q is not in the schema registry at %s (404): register the input's value schema under it (the topic name strategy, <topic>-value)", in.Topic, in.Format, subject, regURL)}
 	case err != nil:
-		rc.schemas[in.Topic] = topology.SchemaFields{Problem: fmt.Sprintf("input %s (%s): %v", in.Topic, in.Format, err)}
+		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("input %s (%s): %v", in.Topic, in.Format, err)}
 	default:
 		if _, open := ss.Fields.Has(nil); open {
 			rc.note(in, "the latest schema of subject %s (version %d) does not close its properties (additionalProperties: false), so a record may hold any field", subject, ss.Version)
 			return
 		}
-		rc.schemas[in.Topic] = topology.SchemaFields{Fields: ss.Fields, Name: fmt.Sprintf("the writer schema of input %s (subject %s, version %d)", in.Topic, subject, ss.Version)}
+		rc.schemas[in.Topic] = config.SchemaFields{Fields: ss.Fields, Name: fmt.Sprintf("the writer schema of input %s (subject %s, version %d)", in.Topic, subject, ss.Version)}
 	}
 }
 
@@ -344,14 +345,14 @@ func notLoadedNotes(path string) []string {
 		return nil
 	}
 	var probe struct {
-		Inputs []topology.Input `yaml:"inputs"`
+		Inputs []config.Input `yaml:"inputs"`
 	}
 	if yaml.Unmarshal(b, &probe) != nil {
 		return nil
 	}
 	var rc registryCheck
 	for _, in := range probe.Inputs {
-		if topology.RegistryFormat(in.Format) {
+		if config.RegistryFormat(in.Format) {
 			rc.note(in, "the file has other problems (fix them, then validate again)")
 		}
 	}
@@ -362,11 +363,11 @@ func notLoadedNotes(path string) []string {
 // refused only when no input can have it. An input that may hold any
 // field (JSON without a schema file, a registry input not checked) makes
 // the others' checks void: their notes say so.
-func (rc *registryCheck) noteUnrestricted(inputs []topology.Input) {
-	var open *topology.Input
+func (rc *registryCheck) noteUnrestricted(inputs []config.Input) {
+	var open *config.Input
 	for i, in := range inputs {
-		plainJSON := in.Format == topology.InputJSON && in.Schema == ""
-		if sf, ok := rc.schemas[in.Topic]; plainJSON || (topology.RegistryFormat(in.Format) && (!ok || sf.Fields == nil)) {
+		plainJSON := in.Format == config.InputJSON && in.Schema == ""
+		if sf, ok := rc.schemas[in.Topic]; plainJSON || (config.RegistryFormat(in.Format) && (!ok || sf.Fields == nil)) {
 			open = &inputs[i]
 			break
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // TestValidateStrict: undefined functions and non-boolean predicates are
@@ -158,9 +158,9 @@ func closedPort(t *testing.T) string {
 }
 
 func clearRegistryEnv(t *testing.T) {
-	t.Setenv(topology.EnvRegistryURL, "")
-	t.Setenv(topology.EnvRegistryUsername, "")
-	t.Setenv(topology.EnvRegistryPassword, "")
+	t.Setenv(config.EnvRegistryURL, "")
+	t.Setenv(config.EnvRegistryUsername, "")
+	t.Setenv(config.EnvRegistryPassword, "")
 }
 
 // TestValidateRegistry: router validate --registry against srfake on
@@ -220,11 +220,11 @@ func TestValidateRegistry(t *testing.T) {
 	if code, out, _ := run(t, "validate", "--registry", reg.URL(), misspelt); code != 1 || !strings.Contains(out, "field amonut cannot be in a record") {
 		t.Errorf("--registry over the file's url: exit %d\n%s", code, out)
 	}
-	t.Setenv(topology.EnvRegistryURL, reg.URL())
+	t.Setenv(config.EnvRegistryURL, reg.URL())
 	if code, out, _ := run(t, "validate", misspelt); code != 1 || !strings.Contains(out, "field amonut cannot be in a record") {
-		t.Errorf("%s over the file's url: exit %d\n%s", topology.EnvRegistryURL, code, out)
+		t.Errorf("%s over the file's url: exit %d\n%s", config.EnvRegistryURL, code, out)
 	}
-	t.Setenv(topology.EnvRegistryURL, "")
+	t.Setenv(config.EnvRegistryURL, "")
 	fileURL := registryTopology(t, "orders", "avro", "amonut > 1", "id", reg.URL())
 	if code, out, _ := run(t, "validate", fileURL); code != 1 || !strings.Contains(out, "field amonut cannot be in a record") {
 		t.Errorf("the file's url: exit %d\n%s", code, out)
@@ -248,8 +248,8 @@ func TestValidateRegistryCredentials(t *testing.T) {
 	if code != 0 || !strings.Contains(out, file+": note: input orders (avro): fields not checked against a schema: the schema registry at "+reg.URL()+" could not answer") {
 		t.Errorf("without credentials: exit %d\n%s", code, out)
 	}
-	t.Setenv(topology.EnvRegistryUsername, "router")
-	t.Setenv(topology.EnvRegistryPassword, "s3cret")
+	t.Setenv(config.EnvRegistryUsername, "router")
+	t.Setenv(config.EnvRegistryPassword, "s3cret")
 	if code, out, _ := run(t, "validate", "--registry", reg.URL(), file); code != 1 || !strings.Contains(out, "field amonut cannot be in a record") {
 		t.Errorf("with credentials: exit %d\n%s", code, out)
 	}

@@ -1,7 +1,7 @@
 // Package deploytest checks what ships next to the router: the Helm chart
 // (lint, render, golden file, the fields that keep exactly-once safe on
 // Kubernetes), the Grafana dashboard and alerts (every metric they query
-// exists in metrics/metrics.go), and scripts/build.sh (the static binary the
+// exists in internal/metrics/metrics.go), and scripts/build.sh (the static binary the
 // Dockerfile builds runs).
 //
 // Helm is built from its Go module by scripts/helm.sh, once, into

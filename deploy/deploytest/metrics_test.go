@@ -18,7 +18,7 @@ import (
 // one place every metric name is declared.
 func declaredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "metrics", "*.go"))
+	files, err := filepath.Glob(filepath.Join(root, "internal", "metrics", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func declaredMetrics(t *testing.T) map[string]bool {
 		declaredIn(t, f, names)
 	}
 	if len(names) < 10 {
-		t.Fatalf("found only %d Name* constants in metrics/", len(names))
+		t.Fatalf("found only %d Name* constants in internal/metrics/", len(names))
 	}
 	return names
 }
@@ -186,7 +186,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 	used := map[string]bool{}
 	for where, expr := range queries {
 		for _, m := range undeclared(declared, expr) {
-			t.Errorf("dashboard %s queries %s, which metrics/metrics.go does not declare", where, m)
+			t.Errorf("dashboard %s queries %s, which internal/metrics/metrics.go does not declare", where, m)
 		}
 		for _, m := range metricRe.FindAllString(expr, -1) {
 			used[m] = true
@@ -254,7 +254,7 @@ func TestAlertMetricsExist(t *testing.T) {
 	}
 	for where, e := range exprs {
 		for _, m := range undeclared(declared, e) {
-			t.Errorf("%s uses %s, which metrics/metrics.go does not declare", where, m)
+			t.Errorf("%s uses %s, which internal/metrics/metrics.go does not declare", where, m)
 		}
 	}
 }

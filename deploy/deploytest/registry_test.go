@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 // registryTopology is a registry-backed topology, the kind the
@@ -35,10 +35,10 @@ func TestSchemaRegistry(t *testing.T) {
 	requireHelm(t)
 	r := render(t, valueSetArgs(t, "registry")...)
 	wantEnv := map[string]string{
-		topology.EnvRegistryURL:         "https://registry.example.internal:8081",
-		topology.EnvRegistryTLSCAFile:   "/etc/sidestream/registry-tls/ca.crt",
-		topology.EnvRegistryTLSCertFile: "/etc/sidestream/registry-tls/tls.crt",
-		topology.EnvRegistryTLSKeyFile:  "/etc/sidestream/registry-tls/tls.key",
+		config.EnvRegistryURL:         "https://registry.example.internal:8081",
+		config.EnvRegistryTLSCAFile:   "/etc/sidestream/registry-tls/ca.crt",
+		config.EnvRegistryTLSCertFile: "/etc/sidestream/registry-tls/tls.crt",
+		config.EnvRegistryTLSKeyFile:  "/etc/sidestream/registry-tls/tls.key",
 	}
 	for name, want := range wantEnv {
 		if v, _, _, ok := r.env(name); !ok || v != want {
@@ -46,8 +46,8 @@ func TestSchemaRegistry(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		topology.EnvRegistryUsername: "registry-credentials/user",
-		topology.EnvRegistryPassword: "registry-credentials/pass",
+		config.EnvRegistryUsername: "registry-credentials/user",
+		config.EnvRegistryPassword: "registry-credentials/pass",
 	} {
 		if v, _, sec, _ := r.env(name); sec != want || v != "" {
 			t.Errorf("%s from secret %q (value %q), want secretKeyRef %s", name, sec, v, want)
@@ -76,13 +76,13 @@ func TestSchemaRegistry(t *testing.T) {
 	// The CA alone: no client certificate files or variables; no Secret,
 	// no credentials.
 	r = render(t, "--set", "schemaRegistry.tls.existingSecret=registry-ca")
-	for _, name := range []string{topology.EnvRegistryURL, topology.EnvRegistryUsername, topology.EnvRegistryPassword, topology.EnvRegistryTLSCertFile, topology.EnvRegistryTLSKeyFile} {
+	for _, name := range []string{config.EnvRegistryURL, config.EnvRegistryUsername, config.EnvRegistryPassword, config.EnvRegistryTLSCertFile, config.EnvRegistryTLSKeyFile} {
 		if _, _, _, ok := r.env(name); ok {
 			t.Errorf("%s set without url/existingSecret/clientCert", name)
 		}
 	}
-	if v, _, _, _ := r.env(topology.EnvRegistryTLSCAFile); v != "/etc/sidestream/registry-tls/ca.crt" {
-		t.Errorf("%s %q", topology.EnvRegistryTLSCAFile, v)
+	if v, _, _, _ := r.env(config.EnvRegistryTLSCAFile); v != "/etc/sidestream/registry-tls/ca.crt" {
+		t.Errorf("%s %q", config.EnvRegistryTLSCAFile, v)
 	}
 	if files := registryTLSFiles(t, r); !slices.Equal(files, []string{"ca.crt"}) {
 		t.Errorf("CA-only registry TLS files %v, want [ca.crt]", files)
@@ -136,7 +136,7 @@ func checkRouterReadsRegistry(t *testing.T, r rendered) {
 	etc := t.TempDir()
 	pem := map[string]string{"ca.crt": "ca.pem", "tls.crt": "client.pem", "tls.key": "client-key.pem"}
 	for _, f := range registryTLSFiles(t, r) {
-		b, err := os.ReadFile(filepath.Join(root, "topology", "testdata", "tls", pem[f]))
+		b, err := os.ReadFile(filepath.Join(root, "internal", "config", "testdata", "tls", pem[f]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,15 +160,15 @@ func checkRouterReadsRegistry(t *testing.T, r rendered) {
 		}
 		env[e.Name] = v
 	}
-	cfg, err := topology.Load("topology.yaml", []byte(registryTopology))
+	cfg, err := config.Load("topology.yaml", []byte(registryTopology))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Apply(topology.OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
+	if err := cfg.Apply(config.OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
 		t.Fatalf("the container's environment: %v", err)
 	}
 	s := cfg.SchemaRegistry
-	wantTLS := topology.RegistryTLS{CAFile: filepath.Join(etc, "registry-tls", "ca.crt"),
+	wantTLS := config.RegistryTLS{CAFile: filepath.Join(etc, "registry-tls", "ca.crt"),
 		CertFile: filepath.Join(etc, "registry-tls", "tls.crt"), KeyFile: filepath.Join(etc, "registry-tls", "tls.key")}
 	if s.URL != "https://registry.example.internal:8081" || s.Username != "router" || s.Password.Reveal() != "s3cret" || s.TLS != wantTLS {
 		t.Errorf("the router's schema_registry %+v (password %v), want the chart's URL, the Secret's credentials and TLS files %+v", s, s.Password.Reveal() == "s3cret", wantTLS)

@@ -12,8 +12,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sidestream/sidestream/processor/stateful"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
 // The parts of the rendered objects the tests look at.
@@ -272,8 +272,8 @@ func TestDefaultRender(t *testing.T) {
 		t.Errorf("args %q lack --static-membership", r.c.Args)
 	}
 	// The headless Service's pod DNS name, which the router accepts.
-	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{instance}.sidestream-headless.sidestream.svc:8080" || stateful.CheckOwnerURL(v) != nil {
-		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q (%v)", v, stateful.CheckOwnerURL(v))
+	if v, _, _, _ := r.env("SIDESTREAM_OWNER_URL_TEMPLATE"); v != "http://{instance}.sidestream-headless.sidestream.svc:8080" || stagetwo.CheckOwnerURL(v) != nil {
+		t.Errorf("SIDESTREAM_OWNER_URL_TEMPLATE %q (%v)", v, stagetwo.CheckOwnerURL(v))
 	}
 	if v, _, _, _ := r.env("SIDESTREAM_BROKERS"); v != "kafka:9092" {
 		t.Errorf("SIDESTREAM_BROKERS %q", v)
@@ -898,14 +898,14 @@ func TestPersistence(t *testing.T) {
 	// environment, keeps a pebble store under the mount.
 	var cm configMap
 	one(t, r.objs, "ConfigMap").decode(t, &cm)
-	cfg, err := topology.Load("topology.yaml", []byte(cm.Data["topology.yaml"]))
+	cfg, err := config.Load("topology.yaml", []byte(cm.Data["topology.yaml"]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Apply(topology.OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
+	if err := cfg.Apply(config.OverridesFromEnv(func(k string) string { return env[k] })); err != nil {
 		t.Fatalf("the container's environment: %v", err)
 	}
-	if cfg.State.Store != topology.StorePebble || cfg.State.Dir != mountPath {
+	if cfg.State.Store != config.StorePebble || cfg.State.Dir != mountPath {
 		t.Errorf("router state %+v, want store pebble in %s", cfg.State, mountPath)
 	}
 	var windows int

@@ -9,7 +9,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
-	"github.com/sidestream/sidestream/wire"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // Kinds of hostile frames of the Avro log generator; each goes to dirty

@@ -23,8 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sidestream/sidestream/processor"
-	"github.com/sidestream/sidestream/topology"
+	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/runtime"
 )
 
 // The test's parameters, in one place: the README and docs/reliability.md
@@ -79,18 +80,18 @@ func TestMain(m *testing.M) {
 // committed, prints its result as one JSON line, and waits for stdin to
 // close so the parent can read its peak RSS first.
 func child(brokers []string) int {
-	cfg, err := topology.Load("membound.yaml", fmt.Appendf(nil, topologyYAML, maxEntries))
+	cfg, err := config.Load("membound.yaml", fmt.Appendf(nil, topologyYAML, maxEntries))
 	if err == nil {
-		err = cfg.Apply(topology.Overrides{Brokers: brokers})
+		err = cfg.Apply(config.Overrides{Brokers: brokers})
 	}
-	var top *topology.Topology
+	var top *plan.Plan
 	if err == nil {
-		top, err = topology.Compile(cfg, "")
+		top, err = plan.Compile(cfg, "")
 	}
-	var p *processor.Processor
+	var p *runtime.Processor
 	if err == nil {
-		p, err = processor.New(top, processor.WithInstanceID("membound"),
-			processor.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		p, err = runtime.New(top, runtime.WithInstanceID("membound"),
+			runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -15,7 +15,7 @@ type Redactor struct {
 	paths [][]string
 }
 
-// New compiles paths (topology.RedactPath's syntax: "a.b.*.c").
+// New compiles paths (config.RedactPath's syntax: "a.b.*.c").
 func New(paths []string) *Redactor {
 	r := &Redactor{}
 	for _, p := range paths {

@@ -1,0 +1,238 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sidestream/sidestream/internal/plan"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/stagetwo"
+)
+
+// ErrMissingInput is returned when an input topic does not exist: the
+// router creates its outputs, never its inputs.
+var ErrMissingInput = errors.New("input topic does not exist")
+
+// waitForBrokers blocks until the cluster answers a metadata request,
+// retrying with backoff and reporting why on /readyz meanwhile.
+func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error {
+	backoff := 250 * time.Millisecond
+	for {
+		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := adm.BrokerMetadata(reqCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Settings.Brokers, ","), kclient.WithHint(err, p.top.Settings.Security))
+		p.st.NotReady(reason)
+		args := []any{"brokers", p.top.Settings.Brokers, "err", err}
+		if h := kclient.ConnHint(err, p.top.Settings.Security); h != "" {
+			args = append(args, "hint", h)
+		}
+		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
+		// Waiting for brokers is waiting on purpose: /healthz stays 200
+		// (a restart would not bring them), /readyz says why.
+		if !p.idle(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// ensureTopics checks the inputs exist and creates missing outputs with
+// the configured partitions and replication factor.
+func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
+	cfg := p.top.Settings
+	inputs := p.top.InputTopics()
+	outputs := p.top.OutputTopics()
+	all := append(append([]string{}, inputs...), outputs...)
+	md, err := adm.ListTopics(ctx, all...)
+	if err != nil {
+		return fmt.Errorf("list topics on %s: %w", strings.Join(cfg.Brokers, ","), err)
+	}
+	for _, t := range inputs {
+		d, ok := md[t]
+		if !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("%w: %q on brokers %s", ErrMissingInput, t, strings.Join(cfg.Brokers, ","))
+		}
+		if d.Err != nil {
+			return fmt.Errorf("input topic %q: %w", t, d.Err)
+		}
+	}
+	if err := p.ensureInternalTopics(ctx, adm, md); err != nil {
+		return err
+	}
+	var missing []string
+	for _, t := range outputs {
+		d, ok := md[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		case d.Err != nil:
+			return fmt.Errorf("output topic %q: %w", t, d.Err)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !*cfg.Topics.Create {
+		return fmt.Errorf("output topics %v do not exist and topics.create is false", missing)
+	}
+	for _, t := range missing {
+		configs := p.top.CreateConfigs(t)
+		r, err := adm.CreateTopic(ctx, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, configs, t)
+		if err == nil {
+			err = r.Err
+		}
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create topic %q (%d partitions, replication %d, configs %s): %w", t, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, showConfigs(configs), err)
+		}
+		if err == nil {
+			p.log.Info("created topic", "topic", t, "partitions", cfg.Topics.Partitions, "configs", showConfigs(configs))
+		}
+	}
+	return nil
+}
+
+// showConfigs renders topic configs for a log line or an error, sorted.
+func showConfigs(c map[string]*string) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + *c[k])
+	}
+	return "{" + b.String() + "}"
+}
+
+// ensureInternalTopics creates the repartition and changelog topics of
+// window routes with as many partitions as the widest input, changelogs
+// compacted, and checks existing ones are co-partitioned: a changelog
+// partition holds exactly the state of the same repartition partition.
+func (p *Processor) ensureInternalTopics(ctx context.Context, adm *kadm.Client, inputs kadm.TopicDetails) error {
+	rep, cl := p.top.InternalTopics()
+	if len(rep)+len(cl) == 0 {
+		return nil
+	}
+	var parts int32
+	var sources []string
+	for _, t := range p.top.InputTopics() {
+		parts = max(parts, int32(len(inputs[t].Partitions)))
+		for _, pd := range inputs[t].Partitions.Sorted() {
+			sources = append(sources, stagetwo.SourceID(t, pd.Partition))
+		}
+	}
+	p.stage.SetSources(sources)
+	if p.stage.HasDirect() {
+		// repartition: false pairs partition i of every input with the
+		// window or assembly task i: the inputs must agree on their
+		// partition count.
+		for _, t := range p.top.InputTopics() {
+			if n := int32(len(inputs[t].Partitions)); n != parts {
+				return fmt.Errorf("a window or assembly route has repartition: false, but input %q has %d partitions and another input %d: co-partitioning is broken", t, n, parts)
+			}
+		}
+	}
+	internal := append(append([]string{}, rep...), cl...)
+	md, err := adm.ListTopics(ctx, internal...)
+	if err != nil {
+		return fmt.Errorf("list internal topics: %w", err)
+	}
+	var existingRep []string
+	for _, t := range internal {
+		d, ok := md[t]
+		if ok && d.Err == nil {
+			if n := int32(len(d.Partitions)); n != parts {
+				return fmt.Errorf("internal topic %q has %d partitions, the inputs have %d: co-partitioning is broken (delete it, or match the input partitions)", t, n, parts)
+			}
+			if slices.Contains(rep, t) {
+				existingRep = append(existingRep, t)
+			}
+			continue
+		}
+		if ok && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("internal topic %q: %w", t, d.Err)
+		}
+		configs := p.top.CreateConfigs(t)
+		resp, err := adm.CreateTopic(ctx, parts, p.top.Settings.Topics.ReplicationFactor, configs, t)
+		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create internal topic %q: %w", t, err)
+		}
+		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("create internal topic %q: %w", t, resp.Err)
+		}
+		p.log.Info("created internal topic", "topic", t, "partitions", parts, "configs", showConfigs(configs))
+	}
+	if err := p.checkRepartitionRetention(ctx, adm, existingRep); err != nil {
+		return err
+	}
+	p.stage.SetPartitions(parts) // state queries may now compute a key's partition
+	return nil
+}
+
+// ErrRepartitionRetention is returned at start, under
+// topics.on_repartition_retention: fail, for an existing repartition
+// topic that the broker expires by time or size.
+var ErrRepartitionRetention = errors.New("repartition topic expires records by time or size")
+
+// checkRepartitionRetention reports existing repartition topics whose
+// records the broker deletes by time or size (created before the router
+// set retention.ms=-1, or by hand): a replay's records carry old
+// timestamps, and the broker may delete them before stage two reads
+// them. Under warn it logs a WARN and puts the warning on /readyz; under
+// fail it refuses to start.
+func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Client, topics []string) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("describe repartition topic configs: %w", err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return fmt.Errorf("describe configs of repartition topic %q: %w", rc.Name, rc.Err)
+		}
+		var bad []string
+		for _, c := range rc.Configs {
+			v := c.MaybeValue()
+			switch {
+			case c.Key == "retention.ms" && v != "-1", c.Key == "retention.bytes" && v != "-1":
+				bad = append(bad, c.Key+"="+v)
+			case c.Key == "cleanup.policy" && v != "delete":
+				bad = append(bad, c.Key+"="+v)
+			}
+		}
+		if len(bad) == 0 {
+			continue
+		}
+		slices.Sort(bad)
+		why := fmt.Sprintf("repartition topic %s has %s: the broker may delete records before stage two reads them "+
+			"(a replay's old timestamps expire at once); set retention.ms=-1, retention.bytes=-1, cleanup.policy=delete on it "+
+			"(the router purges what the group committed)", rc.Name, strings.Join(bad, ", "))
+		if p.top.Settings.Topics.OnRepartitionRetention == plan.RetentionFail {
+			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
+		}
+		p.st.Warn(why)
+		p.log.Warn("repartition topic expires records; gaps in it are counted as lost", "topic", rc.Name, "configs", strings.Join(bad, ", "))
+	}
+	return nil
+}

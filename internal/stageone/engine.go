@@ -1,0 +1,385 @@
+package stageone
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/wire"
+)
+
+// Engine is stage one: it turns one input record into the records to
+// write. It is pure: no I/O, safe for concurrent use, the same input
+// always gives the same output (the determinism the exactly-once replay
+// relies on).
+type Engine struct {
+	dirtyTopic string
+	dec        *decoder
+	rt         *router
+	appID      string
+	maxRec     int
+	trunc      int
+	// assemblies are the assembly routes, whose parts stage one writes.
+	assemblies []*plan.RouteNode
+	partRoute  map[string]string // repartition topic -> assembly route
+	// tombstones are the routes an input tombstone is forwarded to.
+	tombstones []*plan.RouteNode
+	// regs are the registry-backed inputs' decoders, by topic.
+	regs map[string]RegistryDecoder
+	// winFields are what each window route's aggregates read, and how
+	// stage two evaluates them (windowPlan).
+	winFields map[*plan.RouteNode]*windowPlan
+	// evals lends each record the VM and variables map it evaluates
+	// with; headers: some expression reads _headers.
+	evals   evalPool
+	headers bool
+	// expand: stage one writes the seven text headers of the versions
+	// before the envelope (topics.repartition_format: headers).
+	expand bool
+}
+
+// New returns the stage one of t. A topology with registry-backed inputs
+// needs WithDecoders, one with avro routes WithSchemaIDs.
+func New(t *plan.Plan, opts ...Option) *Engine {
+	var tomb []*plan.RouteNode
+	for _, r := range t.Routes {
+		if r.ForwardTombstones {
+			tomb = append(tomb, r)
+		}
+	}
+	e := &Engine{
+		tombstones: tomb,
+		dirtyTopic: t.Dirty.Topic,
+		dec:        newDecoder(t),
+		rt:         newRouter(t),
+		appID:      t.Settings.ApplicationID,
+		maxRec:     t.Dirty.MaxRecordBytes,
+		trunc:      t.Dirty.TruncateTo,
+
+		assemblies: t.Assemblies(),
+		partRoute:  partRoutes(t),
+		winFields:  windowFields(t),
+		headers:    slices.Contains(t.Meta, plan.MetaHeaders),
+		evals:      evalPool{fields: len(t.Fields)},
+		expand:     t.Settings.Topics.RepartitionFormat == plan.RepartitionHeaders,
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+func partRoutes(t *plan.Plan) map[string]string {
+	m := map[string]string{}
+	for _, r := range t.Assemblies() {
+		m[r.Assembly.RepartitionTopic] = r.Name
+	}
+	return m
+}
+
+// MaxRecordBytes is dirty.max_record_bytes: no record written may be
+// larger (RecordSize).
+func (e *Engine) MaxRecordBytes() int { return e.maxRec }
+
+// Process returns the records to write for r and counts it in tally.
+// Every failure of a record is a value (a dirty record with its reason);
+// expressions cannot panic out of expr-lang's VM.Run, which recovers and
+// returns the panic as an error (an expression_error). It is ProcessFrom
+// without source progress, for engines of JSON inputs (tests, tools): a
+// record that a registry-backed input could not decode for want of the
+// registry returns nil and is not counted (ProcessFrom's BatchError).
+func (e *Engine) Process(r *kgo.Record, tally *metrics.Tally) []*kgo.Record {
+	out, _ := e.ProcessFrom(context.Background(), r, nil, tally)
+	return out
+}
+
+// ProcessFrom is Process for a record of a source whose progress stage
+// one tracks: srcMax, when not nil, is the maximum event time decoded on
+// r's partition (math.MinInt64 before any). A decoded record raises it,
+// and the records it writes to aligned window repartition topics carry
+// it as it was before (wire.HeaderSourceMax). ctx bounds the schema
+// registry lookups of a registry-backed input.
+//
+// Conservation per record lives here: r is counted consumed once, and
+// then exactly once as routed (with its outputs), dirty (one dirty
+// record) or dropped (no output). The one exception is a *BatchError
+// (the schema registry could not answer, or ctx ended): not the
+// record's fault, so nothing of it is counted, srcMax is untouched, and
+// the caller aborts the batch and processes it again.
+func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, error) {
+	st := e.evals.get()
+	defer e.evals.put(st) // after the counts: to.outs is st's
+	recs, to, rerr, err := e.stageOne(ctx, st, r, srcMax, tally)
+	if err != nil {
+		return nil, &BatchError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+	}
+	tally.Consumed[r.Topic]++
+	if isRedriven(r) {
+		tally.Redriven[r.Topic]++
+	}
+	switch {
+	case rerr != nil:
+		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
+	case len(recs) == 0:
+		tally.Dropped[wire.DropNoRoute]++
+		return nil, nil
+	}
+	tally.Routed++
+	to.count(e, tally)
+	return recs, nil
+}
+
+// routed names the routes a routed record's outputs belong to, for the
+// per-route counts.
+type routed struct {
+	outs  []output          // the routes' outputs
+	parts []*kgo.Record     // the assembly parts
+	tombs []*plan.RouteNode // the routes a tombstone went to
+}
+
+func (to routed) count(e *Engine, tally *metrics.Tally) {
+	for _, o := range to.outs {
+		tally.Routes[o.Route.Name]++
+	}
+	for _, rec := range to.parts {
+		tally.Routes[e.partRoute[rec.Topic]]++
+	}
+	for _, rt := range to.tombs {
+		tally.Routes[rt.Name]++
+	}
+}
+
+// stageOne returns r's outputs, none (dropped), the reason r is dirty,
+// or an error that is not r's (the schema registry's: nothing of r is
+// decided). It counts nothing but a clamped event time.
+func (e *Engine) stageOne(ctx context.Context, st *evalState, r *kgo.Record, srcMax *int64, tally *metrics.Tally) ([]*kgo.Record, routed, *RecordError, error) {
+	if !e.dec.topics[r.Topic] {
+		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonUnknownTopic, "topic %q is not an input of this topology", r.Topic), nil
+	}
+	if r.Value == nil && len(e.tombstones) > 0 {
+		recs, to, rerr := e.tombstone(r)
+		return recs, to, rerr, nil
+	}
+	var d *Decoded
+	var rerr *RecordError
+	if _, ok := e.dec.formats[r.Topic]; ok {
+		var err error
+		if d, rerr, err = e.dec.decodeRegistry(ctx, e.regs[r.Topic], r.Topic, r.Value, r.Timestamp); err != nil {
+			return nil, routed{}, nil, err
+		}
+	} else {
+		d, rerr = &st.dec, e.dec.decodeInto(&st.dec, r.Topic, r.Value, r.Timestamp)
+	}
+	if rerr != nil {
+		return nil, routed{}, rerr, nil
+	}
+	if d.Clamped {
+		tally.Clamped++
+	}
+	before := int64(math.MinInt64)
+	if srcMax != nil {
+		before = *srcMax
+		*srcMax = max(*srcMax, d.EventTime)
+	}
+	to, rerr := e.route(st, r, d)
+	if rerr != nil {
+		return nil, routed{}, rerr, nil
+	}
+	recs, rerr := e.records(st, r, d, to, before, srcMax != nil)
+	return recs, to, rerr, nil
+}
+
+// route evaluates the routes and the assembly parts of a decoded record.
+func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *RecordError) {
+	st.rt, st.value, st.d = e.rt, r.Value, d
+	st.m = Meta{Key: r.Key, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+	if e.headers && len(r.Headers) > 0 {
+		st.m.Headers = make(map[string]string, len(r.Headers))
+		for _, h := range r.Headers {
+			st.m.Headers[h.Key] = string(h.Value)
+		}
+	}
+	var to routed
+	var rerr *RecordError
+	if to.outs, rerr = e.rt.route(st); rerr != nil || len(e.assemblies) == 0 {
+		return to, rerr
+	}
+	// The parts read the same variables as the routes.
+	to.parts, rerr = e.parts(st, r, st.vars(), d, to.outs)
+	return to, rerr
+}
+
+// records builds the records of a routed record: each route's output (to
+// its window's repartition topic for a window route, with the stage-one
+// headers), then the parts. One of them over max_record_bytes makes the
+// whole record dirty: writing the others would be a partial fan-out.
+func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
+	recs, block := st.newRecords(len(to.outs), len(to.parts))
+	for j, o := range to.outs {
+		rec := &block[j]
+		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+		if o.Route.Window != nil {
+			rec.Topic = o.Route.Window.RepartitionTopic
+			aligned := tracked && o.Route.Window.Spec.Watermark == plan.WatermarkAligned
+			var rerr *RecordError
+			if rec.Headers, rerr = e.windowHeaders(st, r, o.Route, d, before, aligned); rerr != nil {
+				return nil, rerr
+			}
+		}
+		if RecordSize(rec) > e.maxRec {
+			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"output for route %q is %d bytes, over max_record_bytes %d", o.Route.Name, RecordSize(rec), e.maxRec)
+		}
+		recs = append(recs, rec)
+	}
+	for _, rec := range to.parts {
+		if RecordSize(rec) > e.maxRec {
+			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"part for assembly %q is %d bytes, over max_record_bytes %d", wire.String(rec.Headers, wire.HeaderPart), RecordSize(rec), e.maxRec)
+		}
+	}
+	return append(recs, to.parts...), nil
+}
+
+// newRecords is room for n output records and a slice for them and
+// parts more, carved from st's slabs (recordSlab): two allocations per
+// slabRecords records, not one or two per record. Each piece is handed
+// out once and never reused, so a caller may keep what it gets; a slab
+// stays alive as long as any of its records does (the client holds them
+// until they are acknowledged).
+func (st *evalState) newRecords(n, parts int) ([]*kgo.Record, []kgo.Record) {
+	if n+parts > slabRecords {
+		return make([]*kgo.Record, 0, n+parts), make([]kgo.Record, n)
+	}
+	if len(st.recSlab) < n {
+		st.recSlab = make([]kgo.Record, slabRecords)
+	}
+	if len(st.ptrSlab) < n+parts {
+		st.ptrSlab = make([]*kgo.Record, slabRecords)
+	}
+	recs := st.ptrSlab[: 0 : n+parts]
+	block := st.recSlab[:n:n]
+	st.ptrSlab, st.recSlab = st.ptrSlab[n+parts:], st.recSlab[n:]
+	return recs, block
+}
+
+// slabRecords is how many records (and record pointers) one slab holds.
+const slabRecords = 128
+
+// carve is room for n bytes (len 0, cap n) from st's byte slab, as
+// newRecords is for records: an append past n moves to memory of its
+// own, never into the next piece. st nil: an allocation of its own.
+func (st *evalState) carve(n int) []byte {
+	if st == nil {
+		return make([]byte, 0, n)
+	}
+	return carveFrom(&st.byteSlab, n, slabBytes)
+}
+
+// headers is room for n headers (len 0, cap n) from st's header slab,
+// as carve is for bytes.
+func (st *evalState) headers(n int) []kgo.RecordHeader {
+	if st == nil {
+		return make([]kgo.RecordHeader, 0, n)
+	}
+	return carveFrom(&st.hdrSlab, n, slabHeaders)
+}
+
+// carveFrom takes n elements (len 0, cap n) off the front of *slab, a
+// new slab of size when it has too few; a piece over a sixteenth of a
+// slab is an allocation of its own.
+func carveFrom[T any](slab *[]T, n, size int) []T {
+	if n > size/16 {
+		return make([]T, 0, n)
+	}
+	if len(*slab) < n {
+		*slab = make([]T, size)
+	}
+	piece := (*slab)[:0:n]
+	*slab = (*slab)[n:]
+	return piece
+}
+
+// slabBytes and slabHeaders are the sizes of the byte and header slabs.
+const (
+	slabBytes   = 16 << 10
+	slabHeaders = 512
+)
+
+// tombstone forwards an input tombstone to every route with tombstones:
+// forward, as it came: key, headers, timestamp, null value. It has no
+// fields, so no predicate is asked; without a key there is nothing to
+// delete and it goes to dirty.
+func (e *Engine) tombstone(r *kgo.Record) ([]*kgo.Record, routed, *RecordError) {
+	if r.Key == nil {
+		return nil, routed{}, recErr(wire.StageDecode, wire.ReasonNullValue,
+			"value is null (a tombstone) and so is the key: there is nothing to delete, and a JSON object is expected")
+	}
+	recs := make([]*kgo.Record, 0, len(e.tombstones))
+	for _, rt := range e.tombstones {
+		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
+		if RecordSize(rec) > e.maxRec {
+			return nil, routed{}, recErr(wire.StageProduce, wire.ReasonTooLarge,
+				"tombstone for route %q is %d bytes (key and headers), over max_record_bytes %d", rt.Name, RecordSize(rec), e.maxRec)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, routed{tombs: e.tombstones}, nil
+}
+
+// Dirty builds the dirty record for r and counts it in tally: the
+// original key and value untouched (truncated only when too large to
+// write), original headers, then the reason headers. Stage two sends its
+// bad records here too.
+func (e *Engine) Dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+9)
+	hs = append(hs, r.Headers...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: wire.HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
+		kgo.RecordHeader{Key: wire.HeaderReason, Value: []byte(rerr.Reason)},
+		kgo.RecordHeader{Key: wire.HeaderStage, Value: []byte(rerr.Stage)},
+		kgo.RecordHeader{Key: wire.HeaderTopic, Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: wire.HeaderPartition, Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: wire.HeaderOffset, Value: []byte(strconv.FormatInt(r.Offset, 10))},
+		kgo.RecordHeader{Key: wire.HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
+		kgo.RecordHeader{Key: wire.HeaderAppID, Value: []byte(e.appID)},
+	)
+	d := &kgo.Record{Topic: e.dirtyTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
+	if RecordSize(d) > e.maxRec {
+		// Too large as-is (the input itself, its key or its headers): keep
+		// the reason headers, drop the input's own headers, cut key and
+		// value so the record fits and never poisons the transaction.
+		tally.Truncated++
+		orig := len(r.Key) + len(r.Value)
+		d.Headers = append([]kgo.RecordHeader{{Key: wire.HeaderTruncated, Value: []byte(strconv.Itoa(orig))}}, hs[len(r.Headers):]...)
+		// The reason headers come first; key and value get the room left,
+		// so the record written is never over max_record_bytes (a record
+		// the broker refuses would abort every transaction that retries it).
+		d.Key, d.Value = nil, nil
+		if over := RecordSize(d) - e.maxRec; over > 0 {
+			eh := &d.Headers[1] // sidestream.error
+			eh.Value = cutUTF8(eh.Value, len(eh.Value)-over)
+		}
+		room := max(e.maxRec-RecordSize(d), 0)
+		d.Key = r.Key[:min(len(r.Key), 1024, room)]
+		room -= len(d.Key)
+		d.Value = r.Value[:min(len(r.Value), e.trunc, room)]
+	}
+	tally.Dirty[[2]string{rerr.Stage, rerr.Reason}]++
+	return d
+}
+
+// RecordSize approximates a record's size in a batch: key, value, headers
+// and per-field overhead. It errs on the large side.
+func RecordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value) + 32
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	return n
+}
