@@ -1,5 +1,5 @@
 // Command router runs sidestream topologies: run, demo, validate, test,
-// topology, version, tail, redrive, reset.
+// topology, plan, version, tail, redrive, reset.
 package main
 
 import (
@@ -23,6 +23,7 @@ Usage:
   router validate [--format json] FILE...                           check topologies offline (several files, globs)
   router test     FILE...                                           run topology tests (inputs, expected outputs per route) on an in-process Kafka
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
+  router plan     [--format json] OLD.yaml NEW.yaml                 what a change does to a running topology (live, new state, breaking)
   router version                                                    print the version, VCS revision and Go version (also --version)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
@@ -47,6 +48,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"validate": cmdValidate,
 		"test":     cmdTest,
 		"topology": cmdTopology,
+		"plan":     cmdPlan,
 		"tail":     cmdTail,
 		"redrive":  cmdRedrive,
 		"reset":    cmdReset,

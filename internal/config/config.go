@@ -80,7 +80,14 @@ type Config struct {
 	// made after the environment overrides (Apply) can still point at
 	// FILE:LINE:COL.
 	src *source
+	// fns are the embedding program's functions (LoadWith), which the
+	// plan compiles expressions with.
+	fns Functions
 }
+
+// Functions are the Go functions the config was loaded with (LoadWith),
+// which its expressions may call.
+func (c *Config) Functions() Functions { return c.fns }
 
 // source is a loaded file's name and the positions of its values.
 type source struct {

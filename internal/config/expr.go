@@ -71,13 +71,19 @@ func (e *ExprError) Error() string {
 
 // CompileExpr compiles src; asBool makes it a predicate.
 func CompileExpr(src string, asBool bool) (*Expr, error) {
-	return compileExpr(src, asBool, nil)
+	return compileExpr(src, asBool, nil, nil)
+}
+
+// CompileExprWith is CompileExpr with the embedding program's functions
+// (Config.Functions).
+func CompileExprWith(src string, asBool bool, fns Functions) (*Expr, error) {
+	return compileExpr(src, asBool, nil, fns)
 }
 
 // compileExpr compiles src with the field types of the inputs' schemas
 // (ft may be nil: every field is of unknown type) and runs the strict
 // checks (exprcheck.go).
-func compileExpr(src string, asBool bool, ft *fieldTypes) (*Expr, error) {
+func compileExpr(src string, asBool bool, ft *fieldTypes, fns Functions) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &ExprError{Msg: "empty expression"}
 	}
@@ -89,7 +95,7 @@ func compileExpr(src string, asBool bool, ft *fieldTypes) (*Expr, error) {
 	if ft != nil {
 		env = ft.env()
 	}
-	opts := []expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}
+	opts := append([]expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}, fns.options()...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -109,7 +115,7 @@ func compileExpr(src string, asBool bool, ft *fieldTypes) (*Expr, error) {
 	if c.envDynamic > 0 {
 		return nil, &ExprError{Msg: `$env can only be read with a constant field name, such as $env["@timestamp"] or $env.type: the router decodes only the fields that expressions name`}
 	}
-	if ee := strictCheck(src, &tree.Node, asBool, ft); ee != nil {
+	if ee := strictCheck(src, &tree.Node, asBool, ft, fns); ee != nil {
 		return nil, ee
 	}
 	fields, meta := c.result()

@@ -185,11 +185,11 @@ func (c *strictCollector) Visit(n *ast.Node) {
 
 // strictCheck runs the checks the compiler does not make on tree (parsed
 // from src); asBool for predicates.
-func strictCheck(src string, tree *ast.Node, asBool bool, ft *fieldTypes) *ExprError {
+func strictCheck(src string, tree *ast.Node, asBool bool, ft *fieldTypes, fns Functions) *ExprError {
 	c := &strictCollector{fields: map[string]*ast.IdentifierNode{}, bound: map[string]bool{}}
 	ast.Walk(tree, c)
 	for _, id := range c.calls {
-		if _, ok := builtin.Index[id.Value]; ok || c.bound[id.Value] {
+		if _, ok := builtin.Index[id.Value]; ok || c.bound[id.Value] || fns.has(id.Value) {
 			continue
 		}
 		if _, ok := ft.typesOrNil()[id.Value]; ok {

@@ -58,6 +58,7 @@ type doc struct {
 	parsed   bool                    // the YAML itself parsed
 	fields   *fieldTypes             // what the inputs' JSON Schemas say about fields; nil without
 	schemas  map[string]SchemaFields // writer schemas by input topic (LoadFileWithFields)
+	fns      Functions               // the embedding program's functions (LoadWith)
 }
 
 func (d *doc) errAt(p Pos, format string, args ...any) {
@@ -115,7 +116,15 @@ func LoadFile(path string) (*Config, error) {
 // Load parses and checks a topology from bytes; name is used in messages
 // and to resolve relative schema paths.
 func Load(name string, b []byte) (*Config, error) {
-	return load(name, b, nil)
+	return load(name, b, nil, nil)
+}
+
+// LoadWith is Load with the Go functions an embedding program registers
+// (the public package's WithFunction): its expressions may call them, and
+// validation knows them as it knows the built-ins. The Config keeps them
+// for compiling (Functions).
+func LoadWith(name string, b []byte, fns Functions) (*Config, error) {
+	return load(name, b, nil, fns)
 }
 
 // LoadFileWithFields is LoadFile with the writer schemas of inputs by
@@ -127,12 +136,12 @@ func LoadFileWithFields(path string, schemas map[string]SchemaFields) (*Config, 
 	if err != nil {
 		return nil, fmt.Errorf("read topology: %w", err)
 	}
-	return load(path, b, schemas)
+	return load(path, b, schemas, nil)
 }
 
-func load(name string, b []byte, schemas map[string]SchemaFields) (*Config, error) {
+func load(name string, b []byte, schemas map[string]SchemaFields, fns Functions) (*Config, error) {
 	d := parse(name, b)
-	d.schemas = schemas
+	d.schemas, d.fns = schemas, fns
 	if !d.parsed {
 		return nil, d.err()
 	}
@@ -144,6 +153,7 @@ func load(name string, b []byte, schemas map[string]SchemaFields) (*Config, erro
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	d.cfg.fns = fns
 	return &d.cfg, nil
 }
 

@@ -549,7 +549,7 @@ func checkPEMFile(kind pemKind, path string) error {
 }
 
 func (d *doc) checkExpr(path, src string, asBool bool) {
-	_, err := compileExpr(src, asBool, d.fields)
+	_, err := compileExpr(src, asBool, d.fields, d.fns)
 	if err == nil {
 		return
 	}

@@ -29,6 +29,9 @@ type Plan struct {
 	Fields []string
 	// Meta is every metadata variable any expression reads, sorted.
 	Meta []string
+
+	fns config.Functions // the embedding program's functions, compiled in
+	src *config.Config   // the model it was compiled from, for Diff
 }
 
 // InputNode is a compiled input.
@@ -101,6 +104,8 @@ type RouteNode struct {
 	// Rules is the fingerprint of the route as written: a change to its
 	// predicate, key, projection, format or state changes it.
 	Rules string
+
+	src config.Route // the route as written, for Diff
 }
 
 // WindowNode is a compiled window route. Matching records are written to
@@ -140,7 +145,7 @@ type ProjectedField struct {
 // Compile turns a loaded config into a Topology. cfg must come from Load
 // (it is validated there); dir resolves relative schema paths.
 func Compile(cfg *config.Config, dir string) (*Plan, error) {
-	t := &Plan{Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
+	t := &Plan{src: cfg, fns: cfg.Functions(), Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
 	fields, meta := map[string]bool{}, map[string]bool{}
 	add := func(e *config.Expr) {
 		for _, f := range e.Fields {
@@ -209,22 +214,22 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 // the fields they read.
 func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode, error) {
 	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
-		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r)}
+		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), src: r}
 	var err error
 	if r.When != "" {
-		if rn.When, err = config.CompileExpr(r.When, true); err != nil {
+		if rn.When, err = t.compileExpr(r.When, true); err != nil {
 			return nil, fmt.Errorf("route %q when: %w", r.Name, err)
 		}
 		add(rn.When)
 	}
 	if r.Key != "" {
-		if rn.Key, err = config.CompileExpr(r.Key, false); err != nil {
+		if rn.Key, err = t.compileExpr(r.Key, false); err != nil {
 			return nil, fmt.Errorf("route %q key: %w", r.Name, err)
 		}
 		add(rn.Key)
 	}
 	for _, f := range r.Project {
-		e, err := config.CompileExpr(f.Expr, false)
+		e, err := t.compileExpr(f.Expr, false)
 		if err != nil {
 			return nil, fmt.Errorf("route %q project %q: %w", r.Name, f.Name, err)
 		}
@@ -250,7 +255,7 @@ func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNod
 	}
 	var err error
 	if w.GroupBy != "" {
-		if wn.GroupBy, err = config.CompileExpr(w.GroupBy, false); err != nil {
+		if wn.GroupBy, err = t.compileExpr(w.GroupBy, false); err != nil {
 			return nil, fmt.Errorf("route %q group_by: %w", r.Name, err)
 		}
 		add(wn.GroupBy)
@@ -258,7 +263,7 @@ func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNod
 	for _, a := range w.Aggregates {
 		ca := CompiledAggregate{Name: a.Name, Fn: a.Fn}
 		if a.Of != "" {
-			if ca.Of, err = config.CompileExpr(a.Of, false); err != nil {
+			if ca.Of, err = t.compileExpr(a.Of, false); err != nil {
 				return nil, fmt.Errorf("route %q aggregate %q: %w", r.Name, a.Name, err)
 			}
 			add(ca.Of)
@@ -298,6 +303,11 @@ func (t *Plan) compileConnect(rn *RouteNode, r config.Route, fields map[string]b
 		fields[f] = true
 	}
 	return nil
+}
+
+// compileExpr compiles an expression with the config's functions.
+func (t *Plan) compileExpr(src string, asBool bool) (*config.Expr, error) {
+	return config.CompileExprWith(src, asBool, t.fns)
 }
 
 // Route returns the route named name, or nil.
@@ -435,7 +445,7 @@ func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*conf
 	var def *config.Expr
 	var err error
 	if a.ID != "" {
-		if def, err = config.CompileExpr(a.ID, false); err != nil {
+		if def, err = t.compileExpr(a.ID, false); err != nil {
 			return fmt.Errorf("route %q id: %w", rn.Name, err)
 		}
 		add(def)
@@ -448,19 +458,19 @@ func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*conf
 			pn.SourceTopic = p.Source
 		}
 		if p.When != "" {
-			if pn.When, err = config.CompileExpr(p.When, true); err != nil {
+			if pn.When, err = t.compileExpr(p.When, true); err != nil {
 				return fmt.Errorf("route %q part %q when: %w", rn.Name, p.Name, err)
 			}
 			add(pn.When)
 		}
 		if p.ID != "" {
-			if pn.ID, err = config.CompileExpr(p.ID, false); err != nil {
+			if pn.ID, err = t.compileExpr(p.ID, false); err != nil {
 				return fmt.Errorf("route %q part %q id: %w", rn.Name, p.Name, err)
 			}
 			add(pn.ID)
 		}
 		for _, f := range p.Project {
-			e, err := config.CompileExpr(f.Expr, false)
+			e, err := t.compileExpr(f.Expr, false)
 			if err != nil {
 				return fmt.Errorf("route %q part %q project %q: %w", rn.Name, p.Name, f.Name, err)
 			}

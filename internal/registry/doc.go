@@ -86,7 +86,7 @@
 //
 // The topology's schema_registry section and input formats (topology),
 // the sr.Client (kclient.RegistryClient), one Registry and a Decoder per
-// registry-backed input built by the processor (internal/runtime/engine.go) and
+// registry-backed input built by the processor (internal/runtime/stageone.go) and
 // handed to stage one (stageone.WithDecoders): a RecordError goes to
 // dirty with the original bytes; an UnavailableError aborts the batch,
 // shows on /readyz and is retried with backoff

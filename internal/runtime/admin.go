@@ -36,7 +36,7 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 			return ctx.Err()
 		}
 		reason := fmt.Sprintf("waiting for brokers %s: %s", strings.Join(p.top.Settings.Brokers, ","), kclient.WithHint(err, p.top.Settings.Security))
-		p.st.NotReady(reason)
+		p.obs.NotReady(reason)
 		args := []any{"brokers", p.top.Settings.Brokers, "err", err}
 		if h := kclient.ConnHint(err, p.top.Settings.Security); h != "" {
 			args = append(args, "hint", h)
@@ -231,7 +231,7 @@ func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Cli
 		if p.top.Settings.Topics.OnRepartitionRetention == plan.RetentionFail {
 			return fmt.Errorf("%w: %s (topics.on_repartition_retention: fail)", ErrRepartitionRetention, why)
 		}
-		p.st.Warn(why)
+		p.obs.Warn(why)
 		p.log.Warn("repartition topic expires records; gaps in it are counted as lost", "topic", rc.Name, "configs", strings.Join(bad, ", "))
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 func TestPartsStageOne(t *testing.T) {
 	top := exampleAt(t, "../../examples/order-payment-shipment.yaml", []string{"127.0.0.1:9092"})
 	rep := top.Assemblies()[0].Assembly.RepartitionTopic
-	e := &engine{Engine: stageone.New(top)}
+	e := &stageOne{Engine: stageone.New(top)}
 	for _, c := range []struct {
 		name, topic, value string
 		wantKey, wantPart  string // "" with wantDirty or wantDrop

@@ -28,9 +28,7 @@ import (
 // by itself, in the same group session, and the outputs are then exactly
 // once (at-least-once: every event at least once).
 func TestWriteRefusedByACL(t *testing.T) {
-	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
-		t.Run(string(g), func(t *testing.T) { testWriteRefusedByACL(t, g) })
-	}
+	eachGuarantee(t, testWriteRefusedByACL)
 }
 
 func testWriteRefusedByACL(t *testing.T, guarantee config.Guarantee) {

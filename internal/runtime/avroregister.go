@@ -77,7 +77,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 		fails++
 		wait := min(time.Second<<min(fails-1, 4), maxProduceBackoff)
 		url := p.top.Settings.SchemaRegistry.URL
-		p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
+		p.obs.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
 		p.log.Error("schema registry unavailable; the avro routes' schemas are not registered, retrying", "url", url, "err", err, "backoff", wait)
 		if !p.idle(ctx, wait) {
 			return ctx.Err()

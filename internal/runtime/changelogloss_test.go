@@ -274,7 +274,7 @@ func TestChangelogLossDirect(t *testing.T) {
 	}
 	lost := func(r *running) map[int32]bool {
 		out := map[int32]bool{}
-		for _, p := range r.p.st.LostPartitions(rep) {
+		for _, p := range r.p.obs.LostPartitions(rep) {
 			out[p] = true
 		}
 		return out

@@ -167,29 +167,27 @@ func newCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 }
 
 func TestExampleTopologyExactlyOnce(t *testing.T) {
-	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
-		t.Run(string(g), func(t *testing.T) {
-			n := 100_000
-			if testing.Short() {
-				n = 10_000
-			}
-			c := newCluster(t)
-			top := exampleTopology(t, c.ListenAddrs(), g)
-			events := produceEvents(t, c.ListenAddrs(), "logs", n, 7)
-			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), n, 2*time.Minute)
-			r.stop(t)
-			recs := readCommitted(t, c.ListenAddrs(), top.OutputTopics()...)
-			verify(t, top, events, recs)
-			s := r.p.Metrics().Snapshot()
-			if !s.Conserved() || int(s.Consumed) != n {
-				t.Fatalf("metrics not conserved: %+v", s)
-			}
-			if int(s.Routed+s.Dirty) != len(recs) {
-				t.Fatalf("routed %v + dirty %v != %d read back", s.Routed, s.Dirty, len(recs))
-			}
-		})
-	}
+	eachGuarantee(t, func(t *testing.T, g config.Guarantee) {
+		n := 100_000
+		if testing.Short() {
+			n = 10_000
+		}
+		c := newCluster(t)
+		top := exampleTopology(t, c.ListenAddrs(), g)
+		events := produceEvents(t, c.ListenAddrs(), "logs", n, 7)
+		r := start(t, top, "a")
+		waitConsumed(t, r.p.Metrics(), n, 2*time.Minute)
+		r.stop(t)
+		recs := readCommitted(t, c.ListenAddrs(), top.OutputTopics()...)
+		verify(t, top, events, recs)
+		s := r.p.Metrics().Snapshot()
+		if !s.Conserved() || int(s.Consumed) != n {
+			t.Fatalf("metrics not conserved: %+v", s)
+		}
+		if int(s.Routed+s.Dirty) != len(recs) {
+			t.Fatalf("routed %v + dirty %v != %d read back", s.Routed, s.Dirty, len(recs))
+		}
+	})
 }
 
 // TestExactlyOnceAcrossForcedAbort fails the first EndTxn commit and a
@@ -278,4 +276,13 @@ func failTxnOffsetCommit(req kmsg.Request) kmsg.Response {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// eachGuarantee runs f as a subtest under exactly_once, then
+// at_least_once: the two guarantees share one loop and must both hold.
+func eachGuarantee(t *testing.T, f func(t *testing.T, g config.Guarantee)) {
+	t.Helper()
+	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
+		t.Run(string(g), func(t *testing.T) { f(t, g) })
+	}
 }

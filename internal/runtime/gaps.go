@@ -151,8 +151,8 @@ func (p *Processor) inputGap(g metrics.Gap, tally *metrics.Tally) error {
 	}
 	e := &InputGapError{Gap: g}
 	p.m.InputGapStop.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Set(1)
-	p.st.Gap(g, false)
-	p.st.SetGapStop(g, e.Error())
+	p.obs.Gap(g, false)
+	p.obs.SetGapStop(g, e.Error())
 	p.log.Error("records deleted before they were read; the task does not process (on_gap: fail)",
 		"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "offsets", g.Offsets())
 	return e
@@ -162,7 +162,7 @@ func (p *Processor) inputGap(g metrics.Gap, tally *metrics.Tally) error {
 // moved past them for good.
 func (p *Processor) committedGaps(t *metrics.Tally) {
 	for _, g := range t.Gaps {
-		p.st.Gap(g, true)
+		p.obs.Gap(g, true)
 		p.log.Error("records deleted by the broker before they were read were skipped (on_gap: skip)",
 			"topic", g.Topic, "partition", g.Partition, "from", g.From, "to", g.To-1, "offsets", g.Offsets())
 	}

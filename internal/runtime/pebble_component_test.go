@@ -109,9 +109,7 @@ func restored(r *running) int {
 // changelog's end, and every ERROR event was counted exactly once (final
 // window result or late route) across the three runs.
 func TestPebbleRestoresOnlyTheTail(t *testing.T) {
-	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
-		t.Run(string(g), func(t *testing.T) { testPebbleTail(t, g) })
-	}
+	eachGuarantee(t, testPebbleTail)
 }
 
 func testPebbleTail(t *testing.T, g config.Guarantee) {

@@ -98,8 +98,8 @@ type Processor struct {
 	opts    opts
 	log     *slog.Logger
 	m       *metrics.Metrics
-	eng     *engine
-	st      *observe.Observer // readiness, /healthz and /tasks
+	eng     *stageOne
+	obs     *observe.Observer // readiness, /healthz and /tasks
 	stage   *stagetwo.Stage   // stage two: the window and assembly tasks
 	src     *sourceTracker    // stage one's source progress (aligned watermarks)
 	part    kgo.Partitioner   // the producer's: state queries locate keys with it
@@ -156,7 +156,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	if op.asmStores == nil {
 		op.asmStores = changelog.MemoryBuilder()
 	}
-	eng, err := newEngine(top, op.metrics)
+	eng, err := newStageOne(top, op.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		log:  op.log.With("component", "processor", "application_id", top.Settings.ApplicationID),
 		m:    op.metrics,
 		eng:  eng,
-		st:   observe.New(top, op.metrics),
+		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
@@ -207,14 +207,14 @@ func (op *opts) validate(top *plan.Plan) error {
 // producer, and why not when it has not (what /readyz answers; the
 // sidestream_ready gauge says the same). Warnings (conditions that do not
 // stop processing) follow the reason.
-func (p *Processor) Ready() (bool, string) { return p.st.Ready() }
+func (p *Processor) Ready() (bool, string) { return p.obs.Ready() }
 
 // Healthy reports whether the poll loop is making progress: it has turned
 // within the stall limit (or has not started yet and is still within it).
-func (p *Processor) Healthy() (bool, string) { return p.st.Healthy(p.opts.stallAfter) }
+func (p *Processor) Healthy() (bool, string) { return p.obs.Healthy(p.opts.stallAfter) }
 
 // Tasks lists the assigned partitions, sorted (what /tasks shows).
-func (p *Processor) Tasks() []observe.TaskStatus { return p.st.Tasks() }
+func (p *Processor) Tasks() []observe.TaskStatus { return p.obs.Tasks() }
 
 // tp names a partition (gaps, sources, purges key their maps by it).
 type tp struct {
@@ -236,9 +236,9 @@ func (p *Processor) TransactionalID() string {
 // closed and rebuilt with backoff; Run returns an error only for problems
 // a retry cannot fix (a missing input topic, a refused topic creation).
 func (p *Processor) Run(ctx context.Context) error {
-	p.st.Start()
+	p.obs.Start()
 	defer p.dropState(nil) // closes the stores
-	p.st.Loop()
+	p.obs.Loop()
 	adm, admCl, err := kclient.NewAdmin(p.top.Settings.Brokers, p.opts.kgoOpts...)
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
@@ -248,13 +248,13 @@ func (p *Processor) Run(ctx context.Context) error {
 	if err := p.waitForBrokers(ctx, adm); err != nil {
 		return nilIfDone(ctx, err)
 	}
-	p.st.Loop()
+	p.obs.Loop()
 	if err := p.ensureTopics(ctx, adm); err != nil {
-		p.st.NotReady(err.Error())
+		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
 	if err := p.registerAvroOutputs(ctx); err != nil {
-		p.st.NotReady(err.Error())
+		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
 	purgeCtx, stopPurge := context.WithCancel(ctx)
@@ -278,13 +278,13 @@ func (p *Processor) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if p.st.LastCommit().After(sessionStart) {
+		if p.obs.LastCommit().After(sessionStart) {
 			backoff = minBackoff // the session worked for a while: a fresh failure
 		}
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
 			// finds the same gap until the offsets are moved past it.
-			p.st.NotReady(ge.Error())
+			p.obs.NotReady(ge.Error())
 			p.log.Error("a consumed partition lost records before they were read; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
@@ -298,14 +298,14 @@ func (p *Processor) Run(ctx context.Context) error {
 			// Not a failure a retry heals: the process stays up, not
 			// ready and healthy, and looks again now and then (the
 			// changelog may be restored from elsewhere meanwhile).
-			p.st.NotReady(le.Error())
+			p.obs.NotReady(le.Error())
 			p.log.Error("a task's changelog lost state; waiting, not processing", "err", err, "recheck", p.opts.lossRecheck)
 			if !p.idle(ctx, p.opts.lossRecheck) {
 				return nil
 			}
 			continue
 		}
-		p.st.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Settings.Security))
+		p.obs.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Settings.Security))
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
@@ -321,7 +321,7 @@ func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
 	defer t.Stop()
 	end := time.After(d)
 	for {
-		p.st.Loop()
+		p.obs.Loop()
 		select {
 		case <-ctx.Done():
 			return false
@@ -361,9 +361,9 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.WithHooks(p.m.KafkaHooks()),
 		kgo.ProducerBatchMaxBytes(int32(max(p.top.Dirty.MaxRecordBytes+4096, 1<<20))),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
-			p.st.SetJoined(true) // called after every successful join, even with nothing new
+			p.obs.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {
-				p.st.Assign(t, ps)
+				p.obs.Assign(t, ps)
 			}
 			p.log.Info("partitions assigned", "partitions", a)
 		}),
@@ -391,11 +391,11 @@ func (p *Processor) onRevoked(kind string) func(context.Context, *kgo.Client, ma
 			// The session is gone (broker unreachable, session expired).
 			// Empty transactions still "commit" without the broker, so
 			// only the next successful join may mark the router ready.
-			p.st.SetJoined(false)
-			p.st.NotReady("consumer group session lost (broker unreachable or session expired); rejoining")
+			p.obs.SetJoined(false)
+			p.obs.NotReady("consumer group session lost (broker unreachable or session expired); rejoining")
 		}
 		for t, ps := range r {
-			p.st.Revoke(t, ps)
+			p.obs.Revoke(t, ps)
 		}
 		p.log.Info("partitions "+kind, "partitions", r)
 	}
@@ -483,7 +483,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 		if err := p.inputGap(g, tally); err != nil {
 			return err
 		}
-	} else if p.st.ClearGapStop(ftp.Topic, ftp.Partition) {
+	} else if p.obs.ClearGapStop(ftp.Topic, ftp.Partition) {
 		p.m.InputGapStop.DeleteLabelValues(ftp.Topic, strconv.Itoa(int(ftp.Partition)))
 	}
 	var err error
@@ -497,7 +497,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 	}
 	p.gaps.advance(ftp)
 	last := ftp.Records[len(ftp.Records)-1]
-	p.st.Progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
+	p.obs.Progress(ftp.Topic, ftp.Partition, last.Offset+1, ftp.HighWatermark)
 	return nil
 }
 

@@ -61,7 +61,7 @@ func (p *Processor) purgeOnce(ctx context.Context, adm *kadm.Client, rep []strin
 	before := map[tp]int64{}
 	for _, t := range rep {
 		for part, lo := range starts[t] {
-			if lo.Err != nil || !p.st.Assigned(t, part) {
+			if lo.Err != nil || !p.obs.Assigned(t, part) {
 				continue
 			}
 			c, ok := committed.Lookup(t, part)

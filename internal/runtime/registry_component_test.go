@@ -321,9 +321,7 @@ func TestAvroInputExactlyOnce(t *testing.T) {
 // aborts and is retried; nothing is dirtied by the outage, every record
 // is written once, and /readyz says why while it lasts.
 func TestAvroInputRegistryOutage(t *testing.T) {
-	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
-		t.Run(string(g), func(t *testing.T) { registryOutage(t, g) })
-	}
+	eachGuarantee(t, registryOutage)
 }
 
 func registryOutage(t *testing.T, g config.Guarantee) {

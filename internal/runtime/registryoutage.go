@@ -41,7 +41,7 @@ func (p *Processor) registryOutage(ctx context.Context, err error) {
 	p.registryFails++
 	wait := min(time.Second<<min(p.registryFails-1, 4), maxProduceBackoff)
 	p.m.Aborts.WithLabelValues(observe.AbortRegistryUnavailable).Inc()
-	p.st.NotReady(fmt.Sprintf("schema registry %s unavailable: %v; the batch was aborted (nothing dirtied, nothing committed) and is tried again in %s",
+	p.obs.NotReady(fmt.Sprintf("schema registry %s unavailable: %v; the batch was aborted (nothing dirtied, nothing committed) and is tried again in %s",
 		p.top.Settings.SchemaRegistry.URL, err, wait))
 	p.log.Error("schema registry unavailable; batch aborted, it will be processed again", "url", p.top.Settings.SchemaRegistry.URL, "err", err, "backoff", wait)
 	p.idle(ctx, wait)

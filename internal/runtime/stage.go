@@ -28,27 +28,29 @@ func (r stageRuntime) Restore(ctx context.Context, route, changelogTopic string,
 }
 
 func (r stageRuntime) Window(topic string, part int32, route string, wm *int64, open, entries int, bytes int64) {
-	r.p.st.Window(topic, part, route, wm, open, entries, bytes)
+	r.p.obs.Window(topic, part, route, wm, open, entries, bytes)
 }
 
 func (r stageRuntime) Assembly(topic string, part int32, route string, clock *int64, open, entries int, bytes int64) {
-	r.p.st.Assembly(topic, part, route, clock, open, entries, bytes)
+	r.p.obs.Assembly(topic, part, route, clock, open, entries, bytes)
 }
 
 func (r stageRuntime) HeldBy(topic string, part int32, src string, at *int64) {
-	r.p.st.HeldBy(topic, part, src, at)
+	r.p.obs.HeldBy(topic, part, src, at)
 }
 
 func (r stageRuntime) LocalCheckpoint(topic string, part int32, off *int64) {
-	r.p.st.LocalCheckpoint(topic, part, off)
+	r.p.obs.LocalCheckpoint(topic, part, off)
 }
 
-func (r stageRuntime) SetLost(topic string, part int32, why string) { r.p.st.SetLost(topic, part, why) }
-func (r stageRuntime) ClearLost(topic string, part int32)           { r.p.st.ClearLost(topic, part) }
-func (r stageRuntime) Assigned(topic string, part int32) bool       { return r.p.st.Assigned(topic, part) }
-func (r stageRuntime) Hold(rep string, part int32, route string)    { r.p.src.hold(rep, part, route) }
-func (r stageRuntime) Holds(rep string, part int32) bool            { return r.p.src.holds(rep, part) }
-func (r stageRuntime) Admin() *kadm.Client                          { return r.p.adm }
+func (r stageRuntime) SetLost(topic string, part int32, why string) {
+	r.p.obs.SetLost(topic, part, why)
+}
+func (r stageRuntime) ClearLost(topic string, part int32)        { r.p.obs.ClearLost(topic, part) }
+func (r stageRuntime) Assigned(topic string, part int32) bool    { return r.p.obs.Assigned(topic, part) }
+func (r stageRuntime) Hold(rep string, part int32, route string) { r.p.src.hold(rep, part, route) }
+func (r stageRuntime) Holds(rep string, part int32) bool         { return r.p.src.holds(rep, part) }
+func (r stageRuntime) Admin() *kadm.Client                       { return r.p.adm }
 
 // restoreTask restores a fresh store from one changelog partition (its
 // metrics are counted once the task is kept: Kept).

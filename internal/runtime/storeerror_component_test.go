@@ -150,9 +150,7 @@ func checkNoStateDirty(t *testing.T, brokers []string, dirtyTopic string, inputs
 // written), the task rebuilt from its changelog and, exactly-once, every
 // ERROR event still counted exactly once.
 func TestWindowStoreErrorAborts(t *testing.T) {
-	for _, g := range []config.Guarantee{config.ExactlyOnce, config.AtLeastOnce} {
-		t.Run(string(g), func(t *testing.T) { testWindowStoreError(t, g) })
-	}
+	eachGuarantee(t, testWindowStoreError)
 }
 
 func testWindowStoreError(t *testing.T, g config.Guarantee) {

@@ -141,7 +141,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 			pollCtx, cancel := context.WithDeadline(ctx, l.pollDeadline(start, interval))
 			fetches := c.client().PollRecords(pollCtx, p.opts.maxPoll)
 			cancel()
-			p.st.Loop()
+			p.obs.Loop()
 			if err := p.pollErrors(fetches); err != nil {
 				return err
 			}
@@ -289,7 +289,7 @@ func (p *Processor) countCommitted(cl *kgo.Client, pending *metrics.Tally) {
 	p.m.Observe(pending)
 	p.committedGaps(pending)
 	p.m.Commits.Inc()
-	p.st.Committed(committedOffsets(cl), time.Now())
+	p.obs.Committed(committedOffsets(cl), time.Now())
 }
 
 // maxProduceBackoff bounds the wait before a batch whose produce failed
@@ -299,7 +299,7 @@ const maxProduceBackoff = 8 * time.Second
 // markReady sets ready after a successful commit once the group is joined.
 func (p *Processor) markReady(cl *kgo.Client) {
 	_, gen := cl.GroupMetadata()
-	p.st.ReadyAfterCommit(gen >= 0, p.top.Settings.ApplicationID)
+	p.obs.ReadyAfterCommit(gen >= 0, p.top.Settings.ApplicationID)
 }
 
 // runExactlyOnce is one group session under exactly-once: every output of
@@ -365,8 +365,8 @@ func (c *eosCommitter) next(ctx context.Context, ended bool) error {
 	if !ended {
 		return nil
 	}
-	if now := time.Now(); c.p.st.Joined() {
-		return c.watch.check(ctx, now, c.p.st.Quiet(now, c.watch.every))
+	if now := time.Now(); c.p.obs.Joined() {
+		return c.watch.check(ctx, now, c.p.obs.Quiet(now, c.watch.every))
 	}
 	return nil
 }
@@ -437,12 +437,12 @@ func (p *Processor) produceFailure(prodErr error, undone string) {
 		p.m.AuthzRefused.WithLabelValues(topic).Inc()
 		why := fmt.Sprintf("%s: writes to topic %s refused by the broker's authorizer (%v); "+
 			"grant this principal WRITE on the topic (an ACL); the batch is tried again, backing off up to %s", undone, topic, prodErr, maxProduceBackoff)
-		p.st.NotReady(why)
+		p.obs.NotReady(why)
 		p.log.Error("writes refused by an ACL; "+undone+", the batch will be tried again", "topic", topic, "err", prodErr)
 		return
 	}
 	p.m.Aborts.WithLabelValues(observe.AbortProduceError).Inc()
-	p.st.NotReady(undone + ": produce failed: " + prodErr.Error())
+	p.obs.NotReady(undone + ": produce failed: " + prodErr.Error())
 	p.log.Error("produce failed; "+undone+", the batch will be processed again", "err", prodErr)
 }
 
@@ -525,7 +525,7 @@ func (c *aloCommitter) check() error { return c.revokeErr }
 // fail marks the router not ready: uncommitted records are processed
 // again by the next session; duplicates are possible, loss is not.
 func (c *aloCommitter) fail(err error) error {
-	c.p.st.NotReady(err.Error())
+	c.p.obs.NotReady(err.Error())
 	return err
 }
 

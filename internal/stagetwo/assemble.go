@@ -144,7 +144,7 @@ func (s *Stage) AssemblyHeld(route, id string) (h assembly.Held, ok bool, err er
 
 // processAssembly is stage two for one part: into its task's operator,
 // out come the assembled, incomplete and duplicate records.
-func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (e *recordRunner) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
 	ar := t.route
 	name := ar.rt.Name
 	part := partName(r, ar.spec.Parts)
@@ -213,7 +213,7 @@ func (e *engine) processAssembly(r *kgo.Record, t *assemblyTask, now time.Time, 
 
 // assemblyRecord is one emitted assembly: to the route's topic when
 // complete, to the incomplete route otherwise; keyed by the ID.
-func (e *engine) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
+func (e *recordRunner) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
 	name := ar.rt.Name
 	topic, result := ar.rt.Topic, metrics.ResultCompleted
 	if !a.Complete {
@@ -308,7 +308,7 @@ func partName(r *kgo.Record, parts []string) string {
 // fit, with the reason, so the record never poisons the transaction. It
 // is counted as an assembly result, not as a dirty input record (no input
 // record failed).
-func (e *engine) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
+func (e *recordRunner) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
 	if stageone.RecordSize(rec) <= e.MaxRecordBytes() {
 		return rec
 	}

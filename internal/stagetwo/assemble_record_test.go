@@ -18,7 +18,7 @@ import (
 
 // referenceAssemblyRecord is assemblyRecord as first written (a fresh
 // slice per header value): the record assemblyRecord must still build.
-func referenceAssemblyRecord(e *engine, ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
+func referenceAssemblyRecord(e *recordRunner, ar *assemblyRoute, a *assembly.Assembly, ts time.Time, tally *metrics.Tally) *kgo.Record {
 	name := ar.rt.Name
 	names := make([]string, len(a.Parts))
 	for i, p := range a.Parts {

@@ -30,7 +30,7 @@ type directTask interface {
 	// begin runs once the task is locked for the input partition's batch.
 	begin()
 	// stageTwo processes one record of the (virtual) repartition topic.
-	stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error)
+	stageTwo(e *recordRunner, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error)
 	// finish runs after the records of input partition topic/part (max is
 	// its maximum event time, nil if none tracked; ok: no task failed),
 	// with the task locked.
@@ -153,7 +153,7 @@ func (t *windowTask) misplaced(out *kgo.Record, kp, part int32) *stageone.Record
 		t.route.rt.Name, out.Key, kp, part)
 }
 
-func (t *windowTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (t *windowTask) stageTwo(e *recordRunner, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
 	return e.processRepartitioned(r, t, tally)
 }
 
@@ -192,7 +192,7 @@ func (t *assemblyTask) misplaced(out *kgo.Record, kp, part int32) *stageone.Reco
 		t.route.rt.Name, wire.String(out.Headers, wire.HeaderPart), out.Key, kp, part)
 }
 
-func (t *assemblyTask) stageTwo(e *engine, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (t *assemblyTask) stageTwo(e *recordRunner, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
 	return e.processAssemblyRecord(r, t, time.Now(), tally)
 }
 

@@ -39,4 +39,4 @@ func checkConserved(t fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record
 	stageonetest.CheckConserved(t, top, r, outs, tally, stageone.RecordSize)
 }
 
-func newEngine(t *plan.Plan) *engine { return &engine{stageone.New(t)} }
+func newEngine(t *plan.Plan) *recordRunner { return &recordRunner{stageone.New(t)} }

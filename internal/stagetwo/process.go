@@ -68,7 +68,7 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 
 // processWindowBatch is stage two for the records of one window task's
 // batch, each output handed to produce.
-func (e *engine) processWindowBatch(t *windowTask, recs []*kgo.Record, tally *metrics.Tally, produce func(*kgo.Record)) error {
+func (e *recordRunner) processWindowBatch(t *windowTask, recs []*kgo.Record, tally *metrics.Tally, produce func(*kgo.Record)) error {
 	for _, r := range recs {
 		outs, err := e.processRepartitioned(r, t, tally)
 		if err != nil {
@@ -85,7 +85,7 @@ func (e *engine) processWindowBatch(t *windowTask, recs []*kgo.Record, tally *me
 // topic. A bad record is a dirty record; an error is the task's store
 // failing, which may hold part of the record's writes: the batch aborts
 // and the task is rebuilt from its changelog (never a dirty record).
-func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (e *recordRunner) processRepartitioned(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	if IsMark(r) {
 		return e.processMark(r, t, tally)
 	}
@@ -95,7 +95,7 @@ func (e *engine) processRepartitioned(r *kgo.Record, t *windowTask, tally *metri
 
 // processAssemblyRecord is stage two of an assembly route for one record
 // of its repartition topic, with processRepartitioned's contract.
-func (e *engine) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (e *recordRunner) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
 	tally.Consumed[r.Topic]++
 	return e.processAssembly(r, t, now, tally)
 }
@@ -111,7 +111,7 @@ func SourceID(topic string, part int32) string { return topic + "/" + strconv.It
 // processMark is stage two for one mark: the source's progress moves the
 // task's watermark. A malformed mark goes to dirty (it is counted as
 // consumed then, like any record that goes there).
-func (e *engine) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (e *recordRunner) processMark(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	topic := wire.String(r.Headers, wire.HeaderTopic)
 	part, okp := wire.Int(r.Headers, wire.HeaderPartition)
 	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)

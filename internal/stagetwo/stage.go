@@ -86,7 +86,7 @@ type Config struct {
 // Stage is stage two of one processor: its window and assembly tasks.
 type Stage struct {
 	top       *plan.Plan
-	eng       *engine
+	eng       *recordRunner
 	rt        Runtime
 	log       *slog.Logger
 	m         *metrics.Metrics
@@ -97,9 +97,9 @@ type Stage struct {
 	as        *assemblyStage
 }
 
-// engine runs stage two's records with stage one's helpers (dirty
+// recordRunner runs stage two's records with stage one's helpers (dirty
 // records, field decoding, aggregate values, the record size ceiling).
-type engine struct {
+type recordRunner struct {
 	*stageone.Engine
 }
 
@@ -113,7 +113,7 @@ func New(c Config) (*Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{top: c.Topology, eng: &engine{c.Engine}, rt: c.Runtime, log: c.Log, m: c.Metrics,
+	return &Stage{top: c.Topology, eng: &recordRunner{c.Engine}, rt: c.Runtime, log: c.Log, m: c.Metrics,
 		part: c.Partitioner, asmStores: c.AssemblyStores, ownerURL: c.OwnerURL, ws: ws, as: as}, nil
 }
 

@@ -106,7 +106,7 @@ func BenchmarkWindowStageTwo(b *testing.B) {
 
 // stageTwoInputs are generator events as input records and what stage
 // one writes of them to the window's repartition topic.
-func stageTwoInputs(b testing.TB, e *engine, top *plan.Plan) (inputs, reps []*kgo.Record) {
+func stageTwoInputs(b testing.TB, e *recordRunner, top *plan.Plan) (inputs, reps []*kgo.Record) {
 	g := gen.New(1)
 	g.BadFraction = 0
 	tally := metrics.NewTally()

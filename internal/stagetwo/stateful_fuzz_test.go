@@ -51,14 +51,14 @@ var statefulTopo = []string{
 // by the engine's stage one.
 type statefulRun struct {
 	top        *plan.Plan
-	e          *engine
+	e          *recordRunner
 	wrep, arep string
 	wtask      *windowTask
 	atask      *assemblyTask
 	now        time.Time
 }
 
-func newStatefulRun(t testing.TB, top *plan.Plan, e *engine) *statefulRun {
+func newStatefulRun(t testing.TB, top *plan.Plan, e *recordRunner) *statefulRun {
 	t.Helper()
 	ws, err := newWindowStage(top, changelog.MemoryBuilder())
 	if err != nil {

@@ -256,7 +256,7 @@ func (s *Stage) windowTask(ctx context.Context, topic string, part int32) (*wind
 
 // processWindow is stage two: one repartitioned record into its task's
 // operator. It returns the window results (and the late record, if late).
-func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
+func (e *recordRunner) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tally) ([]*kgo.Record, error) {
 	rt := t.route.rt
 	h := wire.ReadRepartition(r.Headers)
 	if !h.EventTimeOK {
@@ -331,7 +331,7 @@ func (e *engine) processWindow(r *kgo.Record, t *windowTask, tally *metrics.Tall
 // written out again and the route's own added, a record near the bound
 // can pass stage one and not fit here, and a record the broker refuses
 // would abort every transaction that holds it.
-func (e *engine) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
+func (e *recordRunner) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
 	if n := stageone.RecordSize(out); n > e.MaxRecordBytes() {
 		return e.Dirty(asWritten(r), stageone.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
 			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
@@ -339,7 +339,7 @@ func (e *engine) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, t
 	return nil
 }
 
-func (e *engine) windowResults(rt *plan.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
+func (e *recordRunner) windowResults(rt *plan.RouteNode, rs []window.Result, ts time.Time, tally *metrics.Tally) []*kgo.Record {
 	recs := make([]*kgo.Record, 0, len(rs))
 	for _, res := range rs {
 		kind := "update"
@@ -407,7 +407,7 @@ func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *
 // operator's JSON, the connect-json envelope, or Avro behind the
 // registered schema's header; on error, the dirty reason. A retraction
 // (nil) stays a tombstone: the sink deletes the row.
-func (e *engine) resultValue(rt *plan.RouteNode, value []byte) ([]byte, string, error) {
+func (e *recordRunner) resultValue(rt *plan.RouteNode, value []byte) ([]byte, string, error) {
 	var v []byte
 	var err error
 	switch {
@@ -426,7 +426,7 @@ func (e *engine) resultValue(rt *plan.RouteNode, value []byte) ([]byte, string, 
 // lateRecord is the input record, unchanged (its headers as written
 // before the repartition envelope), on the late route, with the
 // watermark it met, the windows it missed and how late it was.
-func (e *engine) lateRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
+func (e *recordRunner) lateRecord(rt *plan.RouteNode, r *kgo.Record, key []byte, l *window.Late) *kgo.Record {
 	wins := make([]string, len(l.Windows))
 	for i, w := range l.Windows {
 		wins[i] = w.String()

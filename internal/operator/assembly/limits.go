@@ -4,44 +4,11 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/sidestream/sidestream/internal/operator/opkey"
 	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
-// Policy is what an assembly operator does with a part that would open
-// an assembly beyond its Limits.
-type Policy = statelimit.Policy
-
-// Overflow policies.
-const (
-	// NoLimit: Limits are not enforced (the zero value).
-	NoLimit = statelimit.None
-	// OverflowRoute refuses the part: no state changes and the caller
-	// writes it, unchanged, to the overflow route (Output.Overflow). The
-	// part's time still moves the clock.
-	OverflowRoute = statelimit.Route
-	// OverflowEvict makes room: the open assemblies with the earliest
-	// deadline (ties by ID) are emitted at once as incomplete, with
-	// Evicted set, and forgotten.
-	OverflowEvict = statelimit.Evict
-)
-
-// Limits bound the open assemblies of one operator (one task). They gate
-// only new assemblies: a part for an open one always updates it, so parts
-// may take the bytes past MaxBytes. Completed-ID markers (Retention) are
-// not counted. Decisions depend only on the stored state, so a replay or
-// a restore decides the same way.
-type Limits = statelimit.Limits
-
-// Limit names of an Overflow.
-const (
-	LimitEntries = statelimit.LimitEntries
-	LimitBytes   = statelimit.LimitBytes
-)
-
-// Overflow describes a part refused by OverflowRoute.
-type Overflow = statelimit.Overflow
-
-func validateLimits(l Limits) error {
+func validateLimits(l statelimit.Limits) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("assembly: %w", err)
 	}
@@ -57,13 +24,13 @@ func (o *Operator) StateBytes() int64 { return o.bytes }
 // key "t"+time+"a"+id.
 func assemblyCost(idLen, valueLen int) int64 { return int64(2*idLen + 11 + valueLen) }
 
-func (o *Operator) over(addBytes int64) *Overflow {
+func (o *Operator) over(addBytes int64) *statelimit.Overflow {
 	l := o.s.Limits
 	if l.MaxEntries > 0 && o.open+1 > l.MaxEntries {
-		return &Overflow{Limit: LimitEntries, Max: int64(l.MaxEntries), Size: int64(o.open)}
+		return &statelimit.Overflow{Limit: statelimit.LimitEntries, Max: int64(l.MaxEntries), Size: int64(o.open)}
 	}
 	if l.MaxBytes > 0 && o.bytes+addBytes > l.MaxBytes {
-		return &Overflow{Limit: LimitBytes, Max: l.MaxBytes, Size: o.bytes}
+		return &statelimit.Overflow{Limit: statelimit.LimitBytes, Max: l.MaxBytes, Size: o.bytes}
 	}
 	return nil
 }
@@ -79,7 +46,7 @@ func (o *Operator) admit(addBytes int64, out *Output) (bool, error) {
 	if ov == nil {
 		return true, nil
 	}
-	if o.s.Limits.Policy == OverflowRoute {
+	if o.s.Limits.Policy == statelimit.Route {
 		out.Overflow = ov
 		return false, nil
 	}
@@ -120,7 +87,7 @@ func (o *Operator) admit(addBytes int64, out *Output) (bool, error) {
 // evict emits the assembly of deadline timer k as incomplete and evicted,
 // and forgets it.
 func (o *Operator) evict(k []byte, out *Output) error {
-	at, _, _ := readTime(k[1:])
+	at, _, _ := opkey.ReadTime(k[1:])
 	id := string(k[10:])
 	if err := o.st.Delete(k); err != nil {
 		return err

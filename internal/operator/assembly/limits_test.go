@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/internal/changelog"
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
 // storedBytes recounts StateBytes from the store.
@@ -46,7 +47,7 @@ func TestLimitsProperty(t *testing.T) {
 	seen := map[string]int{}
 	rapid.Check(t, func(t *rapid.T) {
 		spec := genSpec(t)
-		spec.Limits.Policy = rapid.SampledFrom([]Policy{OverflowRoute, OverflowEvict}).Draw(t, "policy")
+		spec.Limits.Policy = rapid.SampledFrom([]statelimit.Policy{statelimit.Route, statelimit.Evict}).Draw(t, "policy")
 		if rapid.IntRange(0, 3).Draw(t, "entries?") > 0 {
 			spec.Limits.MaxEntries = rapid.IntRange(1, 4).Draw(t, "max_entries")
 		}
@@ -97,16 +98,16 @@ func TestLimitsProperty(t *testing.T) {
 			if ov := out.Overflow; ov != nil {
 				seen["overflow"]++
 				after, _, _ := op.Held(id)
-				if lim.Policy != OverflowRoute || before.Open || out.Opened || out.Assembled != nil || after.Open {
+				if lim.Policy != statelimit.Route || before.Open || out.Opened || out.Assembled != nil || after.Open {
 					t.Fatalf("step %d: overflow %+v with policy %v, held before %+v", i, ov, lim.Policy, before)
 				}
-				if (ov.Limit == LimitEntries) != (lim.MaxEntries > 0 && open+1 > lim.MaxEntries) ||
-					ov.Limit == LimitEntries && ov.Size != int64(open) || ov.Limit == LimitBytes && ov.Size != size {
+				if (ov.Limit == statelimit.LimitEntries) != (lim.MaxEntries > 0 && open+1 > lim.MaxEntries) ||
+					ov.Limit == statelimit.LimitEntries && ov.Size != int64(open) || ov.Limit == statelimit.LimitBytes && ov.Size != size {
 					t.Fatalf("step %d: overflow %+v, state %d open %d bytes, limits %+v", i, ov, open, size, lim)
 				}
 				continue
 			}
-			if out.Opened && out.Assembled == nil && lim.Policy == OverflowRoute && lim.MaxEntries > 0 && open+1 > lim.MaxEntries {
+			if out.Opened && out.Assembled == nil && lim.Policy == statelimit.Route && lim.MaxEntries > 0 && open+1 > lim.MaxEntries {
 				t.Fatalf("step %d: opened past the limit: %d open, limit %d", i, open, lim.MaxEntries)
 			}
 			var evicted []string
@@ -118,7 +119,7 @@ func TestLimitsProperty(t *testing.T) {
 					evicted = append(evicted, a.ID)
 				}
 			}
-			if len(evicted) != out.Evicted || lim.Policy != OverflowEvict && out.Evicted > 0 {
+			if len(evicted) != out.Evicted || lim.Policy != statelimit.Evict && out.Evicted > 0 {
 				t.Fatalf("step %d: %d evicted, Evicted %d", i, len(evicted), out.Evicted)
 			}
 			if out.Evicted > 0 {

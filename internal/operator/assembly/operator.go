@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sidestream/sidestream/internal/operator/opkey"
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
 // Store is what the operator needs from a state store;
@@ -48,8 +51,14 @@ type Spec struct {
 	// 0 remembers nothing.
 	Retention  time.Duration
 	Duplicates DuplicateMode
-	// Limits bound the open assemblies (default: none).
-	Limits Limits
+	// Limits bound the open assemblies (default: none). They gate only
+	// new assemblies: a part for an open one always updates it.
+	// statelimit.Route refuses the part (no state changes; its time still
+	// moves the clock; the caller writes it to the overflow route);
+	// statelimit.Evict emits the open assemblies with the earliest
+	// deadline (ties by ID) as incomplete, with Evicted set. Completed-ID
+	// markers (Retention) are not counted.
+	Limits statelimit.Limits
 }
 
 // Validate checks the spec.
@@ -128,7 +137,7 @@ type Output struct {
 	Opened bool
 	// Overflow: Limits refused the part (OverflowRoute); no state changed
 	// and the caller writes it to the overflow route.
-	Overflow *Overflow
+	Overflow *statelimit.Overflow
 	// Evicted counts the assemblies OverflowEvict emitted for this part;
 	// they are in Incomplete with Evicted set.
 	Evicted int
@@ -239,7 +248,7 @@ func New(spec Spec, st Store) (*Operator, error) {
 		return nil, fmt.Errorf("assembly: read meta: %w", err)
 	}
 	if ok {
-		c, _, ok := readTime(b)
+		c, _, ok := opkey.ReadTime(b)
 		if !ok {
 			return nil, fmt.Errorf("assembly: meta: %w", errCorrupt)
 		}
@@ -373,7 +382,7 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 			}
 		}
 		if r := o.s.Retention.Milliseconds(); r > 0 {
-			o.vbuf = appendTime(o.vbuf[:0], t+r)
+			o.vbuf = opkey.AppendTime(o.vbuf[:0], t+r)
 			if err := o.st.Set(o.key(nsDone, id), o.vbuf); err != nil {
 				return err
 			}
@@ -411,7 +420,7 @@ func (o *Operator) advance(c int64, out *Output) error {
 		return nil
 	}
 	o.clock = c
-	if err := o.st.Set(metaKey, appendTime(o.tbuf[:0], c)); err != nil {
+	if err := o.st.Set(metaKey, opkey.AppendTime(o.tbuf[:0], c)); err != nil {
 		return err
 	}
 	if err := o.collectDue(c); err != nil {
@@ -439,7 +448,7 @@ func (o *Operator) collectDue(c int64) error {
 }
 
 func (o *Operator) visitDue(k, _ []byte) bool {
-	at, _, ok := readTime(k[1:])
+	at, _, ok := opkey.ReadTime(k[1:])
 	if !ok {
 		o.dueErr = fmt.Errorf("timer key %q: %w", k, errCorrupt)
 		return false
@@ -458,7 +467,7 @@ func (o *Operator) fire(k []byte, out *Output) error {
 	if len(k) < 10 {
 		return fmt.Errorf("timer key %q: %w", k, errCorrupt)
 	}
-	at, _, _ := readTime(k[1:])
+	at, _, _ := opkey.ReadTime(k[1:])
 	kind, id := k[9], k[10:]
 	if err := o.st.Delete(k); err != nil {
 		return err
@@ -597,7 +606,7 @@ func (o *Operator) Held(id string) (h Held, ok bool, err error) {
 		return h, false, err
 	}
 	if done {
-		until, _, ok := readTime(b)
+		until, _, ok := opkey.ReadTime(b)
 		if !ok {
 			return h, false, fmt.Errorf("completed marker %q: %w", id, errCorrupt)
 		}
@@ -617,7 +626,7 @@ func (o *Operator) keyBytes(ns byte, id []byte) []byte {
 }
 
 func (o *Operator) timerKey(at int64, kind byte, id string) []byte {
-	o.kbuf = appendTime(append(o.kbuf[:0], nsTimer), at)
+	o.kbuf = opkey.AppendTime(append(o.kbuf[:0], nsTimer), at)
 	o.kbuf = append(append(o.kbuf, kind), id...)
 	return o.kbuf
 }
@@ -739,17 +748,6 @@ func intern(b []byte, names []string) string {
 		}
 	}
 	return string(b)
-}
-
-func appendTime(b []byte, t int64) []byte {
-	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
-}
-
-func readTime(b []byte) (int64, []byte, bool) {
-	if len(b) < 8 {
-		return 0, nil, false
-	}
-	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), b[8:], true
 }
 
 // ID renders an ID expression's value as the assembly ID: a non-empty

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/sidestream/sidestream/internal/operator/opkey"
 )
 
 // Store layout. Every key starts with a one-byte namespace; times are
@@ -37,17 +39,6 @@ var (
 
 // errCorrupt is wrapped by every decoding error of stored state.
 var errCorrupt = errors.New("corrupt window state")
-
-func appendTime(b []byte, t int64) []byte {
-	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
-}
-
-func readTime(b []byte) (int64, []byte, bool) {
-	if len(b) < 8 {
-		return 0, nil, false
-	}
-	return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)), b[8:], true
-}
 
 func appendKey(b []byte, key string) []byte {
 	for i := 0; i < len(key); i++ {
@@ -84,7 +75,7 @@ func readKey(b []byte) (string, []byte, bool) {
 }
 
 func appendWindowKey(b []byte, key string, start int64) []byte {
-	return appendTime(appendKey(append(b, nsWindow), key), start)
+	return opkey.AppendTime(appendKey(append(b, nsWindow), key), start)
 }
 
 func appendWindowPrefix(b []byte, key string) []byte {
@@ -92,7 +83,7 @@ func appendWindowPrefix(b []byte, key string) []byte {
 }
 
 func appendTimerKey(b []byte, at int64, key string, start int64) []byte {
-	return appendTime(appendKey(appendTime(append(b, nsTimer), at), key), start)
+	return opkey.AppendTime(appendKey(opkey.AppendTime(append(b, nsTimer), at), key), start)
 }
 
 // timer is a parsed timer key.
@@ -105,13 +96,13 @@ func parseTimerKey(b []byte) (timer, error) {
 	var tm timer
 	ok := len(b) > 0 && b[0] == nsTimer
 	if ok {
-		tm.at, b, ok = readTime(b[1:])
+		tm.at, b, ok = opkey.ReadTime(b[1:])
 	}
 	if ok {
 		tm.key, b, ok = readKey(b)
 	}
 	if ok {
-		tm.start, b, ok = readTime(b)
+		tm.start, b, ok = opkey.ReadTime(b)
 	}
 	if !ok || len(b) != 0 {
 		return tm, fmt.Errorf("%w: timer key %x", errCorrupt, b)

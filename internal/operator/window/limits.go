@@ -4,47 +4,11 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sidestream/sidestream/internal/operator/opkey"
 	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
-// Policy is what a window operator does with a record that would open a
-// window beyond its Limits.
-type Policy = statelimit.Policy
-
-// Overflow policies.
-const (
-	// NoLimit: Limits are not enforced (the zero value).
-	NoLimit = statelimit.None
-	// OverflowRoute refuses the record: it changes no window and the
-	// caller writes it, unchanged, to the overflow route (Output.Overflow).
-	// It still moves the watermark, so full state drains as time passes.
-	OverflowRoute = statelimit.Route
-	// OverflowEvict makes room: the windows whose next timer is earliest
-	// (the ones that would close first; ties by key, then start) are
-	// emitted at once as final results with Evicted set, and purged.
-	OverflowEvict = statelimit.Evict
-)
-
-// Limits bound the state of one operator (one task). They gate only the
-// admission of new windows: a record for windows that exist always
-// updates them, so a window's own growth (distinct_count) may take the
-// bytes past MaxBytes. Every decision is made in record order from the
-// stored state alone, so a replay or a restore decides the same way.
-// MaxEntries counts open windows (sessions).
-type Limits = statelimit.Limits
-
-// Reasons of an Overflow: the limit a record would have passed.
-const (
-	LimitEntries = statelimit.LimitEntries
-	LimitBytes   = statelimit.LimitBytes
-)
-
-// Overflow describes a record refused by OverflowRoute: the limit, the
-// configured bound and the state's size (open windows or bytes) when the
-// record arrived.
-type Overflow = statelimit.Overflow
-
-func validateLimits(l Limits, windowsPerRecord int64) error {
+func validateLimits(l statelimit.Limits, windowsPerRecord int64) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", ErrSpec, err)
 	}
@@ -60,7 +24,7 @@ func validateLimits(l Limits, windowsPerRecord int64) error {
 func (o *Operator) StateBytes() int64 { return o.bytes }
 
 // Limits returns the enforced limits.
-func (o *Operator) Limits() Limits { return o.p.lim }
+func (o *Operator) Limits() statelimit.Limits { return o.p.lim }
 
 // windowCost is what one stored window counts in StateBytes: its key, its
 // value and its timer key (the window key plus the 8-byte time).
@@ -75,13 +39,13 @@ func (o *Operator) cost(w *win) int64 {
 
 // over reports the first limit that admitting addEntries windows and
 // addBytes bytes would pass ("" when none).
-func (o *Operator) over(addEntries int, addBytes int64) *Overflow {
+func (o *Operator) over(addEntries int, addBytes int64) *statelimit.Overflow {
 	l := o.p.lim
 	if l.MaxEntries > 0 && o.open+addEntries > l.MaxEntries {
-		return &Overflow{Limit: LimitEntries, Max: int64(l.MaxEntries), Size: int64(o.open)}
+		return &statelimit.Overflow{Limit: statelimit.LimitEntries, Max: int64(l.MaxEntries), Size: int64(o.open)}
 	}
 	if l.MaxBytes > 0 && o.bytes+addBytes > l.MaxBytes {
-		return &Overflow{Limit: LimitBytes, Max: l.MaxBytes, Size: o.bytes}
+		return &statelimit.Overflow{Limit: statelimit.LimitBytes, Max: l.MaxBytes, Size: o.bytes}
 	}
 	return nil
 }
@@ -100,7 +64,7 @@ func (o *Operator) admit(addEntries int, addBytes int64, keep func(key string, s
 	if ov == nil {
 		return true, nil
 	}
-	if o.p.lim.Policy == OverflowRoute {
+	if o.p.lim.Policy == statelimit.Route {
 		out.Overflow = ov
 		return false, nil
 	}
@@ -152,7 +116,7 @@ func (o *Operator) oldest(n int) ([]timer, error) {
 	if sk, ok := o.st.(interface {
 		RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error
 	}); ok && o.wm > math.MinInt64 {
-		o.pbuf = appendTime(append(o.pbuf[:0], nsTimer), o.wm+1)
+		o.pbuf = opkey.AppendTime(append(o.pbuf[:0], nsTimer), o.wm+1)
 		err = sk.RangeFrom(timerPrefix, o.pbuf, scan)
 	} else {
 		err = o.st.Range(timerPrefix, scan)

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/internal/changelog"
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
 // genLimited draws a spec with limits small enough to be hit often.
@@ -19,7 +20,7 @@ func genLimited(t *rapid.T) Spec {
 	if s.Kind == Hopping {
 		per = int((s.Size + s.Advance - 1) / s.Advance)
 	}
-	s.Limits.Policy = rapid.SampledFrom([]Policy{OverflowRoute, OverflowEvict}).Draw(t, "policy")
+	s.Limits.Policy = rapid.SampledFrom([]statelimit.Policy{statelimit.Route, statelimit.Evict}).Draw(t, "policy")
 	if rapid.IntRange(0, 3).Draw(t, "entries?") > 0 {
 		s.Limits.MaxEntries = rapid.IntRange(per, per+6).Draw(t, "max_entries")
 	}
@@ -116,13 +117,13 @@ func TestLimitsProperty(t *testing.T) {
 			if out.Overflow != nil {
 				kinds++
 				seen["overflow"]++
-				if lim.Policy != OverflowRoute || add == 0 {
+				if lim.Policy != statelimit.Route || add == 0 {
 					rt.Fatalf("op %d %v: overflow under %v with %d new windows", i, p, lim.Policy, add)
 				}
-				if byEntries := lim.MaxEntries > 0 && open+add > lim.MaxEntries; byEntries != (out.Overflow.Limit == LimitEntries) {
+				if byEntries := lim.MaxEntries > 0 && open+add > lim.MaxEntries; byEntries != (out.Overflow.Limit == statelimit.LimitEntries) {
 					rt.Fatalf("op %d %v: overflow %+v with %d open + %d new, limits %+v", i, p, out.Overflow, open, add, lim)
 				}
-				if out.Overflow.Limit == LimitEntries && out.Overflow.Size != int64(open) || out.Overflow.Limit == LimitBytes && out.Overflow.Size != size {
+				if out.Overflow.Limit == statelimit.LimitEntries && out.Overflow.Size != int64(open) || out.Overflow.Limit == statelimit.LimitBytes && out.Overflow.Size != size {
 					rt.Fatalf("op %d: overflow size %+v, state had %d windows, %d bytes", i, out.Overflow, open, size)
 				}
 			}
@@ -136,7 +137,7 @@ func TestLimitsProperty(t *testing.T) {
 			if lim.MaxEntries > 0 && o.OpenWindows() > max(open, lim.MaxEntries) {
 				rt.Fatalf("op %d %v: %d open windows, limit %d (was %d)", i, p, o.OpenWindows(), lim.MaxEntries, open)
 			}
-			if kinds == 0 && lim.Policy == OverflowRoute && lim.MaxEntries > 0 && add > 0 && open+add > lim.MaxEntries {
+			if kinds == 0 && lim.Policy == statelimit.Route && lim.MaxEntries > 0 && add > 0 && open+add > lim.MaxEntries {
 				rt.Fatalf("op %d %v: admitted %d new windows over %d open, limit %d", i, p, add, open, lim.MaxEntries)
 			}
 			var evicted []string
@@ -148,7 +149,7 @@ func TestLimitsProperty(t *testing.T) {
 					evicted = append(evicted, r.Key)
 				}
 			}
-			if len(evicted) != out.Evicted || (lim.Policy != OverflowEvict && out.Evicted > 0) {
+			if len(evicted) != out.Evicted || (lim.Policy != statelimit.Evict && out.Evicted > 0) {
 				rt.Fatalf("op %d: %d evicted results, Evicted %d, policy %v", i, len(evicted), out.Evicted, lim.Policy)
 			}
 			if out.Evicted > 0 {
@@ -238,11 +239,11 @@ func TestLimitsRestoredOverLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, pol := range []Policy{OverflowRoute, OverflowEvict} {
+	for _, pol := range []statelimit.Policy{statelimit.Route, statelimit.Evict} {
 		cp := changelog.NewMemory()
 		_ = st.Range(nil, func(k, v []byte) bool { return cp.Restore(k, v) == nil })
 		ls := s
-		ls.Limits = Limits{MaxEntries: 2, Policy: pol}
+		ls.Limits = statelimit.Limits{MaxEntries: 2, Policy: pol}
 		lo, err := New(ls, cp)
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +253,7 @@ func TestLimitsRestoredOverLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		switch pol {
-		case OverflowRoute:
+		case statelimit.Route:
 			if out.Overflow == nil || out.Overflow.Size != 5 || lo.OpenWindows() != 5 {
 				t.Fatalf("route: %+v, %d open", out, lo.OpenWindows())
 			}
@@ -260,7 +261,7 @@ func TestLimitsRestoredOverLimit(t *testing.T) {
 			if out, _ := lo.Process("k1", 7, []any{true}); out.Overflow != nil {
 				t.Fatalf("update of an existing window refused: %+v", out.Overflow)
 			}
-		case OverflowEvict:
+		case statelimit.Evict:
 			if out.Evicted != 4 || lo.OpenWindows() != 2 {
 				t.Fatalf("evict: %d evicted, %d open", out.Evicted, lo.OpenWindows())
 			}
@@ -276,16 +277,16 @@ func TestLimitsRestoredOverLimit(t *testing.T) {
 func TestLimitsValidation(t *testing.T) {
 	base := Spec{Kind: Hopping, Size: msd(10), Advance: msd(2), Aggregations: []Aggregation{{"n", Count}}}
 	for _, tc := range []struct {
-		l  Limits
+		l  statelimit.Limits
 		ok bool
 	}{
-		{Limits{}, true},
-		{Limits{MaxEntries: 5, Policy: OverflowRoute}, true},
-		{Limits{MaxEntries: 4, Policy: OverflowEvict}, false}, // a record opens 5
-		{Limits{MaxBytes: 100, Policy: OverflowEvict}, true},
-		{Limits{Policy: OverflowRoute}, false},
-		{Limits{MaxEntries: -1, Policy: OverflowRoute}, false},
-		{Limits{MaxEntries: 5, Policy: 9}, false},
+		{statelimit.Limits{}, true},
+		{statelimit.Limits{MaxEntries: 5, Policy: statelimit.Route}, true},
+		{statelimit.Limits{MaxEntries: 4, Policy: statelimit.Evict}, false}, // a record opens 5
+		{statelimit.Limits{MaxBytes: 100, Policy: statelimit.Evict}, true},
+		{statelimit.Limits{Policy: statelimit.Route}, false},
+		{statelimit.Limits{MaxEntries: -1, Policy: statelimit.Route}, false},
+		{statelimit.Limits{MaxEntries: 5, Policy: 9}, false},
 	} {
 		s := base
 		s.Limits = tc.l

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/sidestream/sidestream/internal/operator/opkey"
 )
 
 // Store is what the operator needs from a state store;
@@ -400,7 +402,7 @@ func (o *Operator) touchingSessions(key string, lo, hi int64) ([]sessionPart, er
 	o.pbuf = appendWindowPrefix(o.pbuf[:0], key)
 	prefix := o.pbuf
 	err := o.st.Range(prefix, func(k, v []byte) bool {
-		start, _, ok := readTime(k[len(prefix):])
+		start, _, ok := opkey.ReadTime(k[len(prefix):])
 		if !ok {
 			rerr = fmt.Errorf("%w: session key %x", errCorrupt, k)
 			return false
@@ -488,7 +490,7 @@ func (o *Operator) advance(to int64, out *Output) error {
 	if sk, ok := o.st.(interface {
 		RangeFrom(prefix, start []byte, fn func(key, value []byte) bool) error
 	}); ok && prev > math.MinInt64 {
-		o.pbuf = appendTime(append(o.pbuf[:0], nsTimer), prev+1)
+		o.pbuf = opkey.AppendTime(append(o.pbuf[:0], nsTimer), prev+1)
 		err = sk.RangeFrom(timerPrefix, o.pbuf, scan)
 	} else {
 		err = o.st.Range(timerPrefix, scan)

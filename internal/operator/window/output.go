@@ -3,6 +3,9 @@ package window
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sidestream/sidestream/internal/operator/opkey"
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
 // Output is what one call produced.
@@ -16,7 +19,7 @@ type Output struct {
 	// Overflow is set when Limits refused the record (OverflowRoute): it
 	// changed no window and goes to the overflow route unchanged. It
 	// still moved the watermark (Results may hold what that closed).
-	Overflow *Overflow
+	Overflow *statelimit.Overflow
 	// Evicted counts the windows OverflowEvict purged early for this
 	// record; their results are in Results with Evicted set.
 	Evicted int
@@ -129,7 +132,7 @@ func (o *Operator) WindowsOf(key string) ([]Result, error) {
 	var out []Result
 	var derr error
 	err := o.st.Range(prefix, func(k, v []byte) bool {
-		start, rest, ok := readTime(k[len(prefix):])
+		start, rest, ok := opkey.ReadTime(k[len(prefix):])
 		if !ok || len(rest) != 0 {
 			derr = fmt.Errorf("%w: window key %q", errCorrupt, k)
 			return false

@@ -17,6 +17,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sidestream/sidestream/internal/changelog"
+	"github.com/sidestream/sidestream/internal/operator/opkey"
 )
 
 var _ Store = changelog.Store(nil) // the changelog stores satisfy what the operator needs
@@ -326,7 +327,7 @@ func checkStore(t tb, o *Operator, st *changelog.Memory) {
 			}
 		case nsWindow:
 			key, rest, ok := readKey(k[1:])
-			start, rest2, ok2 := readTime(rest)
+			start, rest2, ok2 := opkey.ReadTime(rest)
 			if !ok || !ok2 || len(rest2) != 0 {
 				t.Fatalf("bad window key %x", k)
 			}

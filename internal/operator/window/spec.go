@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"time"
+
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
 )
 
 // Kind is the window kind.
@@ -144,7 +146,15 @@ type Spec struct {
 	Aggregations []Aggregation
 	// Limits bound the task's state (default: none). They are not part
 	// of the spec's fingerprint: changing them keeps the stored state.
-	Limits Limits
+	// They gate only the admission of new windows: a record for windows
+	// that exist always updates them. statelimit.Route refuses a record
+	// that would open one more (it changes no window but still moves the
+	// watermark, and the caller writes it to the overflow route);
+	// statelimit.Evict emits the windows whose next timer is earliest as
+	// final results with Evicted set, and purges them. Every decision is
+	// made in record order from the stored state alone, so a replay or a
+	// restore decides the same way.
+	Limits statelimit.Limits
 }
 
 // ErrSpec is wrapped by every Spec validation error.
@@ -174,7 +184,7 @@ type params struct {
 	emit               EmitMode
 	aggs               []Aggregation
 	fingerprint        uint64
-	lim                Limits
+	lim                statelimit.Limits
 }
 
 func (s Spec) compile() (params, error) {

@@ -7,21 +7,21 @@ import (
 	"github.com/sidestream/sidestream/internal/stageone"
 )
 
-// engine is stage one, the embedded stageone.Engine (decode, route,
+// stageOne is stage one, the embedded stageone.Engine (decode, route,
 // parts, dirty records); stage two (internal/stagetwo) runs on the same
 // stageone.Engine.
-type engine struct {
+type stageOne struct {
 	*stageone.Engine
 	// avroIDs are the avro routes' schema ids, set by Run before the
 	// first poll (avroregister.go).
 	avroIDs *stageone.SchemaIDs
 }
 
-// newEngine builds stage one. The registry-backed inputs (avro,
+// newStageOne builds stage one. The registry-backed inputs (avro,
 // protobuf, json_schema) share one schema registry client and one schema
 // cache; each input topic gets its decoder, built once here. The avro
 // routes' schema ids are set later, when Run has registered them.
-func newEngine(t *plan.Plan, m *metrics.Metrics) (*engine, error) {
+func newStageOne(t *plan.Plan, m *metrics.Metrics) (*stageOne, error) {
 	decs, err := kclient.RegistryDecoders(t, m.SchemaRegistry)
 	if err != nil {
 		return nil, err
@@ -35,5 +35,5 @@ func newEngine(t *plan.Plan, m *metrics.Metrics) (*engine, error) {
 		}
 		opts = append(opts, stageone.WithDecoders(byTopic))
 	}
-	return &engine{Engine: stageone.New(t, opts...), avroIDs: ids}, nil
+	return &stageOne{Engine: stageone.New(t, opts...), avroIDs: ids}, nil
 }

@@ -147,70 +147,70 @@ func New(t *plan.Plan, m *metrics.Metrics) *Observer {
 }
 
 // directTopic is how a direct window task names its input in /tasks.
-func (s *Observer) directTopic() string { return strings.Join(s.inputs, "+") }
+func (o *Observer) directTopic() string { return strings.Join(o.inputs, "+") }
 
 // SetJoined records whether the group session is joined (false from a
 // lost session until the next successful join).
-func (s *Observer) SetJoined(ok bool) {
-	s.mu.Lock()
-	s.joined = ok
-	s.mu.Unlock()
+func (o *Observer) SetJoined(ok bool) {
+	o.mu.Lock()
+	o.joined = ok
+	o.mu.Unlock()
 }
 
 // Joined reports whether the group session is joined.
-func (s *Observer) Joined() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.joined
+func (o *Observer) Joined() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.joined
 }
 
 // Start records that the processor began to run (the poll loop's
 // first turn is due within the stall limit from here).
-func (s *Observer) Start() {
-	s.mu.Lock()
-	s.started = time.Now()
-	s.mu.Unlock()
+func (o *Observer) Start() {
+	o.mu.Lock()
+	o.started = time.Now()
+	o.mu.Unlock()
 }
 
 // Loop records a turn of the poll loop (what /healthz watches).
-func (s *Observer) Loop() {
-	s.mu.Lock()
-	s.lastLoop = time.Now()
-	s.mu.Unlock()
+func (o *Observer) Loop() {
+	o.mu.Lock()
+	o.lastLoop = time.Now()
+	o.mu.Unlock()
 }
 
 // Assign adds assigned partitions of topic (and, for an input topic, the
 // direct tasks that live inside them); a partition that comes back shows
 // its gap history again.
-func (s *Observer) Assign(topic string, parts []int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (o *Observer) Assign(topic string, parts []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, p := range parts {
 		k := tp{topic, p}
-		if s.tasks[k] == nil {
-			s.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1, active: time.Now()}
-			if h := s.gapHist[k]; h != nil {
-				s.tasks[k].Lost, s.tasks[k].Gaps = h.Lost, h.Gaps
+		if o.tasks[k] == nil {
+			o.tasks[k] = &TaskStatus{Topic: topic, Partition: p, Position: -1, Committed: -1, HighWatermark: -1, Lag: -1, active: time.Now()}
+			if h := o.gapHist[k]; h != nil {
+				o.tasks[k].Lost, o.tasks[k].Gaps = h.Lost, h.Gaps
 			}
 		}
-		if !slices.Contains(s.inputs, topic) {
+		if !slices.Contains(o.inputs, topic) {
 			continue
 		}
-		for rep, route := range s.directRoutes {
-			if k := (tp{rep, p}); s.direct[k] == nil {
-				s.direct[k] = &TaskStatus{Topic: s.directTopic(), Partition: p, Route: route, Direct: true,
+		for rep, route := range o.directRoutes {
+			if k := (tp{rep, p}); o.direct[k] == nil {
+				o.direct[k] = &TaskStatus{Topic: o.directTopic(), Partition: p, Route: route, Direct: true,
 					Position: -1, Committed: -1, HighWatermark: -1, Lag: -1}
 			}
 		}
 	}
-	s.assignedGauge.Set(float64(len(s.tasks)))
+	o.assignedGauge.Set(float64(len(o.tasks)))
 }
 
 // directHeld reports whether some input topic's partition p is still
 // assigned here (the direct window tasks of p live while one is).
-func (s *Observer) directHeld(p int32) bool {
-	for _, in := range s.inputs {
-		if s.tasks[tp{in, p}] != nil {
+func (o *Observer) directHeld(p int32) bool {
+	for _, in := range o.inputs {
+		if o.tasks[tp{in, p}] != nil {
 			return true
 		}
 	}
@@ -219,16 +219,16 @@ func (s *Observer) directHeld(p int32) bool {
 
 // Revoke removes revoked partitions of topic (and the direct tasks no
 // input partition holds any more) with their lag series.
-func (s *Observer) Revoke(topic string, parts []int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer func() { s.assignedGauge.Set(float64(len(s.tasks))) }()
+func (o *Observer) Revoke(topic string, parts []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	defer func() { o.assignedGauge.Set(float64(len(o.tasks))) }()
 	for _, p := range parts {
-		delete(s.tasks, tp{topic, p})
-		s.lagGauge.DeleteLabelValues(topic, strconv.Itoa(int(p)))
-		if slices.Contains(s.inputs, topic) && !s.directHeld(p) {
-			for rep := range s.directRoutes {
-				delete(s.direct, tp{rep, p})
+		delete(o.tasks, tp{topic, p})
+		o.lagGauge.DeleteLabelValues(topic, strconv.Itoa(int(p)))
+		if slices.Contains(o.inputs, topic) && !o.directHeld(p) {
+			for rep := range o.directRoutes {
+				delete(o.direct, tp{rep, p})
 			}
 		}
 	}
@@ -236,43 +236,43 @@ func (s *Observer) Revoke(topic string, parts []int32) {
 
 // assignedCount is the number of assigned partitions (direct window tasks
 // are not partitions of their own).
-func (s *Observer) assignedCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.tasks)
+func (o *Observer) assignedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.tasks)
 }
 
 // task is the status of a partition or of a direct window task.
 // The caller holds s.mu.
-func (s *Observer) task(topic string, p int32) *TaskStatus {
-	if t := s.tasks[tp{topic, p}]; t != nil {
+func (o *Observer) task(topic string, p int32) *TaskStatus {
+	if t := o.tasks[tp{topic, p}]; t != nil {
 		return t
 	}
-	return s.direct[tp{topic, p}]
+	return o.direct[tp{topic, p}]
 }
 
 // Progress records a processed batch of a partition and its lag: next is
 // the next offset to process, hwm the high watermark.
-func (s *Observer) Progress(topic string, p int32, next, hwm int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.tasks[tp{topic, p}]
+func (o *Observer) Progress(topic string, p int32, next, hwm int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.tasks[tp{topic, p}]
 	if t == nil {
 		t = &TaskStatus{Topic: topic, Partition: p, Committed: -1}
-		s.tasks[tp{topic, p}] = t
+		o.tasks[tp{topic, p}] = t
 	}
 	t.Position, t.HighWatermark, t.active = next, hwm, time.Now()
 	t.Lag = max(hwm-next, 0)
-	s.lagGauge.WithLabelValues(topic, strconv.Itoa(int(p))).Set(float64(t.Lag))
+	o.lagGauge.WithLabelValues(topic, strconv.Itoa(int(p))).Set(float64(t.Lag))
 }
 
 // Quiet lists the input partitions assigned here that have made no
 // progress for at least d (none since their assignment, or none lately).
-func (s *Observer) Quiet(now time.Time, d time.Duration) map[string][]int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (o *Observer) Quiet(now time.Time, d time.Duration) map[string][]int32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var q map[string][]int32
-	for k, t := range s.tasks {
+	for k, t := range o.tasks {
 		if now.Sub(t.active) >= d {
 			if q == nil {
 				q = map[string][]int32{}
@@ -284,14 +284,14 @@ func (s *Observer) Quiet(now time.Time, d time.Duration) map[string][]int32 {
 }
 
 // Committed records a commit at at of the next offsets per partition.
-func (s *Observer) Committed(offsets map[string]map[int32]int64, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lastCommit = at
+func (o *Observer) Committed(offsets map[string]map[int32]int64, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lastCommit = at
 	for topic, ps := range offsets {
-		for p, o := range ps {
-			if t := s.tasks[tp{topic, p}]; t != nil {
-				t.Committed, t.LastCommit = o, at
+		for p, off := range ps {
+			if t := o.tasks[tp{topic, p}]; t != nil {
+				t.Committed, t.LastCommit = off, at
 			}
 		}
 	}
@@ -300,39 +300,39 @@ func (s *Observer) Committed(offsets map[string]map[int32]int64, at time.Time) {
 // Ready is what /readyz answers: whether the processor has joined its
 // group with a working producer, and why not when it has not. Warnings
 // (conditions that do not stop processing) follow the reason.
-func (s *Observer) Ready() (bool, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ok, reason := s.ready.ok, s.ready.reason
-	if len(s.warnings) > 0 {
-		return ok, reason + "; warning: " + strings.Join(s.warnings, "; warning: ")
+func (o *Observer) Ready() (bool, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ok, reason := o.ready.ok, o.ready.reason
+	if len(o.warnings) > 0 {
+		return ok, reason + "; warning: " + strings.Join(o.warnings, "; warning: ")
 	}
 	return ok, reason
 }
 
 // NotReady publishes not ready and why (on /readyz and the gauge
 // together). Only ReadyAfterCommit publishes ready.
-func (s *Observer) NotReady(why string) { s.ready.set(false, why) }
+func (o *Observer) NotReady(why string) { o.ready.set(false, why) }
 
 // Warn adds a warning to /readyz that does not make the router unready.
-func (s *Observer) Warn(w string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !slices.Contains(s.warnings, w) {
-		s.warnings = append(s.warnings, w)
+func (o *Observer) Warn(w string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !slices.Contains(o.warnings, w) {
+		o.warnings = append(o.warnings, w)
 	}
 }
 
 // Gap records a gap of a consumed partition: skipped (committed past it)
 // or stopping the task.
-func (s *Observer) Gap(g metrics.Gap, skipped bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (o *Observer) Gap(g metrics.Gap, skipped bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	k := tp{g.Topic, g.Partition}
-	h := s.gapHist[k]
+	h := o.gapHist[k]
 	if h == nil {
 		h = &TaskStatus{}
-		s.gapHist[k] = h
+		o.gapHist[k] = h
 	}
 	r := GapRange{From: g.From, To: g.To, Offsets: g.Offsets(), Skipped: skipped}
 	if n := len(h.Gaps); n > 0 && h.Gaps[n-1] == r {
@@ -345,41 +345,41 @@ func (s *Observer) Gap(g metrics.Gap, skipped bool) {
 	if len(h.Gaps) > maxGaps {
 		h.Gaps = slices.Clone(h.Gaps[len(h.Gaps)-maxGaps:])
 	}
-	if t := s.tasks[k]; t != nil {
+	if t := o.tasks[k]; t != nil {
 		t.Lost, t.Gaps = h.Lost, h.Gaps
 	}
 }
 
 // SetGapStop records that a gap stopped its partition (on_gap: fail):
 // not ready, and why, until ClearGapStop.
-func (s *Observer) SetGapStop(g metrics.Gap, why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gapStop[tp{g.Topic, g.Partition}] = why
-	s.ready.setLocked(false, why)
+func (o *Observer) SetGapStop(g metrics.Gap, why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.gapStop[tp{g.Topic, g.Partition}] = why
+	o.ready.setLocked(false, why)
 }
 
 // ClearGapStop reports whether the partition was stopped by a gap, and
 // forgets it.
-func (s *Observer) ClearGapStop(topic string, p int32) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.gapStop[tp{topic, p}]; !ok {
+func (o *Observer) ClearGapStop(topic string, p int32) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.gapStop[tp{topic, p}]; !ok {
 		return false
 	}
-	delete(s.gapStop, tp{topic, p})
+	delete(o.gapStop, tp{topic, p})
 	return true
 }
 
 // Healthy is what /healthz answers: whether the poll loop is making
 // progress, having turned within stallAfter (or, not turned yet, having
 // started within it).
-func (s *Observer) Healthy(stallAfter time.Duration) (bool, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last := s.lastLoop
+func (o *Observer) Healthy(stallAfter time.Duration) (bool, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	last := o.lastLoop
 	if last.IsZero() {
-		last = s.started
+		last = o.started
 	}
 	if since := time.Since(last); since > stallAfter {
 		return false, "poll loop has not turned for " + since.Round(time.Second).String()
@@ -389,18 +389,18 @@ func (s *Observer) Healthy(stallAfter time.Duration) (bool, string) {
 
 // Tasks is what /tasks lists: the assigned partitions and direct tasks,
 // sorted.
-func (s *Observer) Tasks() []TaskStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]TaskStatus, 0, len(s.tasks)+len(s.direct))
-	for _, t := range s.tasks {
+func (o *Observer) Tasks() []TaskStatus {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]TaskStatus, 0, len(o.tasks)+len(o.direct))
+	for _, t := range o.tasks {
 		out = append(out, *t)
 	}
-	for _, t := range s.direct {
+	for _, t := range o.direct {
 		d := *t
-		if len(s.inputs) == 1 {
-			// One input: the task is at that partition's position.
-			if in := s.tasks[tp{s.inputs[0], t.Partition}]; in != nil {
+		if len(o.inputs) == 1 {
+			// One input: the task is at that partition'o position.
+			if in := o.tasks[tp{o.inputs[0], t.Partition}]; in != nil {
 				d.Position, d.Committed, d.HighWatermark, d.Lag, d.LastCommit = in.Position, in.Committed, in.HighWatermark, in.Lag, in.LastCommit
 			}
 		}
@@ -419,27 +419,27 @@ func (s *Observer) Tasks() []TaskStatus {
 }
 
 // LastCommit is when the last commit succeeded.
-func (s *Observer) LastCommit() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastCommit
+func (o *Observer) LastCommit() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastCommit
 }
 
 // HeldBy records which input partition holds a task's aligned watermark
 // back, and its largest event time (nil: not heard from yet).
-func (s *Observer) HeldBy(topic string, p int32, src string, at *int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t := s.task(topic, p); t != nil {
+func (o *Observer) HeldBy(topic string, p int32, src string, at *int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t := o.task(topic, p); t != nil {
 		t.HeldBy, t.HeldAt = src, at
 	}
 }
 
 // Window records a window task's watermark, open windows and store size.
-func (s *Observer) Window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.task(topic, p)
+func (o *Observer) Window(topic string, p int32, route string, wm *int64, open, entries int, bytes int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.task(topic, p)
 	if t == nil {
 		return
 	}
@@ -448,10 +448,10 @@ func (s *Observer) Window(topic string, p int32, route string, wm *int64, open, 
 
 // Assembly records an assembly task's clock, open assemblies and store
 // size.
-func (s *Observer) Assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := s.task(topic, p)
+func (o *Observer) Assembly(topic string, p int32, route string, clock *int64, open, entries int, bytes int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t := o.task(topic, p)
 	if t == nil {
 		return
 	}
@@ -460,37 +460,37 @@ func (s *Observer) Assembly(topic string, p int32, route string, clock *int64, o
 
 // LocalCheckpoint records the changelog offset a task's on-disk store
 // reflects.
-func (s *Observer) LocalCheckpoint(topic string, p int32, off *int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t := s.task(topic, p); t != nil {
+func (o *Observer) LocalCheckpoint(topic string, p int32, off *int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t := o.task(topic, p); t != nil {
 		t.LocalCheckpoint = off
 	}
 }
 
 // Assigned reports whether this instance holds the partition now.
-func (s *Observer) Assigned(topic string, p int32) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tasks[tp{topic, p}] != nil
+func (o *Observer) Assigned(topic string, p int32) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tasks[tp{topic, p}] != nil
 }
 
 // SetLost records that a partition's changelog lost state: not ready,
 // and why, while it is assigned here (until ClearLost).
-func (s *Observer) SetLost(topic string, p int32, why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lost[tp{topic, p}] = why
-	s.ready.setLocked(false, why)
+func (o *Observer) SetLost(topic string, p int32, why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lost[tp{topic, p}] = why
+	o.ready.setLocked(false, why)
 }
 
 // LostPartitions lists, sorted, the partitions of topic whose changelog
 // lost state (SetLost without ClearLost), assigned here now or not.
-func (s *Observer) LostPartitions(topic string) []int32 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+func (o *Observer) LostPartitions(topic string) []int32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var out []int32
-	for k := range s.lost {
+	for k := range o.lost {
 		if k.topic == topic {
 			out = append(out, k.partition)
 		}
@@ -500,28 +500,28 @@ func (s *Observer) LostPartitions(topic string) []int32 {
 }
 
 // ClearLost forgets a partition's changelog loss (its task restored).
-func (s *Observer) ClearLost(topic string, p int32) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.lost, tp{topic, p})
+func (o *Observer) ClearLost(topic string, p int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.lost, tp{topic, p})
 }
 
 // lostReason is why an assigned partition's changelog lost state, or "".
 // A partition assigned elsewhere now is not this instance's concern.
-func (s *Observer) lostReason() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lostReasonLocked()
+func (o *Observer) lostReason() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lostReasonLocked()
 }
 
-func (s *Observer) lostReasonLocked() string {
-	for k, why := range s.lost {
-		if s.task(k.topic, k.partition) != nil {
+func (o *Observer) lostReasonLocked() string {
+	for k, why := range o.lost {
+		if o.task(k.topic, k.partition) != nil {
 			return why
 		}
 	}
-	for k, why := range s.gapStop {
-		if s.task(k.topic, k.partition) != nil {
+	for k, why := range o.gapStop {
+		if o.task(k.topic, k.partition) != nil {
 			return why
 		}
 	}
@@ -533,16 +533,16 @@ func (s *Observer) lostReasonLocked() string {
 // assigned partition is stopped. The check and the publication are one
 // step under the observer's lock, so a stop recorded meanwhile is never
 // overwritten by "ok".
-func (s *Observer) ReadyAfterCommit(member bool, group string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !member || !s.joined {
-		s.ready.setLocked(false, "joining consumer group "+group)
+func (o *Observer) ReadyAfterCommit(member bool, group string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !member || !o.joined {
+		o.ready.setLocked(false, "joining consumer group "+group)
 		return
 	}
-	if why := s.lostReasonLocked(); why != "" {
-		s.ready.setLocked(false, why)
+	if why := o.lostReasonLocked(); why != "" {
+		o.ready.setLocked(false, why)
 		return
 	}
-	s.ready.setLocked(true, "ok")
+	o.ready.setLocked(true, "ok")
 }
