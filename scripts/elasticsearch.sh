@@ -83,7 +83,7 @@ resolve() {
   local javac_bin
   javac_bin="$(dirname "$(readlink -f "$JAVA_BIN")")/javac"
   [[ -x "$javac_bin" ]] || javac_bin="$(command -v javac || true)"
-  [[ -n "$javac_bin" ]] || die "javac not found (a JDK is needed to compile the launcher)"
+  [[ -n "$javac_bin" ]] || die "javac not found (a JDK compiles the launcher); run scripts/install-deps.sh"
   mkdir -p "$CACHE_ROOT"
   exec 8>"$ES_HOME.lock"
   flock 8
