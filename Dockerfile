@@ -23,6 +23,7 @@ ARG VERSION=""
 LABEL org.opencontainers.image.title="sidestream router" \
       org.opencontainers.image.description="Kafka-native router with side outputs and exactly-once output" \
       org.opencontainers.image.source="https://github.com/sidestream/sidestream" \
+      org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="$VERSION"
 COPY --from=build /out/router /router
 USER 65532:65532

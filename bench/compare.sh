@@ -30,7 +30,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$BIN/throughput" ./bench/throughput
+# bench/ is its own module (bench/go.mod: the harness's and the peers'
+# libraries stay out of the router's requirements).
+go build -C bench -o "$BIN/throughput" ./throughput
 peers=()
 if [[ -z "${BENCH_SKIP_PEERS:-}" ]]; then
 	if go build -C bench/peers/goka -o "$BIN/goka-peer" . 2>"$BIN/goka.err"; then

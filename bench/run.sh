@@ -33,7 +33,7 @@ QUIET_WAIT=${QUIET_WAIT:-120}
 BIN=$(mktemp -d)/throughput
 WORK=$(mktemp -d)
 
-go build -o "$BIN" ./bench/throughput
+go build -C bench -o "$BIN" ./throughput # bench/ is its own module (bench/go.mod)
 mkdir -p "$(dirname "$OUT")"
 
 broker_pid=""

@@ -1,5 +1,5 @@
 // Command router runs sidestream topologies: run, demo, validate, test,
-// topology, plan, version, tail, redrive, reset.
+// topology, plan, version, tail, redrive, reset, probe.
 package main
 
 import (
@@ -25,6 +25,7 @@ Usage:
   router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
   router plan     [--format json] OLD.yaml NEW.yaml                 what a change does to a running topology (live, new state, breaking)
   router version                                                    print the version, VCS revision and Go version (also --version)
+  router probe    [--timeout 60s] [--ca-file FILE] URL              exit 0 once URL answers 2xx (helm test, container health checks)
   router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
   router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
   router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
@@ -54,6 +55,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		"reset":    cmdReset,
 		"audit":    cmdAudit,
 		"version":  cmdVersion,
+		"probe":    cmdProbe,
 	}
 	name := args[0]
 	if name == "--version" || name == "-version" {

@@ -19,6 +19,7 @@ import (
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/topotest"
 )
 
 // noArgs refuses positional arguments of a command that takes flags only.
@@ -42,6 +43,9 @@ type validation struct {
 	// Notes say what could not be checked (a registry-backed input's
 	// fields without a registry); they do not fail the file.
 	Notes []string `json:"notes,omitempty"`
+	// Warnings are what is valid but likely not meant (a routing.default
+	// no record can reach); they do not fail the file.
+	Warnings []problem `json:"warnings,omitempty"`
 }
 
 type problem struct {
@@ -158,6 +162,9 @@ func printValidation(stdout io.Writer, v validation) {
 			fmt.Fprintf(stdout, "%s: %s\n", v.File, p.Message)
 		}
 	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(stdout, "%s:%d:%d: warning: %s\n", v.File, w.Line, w.Col, w.Message)
+	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(stdout, "%s: note: %s\n", v.File, n)
 	}
@@ -172,9 +179,9 @@ func validateFile(path, registryURL string) validation {
 	if isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := readTestFile(path)
+		tf, err := topotest.Check(path)
 		if err != nil {
-			v.Problems = []problem{{Message: err.Error()}}
+			v.Problems = testFileProblems(err)
 			return v
 		}
 		top := tf.Topology
@@ -204,7 +211,24 @@ func validateFile(path, registryURL string) validation {
 		return v
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
+	for _, w := range cfg.Warnings() {
+		v.Warnings = append(v.Warnings, problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
+	}
 	return v
+}
+
+// testFileProblems are a test file's problems (topotest.FileError), each
+// at its line:col.
+func testFileProblems(err error) []problem {
+	var fe *topotest.FileError
+	if !errors.As(err, &fe) {
+		return []problem{{Message: err.Error()}}
+	}
+	out := make([]problem, len(fe.Problems))
+	for i, p := range fe.Problems {
+		out[i] = problem(p)
+	}
+	return out
 }
 
 // loadApplied loads a topology file (with the inputs' writer schemas when

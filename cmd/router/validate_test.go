@@ -42,7 +42,7 @@ func TestValidateStrict(t *testing.T) {
 	}
 	for _, want := range []string{
 		fn + ":10:11: routes[0].when: unknown function lenn (did you mean len?)",
-		bare + ":11:11: routes[0].when: a predicate must be true or false, but this expression yields a string",
+		bare + ":11:11: routes[0].when: a predicate must be true or false, but level is a string field (the input's schema)",
 		good + ": ok (1 inputs, 2 routes, guarantee exactly_once)",
 	} {
 		if !strings.Contains(out, want) {

@@ -106,9 +106,12 @@ func TestChartNetworkPolicy(t *testing.T) {
 	if s.PodSelector.MatchLabels["app.kubernetes.io/instance"] != releaseName || len(s.PolicyTypes) != 1 || s.PolicyTypes[0] != "Ingress" {
 		t.Errorf("selects %v, types %v", s.PodSelector.MatchLabels, s.PolicyTypes)
 	}
-	if len(s.Ingress) != 1 || len(s.Ingress[0].From) != 2 {
+	// The release's pods, Prometheus, and the helm test pod (checked by
+	// checkPolicyAdmitsTestPod).
+	if len(s.Ingress) != 1 || len(s.Ingress[0].From) != 3 {
 		t.Fatalf("ingress %+v", s.Ingress)
 	}
+	checkPolicyAdmitsTestPod(t, r.objs)
 	from := s.Ingress[0].From
 	if from[0].PodSelector == nil || from[0].PodSelector.MatchLabels["app.kubernetes.io/instance"] != releaseName || from[0].NamespaceSelector != nil {
 		t.Errorf("first peer is not the release's pods: %+v", from[0])
@@ -118,6 +121,17 @@ func TestChartNetworkPolicy(t *testing.T) {
 	}
 	if len(s.Ingress[0].Ports) != 1 || s.Ingress[0].Ports[0].Port != "http" {
 		t.Errorf("ports %+v", s.Ingress[0].Ports)
+	}
+	var untested struct {
+		Spec struct {
+			Ingress []struct {
+				From []any `yaml:"from"`
+			} `yaml:"ingress"`
+		} `yaml:"spec"`
+	}
+	one(t, render(t, "--set", "networkPolicy.enabled=true", "--set", "tests.enabled=false").objs, "NetworkPolicy").decode(t, &untested)
+	if in := untested.Spec.Ingress; len(in) != 1 || len(in[0].From) != 2 {
+		t.Errorf("without the test pod the policy lets in %+v, want the release's pods and Prometheus", in)
 	}
 }
 

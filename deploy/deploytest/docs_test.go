@@ -14,6 +14,7 @@ import (
 var opaque = map[string]bool{
 	"topology": true, "schemas": true, "resources": true, "podSecurityContext": true, "securityContext": true,
 	"probes.startup": true, "probes.liveness": true, "probes.readiness": true, "networkPolicy.prometheusPodSelector": true,
+	"tests.resources": true,
 }
 
 // valuePaths lists the chart's values as dotted paths: maps are walked,
@@ -48,30 +49,19 @@ func valuePaths(t *testing.T) []string {
 	return paths
 }
 
-// TestDocsListEveryValue keeps docs/deploy.md's values table complete.
-func TestDocsListEveryValue(t *testing.T) {
+// TestDocsLinkTheValuesTable: docs/deploy.md points at the chart README's
+// generated values table (TestChartReadmeValues keeps that complete)
+// instead of keeping a copy.
+func TestDocsLinkTheValuesTable(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, "docs", "deploy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	documented := map[string]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		first := strings.SplitN(line, "|", 3)[1]
-		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
-		}
+	if !strings.Contains(string(b), "(../deploy/helm/sidestream/README.md#values)") {
+		t.Error("docs/deploy.md does not link the chart README's values table")
 	}
-	paths := valuePaths(t)
-	if len(paths) < 50 {
+	if paths := valuePaths(t); len(paths) < 50 {
 		t.Fatalf("found only %d values in values.yaml", len(paths))
-	}
-	for _, p := range paths {
-		if !documented[p] {
-			t.Errorf("value %s is not in docs/deploy.md's values table", p)
-		}
 	}
 }
 

@@ -1,7 +1,9 @@
 // Package deploytest checks what ships next to the router: the Helm chart
 // (lint, render, golden file, the fields that keep exactly-once safe on
-// Kubernetes), the Grafana dashboard and alerts (every metric they query
-// exists in internal/metrics/metrics.go), and scripts/build.sh (the static binary the
+// Kubernetes, the helm test hook run against a live router, the values
+// schema and the README's generated values table), the Grafana dashboard
+// and alerts (every metric they query exists in
+// internal/metrics/metrics.go), and scripts/build.sh (the static binary the
 // Dockerfile builds runs).
 //
 // Helm is built from its Go module by scripts/helm.sh, once, into
@@ -129,7 +131,7 @@ func valueSets(t *testing.T) []valueSet {
 		rel, _ := filepath.Rel(root, f)
 		sets = append(sets, valueSet{name: name, args: []string{"-f", rel}})
 	}
-	for _, want := range []string{"deployment", "keda", "monitoring", "persistence", "podmonitor", "registry", "tls"} {
+	for _, want := range []string{"deployment", "extras", "keda", "monitoring", "msk", "persistence", "podmonitor", "registry", "tls"} {
 		if !slices.ContainsFunc(sets, func(s valueSet) bool { return s.name == want }) {
 			t.Fatalf("missing value set ci/%s-values.yaml", want)
 		}
@@ -163,7 +165,8 @@ func TestHelmLint(t *testing.T) {
 	sets := append(valueSets(t), valueSet{name: "notes warnings", // the NOTES.txt branches
 		args: []string{"--set", "replicaCount=8", "--set", "kafka.existingSecret=kafka-credentials", "--set", "kafka.tls.existingSecret=kafka-tls",
 			"--set", "schemaRegistry.existingSecret=registry-credentials", "--set", "schemaRegistry.tls.existingSecret=registry-tls"}},
-		valueSet{name: "notes registry over http", args: []string{"--set", "schemaRegistry.url=http://registry:8081", "--set", "schemaRegistry.tls.existingSecret=registry-tls"}})
+		valueSet{name: "notes registry over http", args: []string{"--set", "schemaRegistry.url=http://registry:8081", "--set", "schemaRegistry.tls.existingSecret=registry-tls"}},
+		valueSet{name: "notes open api exposed", args: []string{"--set", "ingress.enabled=true", "--set", "kafka.saslMechanism=OAUTHBEARER"}})
 	for _, s := range sets {
 		t.Run(s.name, func(t *testing.T) {
 			args := append([]string{"lint", "--strict", chartDir}, s.args...)

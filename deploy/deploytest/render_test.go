@@ -54,6 +54,7 @@ type workload struct {
 }
 
 type podSpec struct {
+	InitContainers                []container     `yaml:"initContainers"`
 	ServiceAccountName            string          `yaml:"serviceAccountName"`
 	AutomountServiceAccountToken  *bool           `yaml:"automountServiceAccountToken"`
 	TerminationGracePeriodSeconds int             `yaml:"terminationGracePeriodSeconds"`
@@ -101,10 +102,18 @@ type securityContext struct {
 }
 
 type container struct {
-	Name  string   `yaml:"name"`
-	Image string   `yaml:"image"`
-	Args  []string `yaml:"args"`
-	Env   []struct {
+	Name    string   `yaml:"name"`
+	Image   string   `yaml:"image"`
+	Args    []string `yaml:"args"`
+	EnvFrom []struct {
+		SecretRef *struct {
+			Name string `yaml:"name"`
+		} `yaml:"secretRef"`
+		ConfigMapRef *struct {
+			Name string `yaml:"name"`
+		} `yaml:"configMapRef"`
+	} `yaml:"envFrom"`
+	Env []struct {
 		Name      string `yaml:"name"`
 		Value     string `yaml:"value"`
 		ValueFrom *struct {
@@ -112,8 +121,9 @@ type container struct {
 				FieldPath string `yaml:"fieldPath"`
 			} `yaml:"fieldRef"`
 			SecretKeyRef *struct {
-				Name string `yaml:"name"`
-				Key  string `yaml:"key"`
+				Name     string `yaml:"name"`
+				Key      string `yaml:"key"`
+				Optional bool   `yaml:"optional"`
 			} `yaml:"secretKeyRef"`
 		} `yaml:"valueFrom"`
 	} `yaml:"env"`
@@ -184,8 +194,9 @@ func render(t *testing.T, args ...string) rendered {
 	r.kind = wl[0].Kind
 	wl[0].decode(t, &r.w)
 	r.pod = r.w.Spec.Template.Spec
-	if len(r.pod.Containers) != 1 || r.pod.Containers[0].Name != "router" {
-		t.Fatalf("want one container named router, got %+v", r.pod.Containers)
+	// The router first; sidecars (values: sidecars) after it.
+	if len(r.pod.Containers) == 0 || r.pod.Containers[0].Name != "router" {
+		t.Fatalf("want the container named router first, got %+v", r.pod.Containers)
 	}
 	r.c = r.pod.Containers[0]
 	var cm configMap

@@ -68,6 +68,8 @@ type Config struct {
 	Shutdown          Duration      `yaml:"shutdown_timeout"`
 	Security          Security      `yaml:"security"`
 	State             State         `yaml:"state"`
+	// Limits bound the records written to every output but dirty.
+	Limits OutputLimits `yaml:"limits"`
 	// Client bounds the Kafka client's fetch and produce buffers.
 	Client Client `yaml:"client"`
 	// API secures the HTTP API: authentication, TLS, what samples show.
@@ -80,10 +82,17 @@ type Config struct {
 	// made after the environment overrides (Apply) can still point at
 	// FILE:LINE:COL.
 	src *source
+	// warnings are what Load found that loads but likely does not do
+	// what was meant (Warnings).
+	warnings []Problem
 	// fns are the embedding program's functions (LoadWith), which the
 	// plan compiles expressions with.
 	fns Functions
 }
+
+// Warnings are what the file holds that is valid but likely not what was
+// meant (a routing.default no record can reach), each at its line:col.
+func (c *Config) Warnings() []Problem { return c.warnings }
 
 // Functions are the Go functions the config was loaded with (LoadWith),
 // which its expressions may call.
@@ -427,12 +436,29 @@ type Aggregate struct {
 	Of string `yaml:"of"`
 }
 
+// OutputLimits bound what the router writes to its outputs (routes,
+// window and assembly repartition topics, late, overflow, incomplete and
+// duplicate topics); the dirty topic has its own (Dirty).
+type OutputLimits struct {
+	// MaxRecordBytes is the largest record written to any output but
+	// dirty (default: none here; each output topic's max.message.bytes,
+	// read from the broker at start, bounds its records). When set, it
+	// caps every output, the topic's own limit still applying when
+	// smaller. A record whose output is larger goes to dirty whole, with
+	// the limit it hit in its error, and can be redriven.
+	MaxRecordBytes int `yaml:"max_record_bytes"`
+}
+
 // Dirty is the dirty route: records that fail decode, schema, event time
 // or expressions, with their original bytes and reason headers.
 type Dirty struct {
 	Topic string `yaml:"topic"`
-	// MaxRecordBytes is the largest record the router writes as-is
-	// (default 1000000, under the broker's default message.max.bytes).
+	// MaxRecordBytes is the largest record written to the dirty topic
+	// as-is (default 1000000, under the broker's default
+	// message.max.bytes; keep it under the dirty topic's
+	// max.message.bytes: router run warns when it is not); a larger
+	// dirty record is cut (TruncateTo). It bounds no other output
+	// (Limits).
 	MaxRecordBytes int `yaml:"max_record_bytes"`
 	// TruncateTo is the size a too-large payload is cut to on the dirty
 	// route (default 65536).
@@ -535,7 +561,9 @@ func (c *Config) applyDefaults() {
 	if c.Security.Protocol == "" {
 		c.Security.Protocol = ProtocolPlaintext
 	}
-	c.Client.applyDefaults(c.Dirty.MaxRecordBytes)
+	// Limits.MaxRecordBytes has no default here: 0 is each output
+	// topic's max.message.bytes, read from the broker at start.
+	c.Client.applyDefaults(max(c.Dirty.MaxRecordBytes, c.Limits.MaxRecordBytes))
 	c.applyTopicDefaults()
 	for i := range c.Routes {
 		if w := c.Routes[i].Window; w != nil {

@@ -91,11 +91,7 @@ func compileExpr(src string, asBool bool, ft *fieldTypes, fns Functions) (*Expr,
 	if err != nil {
 		return nil, exprErr(err)
 	}
-	env := metaEnv
-	if ft != nil {
-		env = ft.env()
-	}
-	opts := append([]expr.Option{expr.Env(env), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}, fns.options()...)
+	opts := append([]expr.Option{expr.Env(metaEnv), expr.AllowUndefinedVariables(), expr.MaxNodes(10000)}, fns.options()...)
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -115,10 +111,13 @@ func compileExpr(src string, asBool bool, ft *fieldTypes, fns Functions) (*Expr,
 	if c.envDynamic > 0 {
 		return nil, &ExprError{Msg: `$env can only be read with a constant field name, such as $env["@timestamp"] or $env.type: the router decodes only the fields that expressions name`}
 	}
+	fields, meta := c.result()
+	if ee := typeCheck(src, asBool, bareField(tree.Node) != nil, ft, fns, fields); ee != nil {
+		return nil, ee
+	}
 	if ee := strictCheck(src, &tree.Node, asBool, ft, fns); ee != nil {
 		return nil, ee
 	}
-	fields, meta := c.result()
 	return &Expr{Source: src, Program: prog, Fields: fields, Meta: meta}, nil
 }
 

@@ -2,13 +2,13 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/file"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Strict expression checks, beyond what expr-lang's compiler catches when
@@ -17,30 +17,29 @@ import (
 // every record to dirty), and, with JSON Schemas on the inputs, field
 // types and fields the schemas cannot have.
 
-// fieldTypes is what the inputs' JSON Schemas say about record fields:
-// the expr type of each field every schema types alike (string and
-// boolean only: numbers decode as int or float64 by value), and, when
-// every schema is closed (additionalProperties: false), the fields that
+// fieldTypes is what the inputs' schemas say about record fields: the
+// types of each field every input types (exprtypes.go), and, when every
+// JSON Schema is closed (additionalProperties: false), the fields that
 // may exist at all.
 type fieldTypes struct {
-	types    map[string]any    // field -> zero value of its type
-	jsonType map[string]string // field -> JSON Schema type, for messages
-	allowed  map[string]bool   // nil: any field may exist
+	types     map[string][]any    // field -> zero values of its expr types, one per choice
+	jsonTypes map[string][]string // field -> its JSON types, for messages
+	allowed   map[string]bool     // nil: any field may exist
 	// known: per input, the fields its records can have, when writer
 	// schemas were given (withSchemaFields); nil otherwise.
 	known []knownFields
 }
 
-// newFieldTypes derives the field types of the inputs; nil when some
-// input has no schema.
+// newFieldTypes derives the fields the inputs' JSON Schemas allow; nil
+// when some input has no schema.
 func newFieldTypes(ins []inputSchema) *fieldTypes {
 	if len(ins) == 0 {
 		return nil
 	}
-	ft := &fieldTypes{types: map[string]any{}, jsonType: map[string]string{}}
+	ft := &fieldTypes{}
 	closed := true
-	var allowed, required map[string]bool
-	for i, in := range ins {
+	var allowed map[string]bool
+	for _, in := range ins {
 		s := in.schema
 		if s == nil {
 			return nil
@@ -49,32 +48,8 @@ func newFieldTypes(ins []inputSchema) *fieldTypes {
 			s = s.Ref
 		}
 		props := map[string]bool{}
-		req := map[string]bool{}
-		for _, name := range s.Required {
-			req[name] = true
-		}
-		if i == 0 {
-			required = req
-		} else {
-			for name := range required {
-				if !req[name] {
-					delete(required, name)
-				}
-			}
-		}
-		for name, p := range s.Properties {
+		for name := range s.Properties {
 			props[name] = true
-			t := propJSONType(p)
-			if i == 0 {
-				ft.jsonType[name] = t
-			} else if ft.jsonType[name] != t {
-				ft.jsonType[name] = ""
-			}
-		}
-		for name := range ft.jsonType {
-			if !props[name] {
-				ft.jsonType[name] = ""
-			}
 		}
 		if b, ok := s.AdditionalProperties.(bool); !ok || b || len(s.PatternProperties) > 0 {
 			closed = false
@@ -87,68 +62,13 @@ func newFieldTypes(ins []inputSchema) *fieldTypes {
 			}
 		}
 	}
-	// Only fields every schema requires are typed: an optional one may be
-	// missing (nil), and level == "X" on it is false, not an error. The
-	// types serve the check only; the programs that run are compiled
-	// untyped (CompileExpr).
-	for name, t := range ft.jsonType {
-		if !required[name] {
-			continue
-		}
-		switch t {
-		case "string":
-			ft.types[name] = ""
-		case "boolean":
-			ft.types[name] = false
-		}
-	}
 	if closed {
 		ft.allowed = allowed
 	}
 	return ft
 }
 
-// propJSONType is a property's single non-null JSON type ("" when it has
-// several, or none the schema states), typing a string or boolean enum by
-// its values.
-func propJSONType(s *jsonschema.Schema) string {
-	for s.Types == nil && s.Ref != nil {
-		s = s.Ref
-	}
-	if s.Types == nil {
-		switch t, _ := enumConnectType(s); t {
-		case ConnectString:
-			return "string"
-		case ConnectBoolean:
-			return "boolean"
-		}
-		return ""
-	}
-	var ts []string
-	for _, t := range s.Types.ToStrings() {
-		if t != "null" {
-			ts = append(ts, t)
-		}
-	}
-	if len(ts) == 1 && len(s.Types.ToStrings()) == 1 {
-		return ts[0]
-	}
-	return ""
-}
-
-// env is the compiler's environment: the metadata and the typed fields.
-func (ft *fieldTypes) env() map[string]any {
-	env := make(map[string]any, len(metaEnv)+len(ft.typesOrNil()))
-	for k, v := range ft.typesOrNil() {
-		env[k] = v
-	}
-	for k, v := range metaEnv {
-		env[k] = v
-	}
-	return env
-}
-
-func (ft *fieldTypes) typesOrNil() map[string]any {
+func (ft *fieldTypes) typesOrNil() map[string][]any {
 	if ft == nil {
 		return nil
 	}
@@ -239,18 +159,27 @@ func strictCheck(src string, tree *ast.Node, asBool bool, ft *fieldTypes, fns Fu
 	if asBool {
 		if id := bareField(*tree); id != nil && !c.bound[id.Value] {
 			if t := ft.fieldJSONType(id.Value); t != "" && t != "boolean" {
-				return exprErrAt(src, id.Location(), fmt.Sprintf("a predicate must be true or false, but %s is a%s %s field (input JSON Schema): compare it, e.g. %s == ...", id.Value, article(t), t, id.Value))
+				return exprErrAt(src, id.Location(), fmt.Sprintf("a predicate must be true or false, but %s is a%s %s field (the input's schema): compare it, e.g. %s == ...", id.Value, article(t), t, id.Value))
 			}
 		}
 	}
 	return nil
 }
 
+// fieldJSONType is the field's one JSON type besides null (number for
+// integer and number together); "" when it has several or none is known.
 func (ft *fieldTypes) fieldJSONType(name string) string {
 	if ft == nil {
 		return ""
 	}
-	return ft.jsonType[name]
+	ts := slices.DeleteFunc(slices.Clone(ft.jsonTypes[name]), func(t string) bool { return t == jsonNull })
+	if slices.Contains(ts, jsonNumber) {
+		ts = slices.DeleteFunc(ts, func(t string) bool { return t == jsonInteger })
+	}
+	if len(ts) != 1 {
+		return ""
+	}
+	return ts[0]
 }
 
 // bareField returns the field identifier when the whole expression is

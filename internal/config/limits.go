@@ -145,6 +145,8 @@ func (d *doc) validateClient() {
 	}
 	if mr := d.cfg.Dirty.MaxRecordBytes; c.MaxBufferedBytes > 0 && c.MaxBufferedBytes < 2*mr {
 		d.at("client.max_buffered_bytes", "client.max_buffered_bytes %d must hold two records of dirty.max_record_bytes (%d)", c.MaxBufferedBytes, 2*mr)
+	} else if mr := d.cfg.Limits.MaxRecordBytes; c.MaxBufferedBytes > 0 && c.MaxBufferedBytes < 2*mr {
+		d.at("client.max_buffered_bytes", "client.max_buffered_bytes %d must hold two records of limits.max_record_bytes (%d)", c.MaxBufferedBytes, 2*mr)
 	}
 	switch c.Compression {
 	case CompressionNone, CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd:

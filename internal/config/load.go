@@ -55,6 +55,7 @@ type doc struct {
 	keyPos   map[string]Pos        // key positions
 	nodes    map[string]*yaml.Node // value nodes, to tell an explicit 0 from an absent field
 	problems []Problem
+	warnings []Problem               // what loads but likely does not do what was meant
 	parsed   bool                    // the YAML itself parsed
 	fields   *fieldTypes             // what the inputs' JSON Schemas say about fields; nil without
 	schemas  map[string]SchemaFields // writer schemas by input topic (LoadFileWithFields)
@@ -63,6 +64,12 @@ type doc struct {
 
 func (d *doc) errAt(p Pos, format string, args ...any) {
 	d.problems = append(d.problems, Problem{File: d.file, Pos: p, Msg: fmt.Sprintf(format, args...)})
+}
+
+// warnAt records a warning at path's value (as at does a problem): the
+// config loads, and router validate prints it and still exits 0.
+func (d *doc) warnAt(path string, format string, args ...any) {
+	d.warnings = append(d.warnings, Problem{File: d.file, Pos: d.lookup(path), Msg: fmt.Sprintf(format, args...)})
 }
 
 // at reports a problem at path's value, or at the nearest ancestor that is
@@ -153,6 +160,7 @@ func load(name string, b []byte, schemas map[string]SchemaFields, fns Functions)
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	d.cfg.warnings = d.warnings
 	d.cfg.fns = fns
 	return &d.cfg, nil
 }
@@ -219,8 +227,10 @@ func secondDocument(b []byte) int {
 	return max(second.Line, 1)
 }
 
-// yamlError reports a YAML syntax error. The parser gives a line but no
-// column, so the message points at the start of that line.
+// yamlError reports a YAML syntax error. The parser gives one line and no
+// column, and for a broken block the line its block starts on: the line
+// that broke it is found (badYAMLLine) and the column is its first
+// character (the second colon of "key: a: b").
 func (d *doc) yamlError(err error) {
 	msg := err.Error()
 	line := 1
@@ -239,6 +249,19 @@ func (d *doc) yamlError(err error) {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
+	col := 1
+	if bad, ok := badYAMLLine(d.src, line, msg); ok {
+		col = firstNonBlank(d.src, bad)
+		if msg == "mapping values are not allowed in this context" {
+			col = secondColon(d.src, bad, col)
+		}
+		if bad != line {
+			msg += fmt.Sprintf(" (check this line's indentation: it is inside the block that starts at line %d)", line)
+			line = bad
+			d.errAt(Pos{line, col}, "invalid YAML: %s", msg)
+			return
+		}
+	}
 	switch hint, ok := yamlHints[msg]; {
 	case ok:
 		msg += " (" + hint + ")"
@@ -256,7 +279,72 @@ func (d *doc) yamlError(err error) {
 			break
 		}
 	}
-	d.errAt(Pos{line, 1}, "invalid YAML: %s", msg)
+	d.errAt(Pos{line, col}, "invalid YAML: %s", msg)
+}
+
+// blockErrors are the parser's messages that name the line where the
+// enclosing block starts rather than the line that broke it (yaml.v3
+// keeps only the context's line): badYAMLLine finds that one.
+var blockErrors = map[string]bool{
+	"did not find expected key":                      true,
+	"did not find expected '-' indicator":            true,
+	"mapping values are not allowed in this context": true,
+}
+
+// badYAMLLine is the line a block error is on: the first line (from the
+// one the parser named on) at which the file's beginning stops parsing.
+// Block YAML is read line by line, so a beginning that ends before the
+// faulty line parses; one that takes it in fails.
+func badYAMLLine(src []byte, from int, msg string) (int, bool) {
+	if !blockErrors[msg] {
+		return 0, false
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	fails := func(n int) bool {
+		var v yaml.Node
+		return yaml.Unmarshal(bytes.Join(lines[:n], nil), &v) != nil
+	}
+	lo, hi := from, len(lines) // fails(hi); find the least n in [lo, hi] that fails
+	if lo < 1 || lo > hi || !fails(hi) {
+		return 0, false
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, true
+}
+
+// secondColon is the column of the ": " after a line's key (key: a: b),
+// the one the parser refuses; col when there is none.
+func secondColon(src []byte, line, col int) int {
+	l := bytes.Split(src, []byte("\n"))[line-1]
+	first := bytes.Index(l, []byte(": "))
+	if first < 0 {
+		return col
+	}
+	if second := bytes.Index(l[first+2:], []byte(":")); second >= 0 {
+		return first + 2 + second + 1
+	}
+	return col
+}
+
+// firstNonBlank is the column of the first character on line that is
+// not a space or a tab (1 for a blank line).
+func firstNonBlank(src []byte, line int) int {
+	lines := bytes.Split(src, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return 1
+	}
+	l := lines[line-1]
+	if n := len(l) - len(bytes.TrimLeft(l, " \t")); n < len(l) {
+		return n + 1
+	}
+	return 1
 }
 
 func isZero(s string) bool {
@@ -290,6 +378,7 @@ func (d *doc) checkExplicitZeros() {
 		{"topics.replication_factor", int64(d.cfg.Topics.ReplicationFactor), "-1, the broker default"},
 		{"dirty.max_record_bytes", int64(d.cfg.Dirty.MaxRecordBytes), DefaultMaxRecordBytes},
 		{"dirty.truncate_to", int64(d.cfg.Dirty.TruncateTo), DefaultTruncateTo},
+		{"limits.max_record_bytes", int64(d.cfg.Limits.MaxRecordBytes), "each output topic's max.message.bytes"},
 	} {
 		if n, ok := d.nodes[f.path]; ok && n.Tag == "!!int" && f.v == 0 && isZero(n.Value) {
 			d.at(f.path, "%s must not be 0; remove it to get the default (%v)", f.path, f.def)

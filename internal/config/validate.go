@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
@@ -41,7 +44,7 @@ func (d *doc) validate() {
 	d.validateTopics()
 	useTopic := d.topicUses()
 	inSchemas := d.validateInputs(useTopic)
-	d.fields = d.withSchemaFields(newFieldTypes(inSchemas), inSchemas)
+	d.fields = d.withTypes(d.withSchemaFields(newFieldTypes(inSchemas), inSchemas), inSchemas)
 	d.validateEventTime()
 	d.checkEventTimeField()
 	d.validateRoutes(inSchemas, useTopic)
@@ -205,7 +208,52 @@ func (d *doc) validateRoutes(inSchemas []inputSchema, useTopic useTopicFunc) {
 			known = "routes: " + strings.Join(rn, ", ") + "; or " + known
 		}
 		d.at("routing.default", "routing.default names route %q, which is not defined (%s)", def, known)
+	default:
+		d.warnUnreachableDefault()
 	}
+}
+
+// warnUnreachableDefault warns, with match: all, of a route that matches
+// every record (no when, or when: true; a window too): no record is ever
+// unmatched, so routing.default never receives one as the default.
+func (d *doc) warnUnreachableDefault() {
+	c := &d.cfg
+	if c.Routing.Match != MatchAll || c.Routing.Default == DropDefault {
+		return
+	}
+	for i, r := range c.Routes {
+		if r.Assemble != nil || !alwaysTrue(r.When) {
+			continue // an assembly route takes its parts apart from routing
+		}
+		p := fmt.Sprintf("routes[%d]", i)
+		if r.When != "" {
+			p += ".when"
+		}
+		what := "has no when"
+		if r.When != "" {
+			what = "has when: " + strings.TrimSpace(r.When)
+		}
+		if r.Name == c.Routing.Default {
+			d.warnAt(p, "route %q is routing.default and %s: with routing.match: all it receives every record, not only the unmatched ones; give it a when, or use match: first with it last", r.Name, what)
+		} else {
+			d.warnAt(p, "routing.default %q is unreachable: with routing.match: all, route %q %s, so it matches every record and none is ever unmatched; give it a when, or set routing.default: %s", c.Routing.Default, r.Name, what, DropDefault)
+		}
+		return
+	}
+}
+
+// alwaysTrue reports whether a route's predicate holds for every record:
+// none, or the constant true.
+func alwaysTrue(when string) bool {
+	if strings.TrimSpace(when) == "" {
+		return true
+	}
+	tree, err := parser.Parse(when)
+	if err != nil {
+		return false
+	}
+	b, ok := tree.Node.(*ast.BoolNode)
+	return ok && b.Value
 }
 
 // validateRoute checks one route (p is its path, routes[i]) but its name.
@@ -282,6 +330,9 @@ func (d *doc) validateDirty(useTopic useTopicFunc) {
 	}
 	if c.Dirty.MaxRecordBytes > 1024 && (c.Dirty.TruncateTo < 1 || c.Dirty.TruncateTo > c.Dirty.MaxRecordBytes-1024) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
+	}
+	if c.Limits.MaxRecordBytes < 0 {
+		d.at("limits.max_record_bytes", "limits.max_record_bytes must be positive (remove it to take each output topic's max.message.bytes), got %d", c.Limits.MaxRecordBytes)
 	}
 }
 

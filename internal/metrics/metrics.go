@@ -274,7 +274,7 @@ func (m *Metrics) registerStateMetrics(r *prometheus.Registry) {
 	m.Aggregated = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameAggregated, Help: "Repartitioned records applied to at least one window, by window route."}, []string{"route"})
 	m.Late = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameLate, Help: "Records whose every window was already purged, sent to the late route, by window route."}, []string{"route"})
 	m.WindowResults = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameWindowResults, Help: "Window results written, by route and kind (first, update, final, retract)."}, []string{"route", "kind"})
-	m.Watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermark, Help: "Deprecated: use sidestream_watermark_timestamp_seconds; removed in the next release. Watermark of each window task, epoch milliseconds."}, rp)
+	m.Watermark = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermark, Help: "Deprecated in 0.1.0: use sidestream_watermark_timestamp_seconds; removed in 0.2.0. Watermark of each window task, epoch milliseconds."}, rp)
 	m.WatermarkLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameWatermarkLag, Help: "Wall clock minus the task's watermark, in seconds."}, rp)
 	m.OpenWindows = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameOpenWindows, Help: "Open (not yet purged) windows per task."}, rp)
 	m.StoreEntries = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameStoreEntries, Help: "Entries in each task's state store."}, rp)

@@ -63,6 +63,9 @@ type Settings struct {
 	Client            config.Client
 	API               config.API
 	SchemaRegistry    config.SchemaRegistry
+	// Limits bound the records of every output but dirty (its topic's
+	// max.message.bytes, read at start, bounds them too).
+	Limits config.OutputLimits
 }
 
 // ExactlyOnce says whether the plan runs under exactly_once.
@@ -74,7 +77,7 @@ func settingsOf(c *config.Config) Settings {
 		CommitInterval: c.CommitInterval, CommitRecords: c.CommitRecords,
 		CommitWhenDrained: c.CommitWhenDrained != nil && *c.CommitWhenDrained,
 		Topics:            c.Topics, Shutdown: c.Shutdown, Security: c.Security, State: c.State,
-		Client: c.Client, API: c.API, SchemaRegistry: c.SchemaRegistry,
+		Client: c.Client, API: c.API, SchemaRegistry: c.SchemaRegistry, Limits: c.Limits,
 	}
 }
 

@@ -108,6 +108,7 @@ func TestDiffClasses(t *testing.T) {
 		name, new, path, class string
 	}{
 		{"predicate", strings.Replace(minimal, "x == 1", "x == 2", 1), "routes[main].when", Live},
+		{"output limits", minimal + "limits: {max_record_bytes: 500000}\n", "limits", Live},
 		{"new window", minimal + "  - name: counts\n    topic: out.counts\n    window: {type: tumbling, size: 1m, late_topic: out.late, aggregates: [{name: n, fn: count}]}\n", "routes[counts]", NewState},
 		{"removed route", strings.Replace(minimal, "routing: {default: main}\nroutes:\n  - name: main\n    topic: out\n    when: x == 1\n", "routing: {default: other}\nroutes:\n  - name: other\n    topic: out\n", 1), "routes[main]", Live},
 	} {

@@ -35,13 +35,55 @@ type Fields struct {
 }
 
 // fieldNode is one place in a value: the fields below it (nil: a value
-// with no fields, such as a string), or open (anything may be below).
+// with no fields, such as a string), or open (anything may be below), and
+// the JSON types its value can have (nil: unknown).
 type fieldNode struct {
 	children map[string]*fieldNode
 	open     bool
+	types    []string
 }
 
 var openNode = &fieldNode{open: true}
+
+// JSON types of the value model, as JSON Schema names them.
+const (
+	typeInteger = "integer"
+	typeNumber  = "number"
+	typeString  = "string"
+	typeBoolean = "boolean"
+	typeArray   = "array"
+	typeObject  = "object"
+	typeNull    = "null"
+)
+
+// leaf is a value with no fields of the JSON types ts.
+func leaf(ts ...string) *fieldNode { return &fieldNode{types: ts} }
+
+// openOf is a value that may hold anything below it (an array, a map).
+func openOf(t string) *fieldNode { return &fieldNode{open: true, types: []string{t}} }
+
+// orNull is n that may also be absent or null (a copy: nodes are shared).
+func orNull(n *fieldNode) *fieldNode {
+	if n.types == nil || slices.Contains(n.types, typeNull) {
+		return n
+	}
+	c := *n
+	c.types = append(slices.Clip(n.types), typeNull)
+	return &c
+}
+
+func unionTypes(a, b []string) []string {
+	if a == nil || b == nil {
+		return nil
+	}
+	out := slices.Clone(a)
+	for _, t := range b {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // Has reports whether a value can hold the field at path (one name per
 // segment), and whether anything below it may be there too (open: a map,
@@ -60,6 +102,22 @@ func (f *Fields) Has(path []string) (has, open bool) {
 		}
 	}
 	return true, n.open
+}
+
+// Types are the JSON types (integer, number, string, boolean, array,
+// object, null) of the value at path, in the value model: null when it
+// may be null or absent. Nil when unknown: the path is not there, or is
+// below an open value.
+func (f *Fields) Types(path []string) []string {
+	n := f.root
+	for _, seg := range path {
+		c, ok := n.children[seg]
+		if !ok || n.open {
+			return nil
+		}
+		n = c
+	}
+	return slices.Clone(n.types)
 }
 
 // Names are the field names directly under path (the top level: none),
@@ -89,15 +147,21 @@ func merge(a, b *fieldNode) *fieldNode {
 	if a == nil {
 		return b
 	}
-	out := &fieldNode{open: a.open || b.open}
+	out := &fieldNode{open: a.open || b.open, types: unionTypes(a.types, b.types)}
 	if a.children == nil && b.children == nil {
 		return out
 	}
 	out.children = map[string]*fieldNode{}
 	for k, v := range a.children {
+		if _, both := b.children[k]; !both && b.children != nil {
+			v = orNull(v) // absent from b's records
+		}
 		out.children[k] = v
 	}
 	for k, v := range b.children {
+		if _, both := a.children[k]; !both && a.children != nil {
+			v = orNull(v)
+		}
 		out.children[k] = merge(out.children[k], v)
 	}
 	return out
@@ -116,32 +180,74 @@ func avroFields(s avro.Schema, path string, times map[string]timeUnit, stack map
 		}
 		stack[x.FullName()] = true
 		defer delete(stack, x.FullName())
-		n := &fieldNode{children: make(map[string]*fieldNode, len(x.Fields()))}
+		n := &fieldNode{children: make(map[string]*fieldNode, len(x.Fields())), types: []string{typeObject}}
 		for _, f := range x.Fields() {
 			n.children[f.Name()] = avroFields(f.Type(), join(path, f.Name()), times, stack)
 		}
 		return n
 	case *avro.UnionSchema:
 		var n *fieldNode
+		null := false
 		for _, b := range x.Types() {
 			if b.Type() != avro.Null {
 				n = merge(n, avroFields(b, path, times, stack))
+			} else {
+				null = true
 			}
 		}
 		if n == nil {
-			return &fieldNode{}
+			return leaf(typeNull)
+		}
+		if null {
+			n = orNull(n)
 		}
 		return n
-	case *avro.ArraySchema, *avro.MapSchema:
-		return openNode
+	case *avro.ArraySchema:
+		return openOf(typeArray)
+	case *avro.MapSchema:
+		return openOf(typeObject)
+	case *avro.EnumSchema:
+		return leaf(typeString)
 	case *avro.FixedSchema:
-		if x.Logical() != nil && x.Logical().Type() == avro.Duration {
-			return &fieldNode{children: map[string]*fieldNode{"months": {}, "days": {}, "milliseconds": {}}}
-		}
+		return avroFixedNode(x)
 	case *avro.PrimitiveSchema:
 		avroTime(x, path, times)
+		return leaf(avroPrimitiveTypes(x)...)
 	}
 	return &fieldNode{}
+}
+
+// avroFixedNode is a fixed's value: a duration's three fields, a decimal, or
+// base64 text.
+func avroFixedNode(x *avro.FixedSchema) *fieldNode {
+	switch {
+	case x.Logical() != nil && x.Logical().Type() == avro.Duration:
+		return &fieldNode{types: []string{typeObject}, children: map[string]*fieldNode{
+			"months": leaf(typeInteger), "days": leaf(typeInteger), "milliseconds": leaf(typeInteger)}}
+	case x.Logical() != nil && x.Logical().Type() == avro.Decimal:
+		return leaf(typeInteger, typeNumber, typeString)
+	}
+	return leaf(typeString)
+}
+
+// avroPrimitiveTypes are the value model's types of an Avro primitive.
+func avroPrimitiveTypes(x *avro.PrimitiveSchema) []string {
+	if x.Logical() != nil && x.Logical().Type() == avro.Decimal {
+		return []string{typeInteger, typeNumber, typeString} // exact: int, float64 or its digits
+	}
+	switch x.Type() {
+	case avro.Null:
+		return []string{typeNull}
+	case avro.Boolean:
+		return []string{typeBoolean}
+	case avro.Int, avro.Long:
+		return []string{typeInteger}
+	case avro.Float, avro.Double:
+		return []string{typeNumber}
+	case avro.String, avro.Bytes:
+		return []string{typeString}
+	}
+	return nil
 }
 
 func avroTime(x *avro.PrimitiveSchema, path string, times map[string]timeUnit) {
@@ -170,26 +276,50 @@ func protoFields(md protoreflect.MessageDescriptor, path string, times map[strin
 		return openNode
 	}
 	fds := md.Fields()
-	n := &fieldNode{children: make(map[string]*fieldNode, fds.Len())}
+	n := &fieldNode{children: make(map[string]*fieldNode, fds.Len()), types: []string{typeObject}}
 	for i := range fds.Len() {
 		fd := fds.Get(i)
 		name := string(fd.Name())
 		p := join(path, name)
+		var c *fieldNode
 		switch {
-		case fd.IsList() || fd.IsMap():
-			n.children[name] = openNode
+		case fd.IsList():
+			c = openOf(typeArray)
+		case fd.IsMap():
+			c = openOf(typeObject)
 		case fd.Message() == nil:
-			n.children[name] = &fieldNode{}
+			c = leaf(protoKindTypes(fd)...)
 		case fd.Message().FullName() == "google.protobuf.Timestamp":
 			times[p] = unitMillis
-			n.children[name] = &fieldNode{}
+			c = leaf(typeInteger)
 		case protoWrapper(fd.Message().FullName()):
-			n.children[name] = &fieldNode{}
+			c = leaf(protoKindTypes(fd.Message().Fields().ByName("value"))...)
 		default:
-			n.children[name] = protoFields(fd.Message(), p, times, depth+1)
+			c = protoFields(fd.Message(), p, times, depth+1)
 		}
+		if fd.HasPresence() {
+			c = orNull(c) // unset: absent
+		}
+		n.children[name] = c
 	}
 	return n
+}
+
+// protoKindTypes are the value model's types of a scalar field.
+func protoKindTypes(fd protoreflect.FieldDescriptor) []string {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return []string{typeBoolean}
+	case protoreflect.EnumKind:
+		return []string{typeString, typeInteger} // a number the schema does not name: that int
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return []string{typeInteger, typeNumber} // above int64: float64
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return []string{typeNumber}
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return []string{typeString}
+	}
+	return []string{typeInteger}
 }
 
 func protoWrapper(name protoreflect.FullName) bool {
@@ -239,19 +369,59 @@ func jsonFields(s *jsonschema.Schema, depth int) *fieldNode {
 	if s.Bool != nil {
 		return openNode
 	}
+	ts := jsonTypes(s)
 	if s.Properties == nil && s.Types != nil && !slices.Contains(s.Types.ToStrings(), "object") && !slices.Contains(s.Types.ToStrings(), "array") {
-		return &fieldNode{} // a string, number, boolean or null
+		return leaf(ts...) // a string, number, boolean or null
 	}
 	closed := false
 	if b, ok := s.AdditionalProperties.(bool); ok && !b {
 		closed = len(s.PatternProperties) == 0 && s.Ref == nil && len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) == 0 &&
 			s.If == nil && s.DynamicRef == nil && s.RecursiveRef == nil && len(s.Dependencies)+len(s.DependentSchemas) == 0
 	}
-	n := &fieldNode{open: !closed, children: make(map[string]*fieldNode, len(s.Properties))}
+	n := &fieldNode{open: !closed, children: make(map[string]*fieldNode, len(s.Properties)), types: ts}
 	for name, p := range s.Properties {
-		n.children[name] = jsonFields(p, depth+1)
+		c := jsonFields(p, depth+1)
+		if !slices.Contains(s.Required, name) {
+			c = orNull(c)
+		}
+		n.children[name] = c
 	}
 	return n
+}
+
+// jsonTypes are the JSON types a schema admits by its type keyword, or
+// its enum or const values (strings, booleans, null); nil otherwise.
+func jsonTypes(s *jsonschema.Schema) []string {
+	if s.Types != nil {
+		return s.Types.ToStrings()
+	}
+	var vals []any
+	switch {
+	case s.Enum != nil:
+		vals = s.Enum.Values
+	case s.Const != nil:
+		vals = []any{*s.Const}
+	default:
+		return nil
+	}
+	var ts []string
+	for _, v := range vals {
+		t := ""
+		switch v.(type) {
+		case nil:
+			t = typeNull
+		case string:
+			t = typeString
+		case bool:
+			t = typeBoolean
+		default:
+			return nil
+		}
+		if !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // fields is the schema's Fields (nil when it did not compile).

@@ -194,3 +194,73 @@ func TestLatest(t *testing.T) {
 		t.Errorf("closed registry: %v, want an UnavailableError", err)
 	}
 }
+
+// checkTypes compares Fields.Types at each dotted path (nil: unknown).
+func checkTypes(t *testing.T, f *Fields, want map[string][]string) {
+	t.Helper()
+	for path, w := range want {
+		if got := f.Types(strings.Split(path, ".")); !reflect.DeepEqual(got, w) {
+			t.Errorf("Types(%q) = %v, want %v", path, got, w)
+		}
+	}
+}
+
+// TestFieldTypes: the JSON types of each field in the value model (the
+// package doc), null where a field may be null or absent; unknown below
+// an open value.
+func TestFieldTypes(t *testing.T) {
+	m := newMem()
+	m.add(1, sr.Schema{Schema: fieldsAvro})
+	s, err := newRegistry(t, m).Lookup(context.Background(), 1)
+	if err != nil || s.Err != nil {
+		t.Fatal(err, s.Err)
+	}
+	checkTypes(t, s.fields(), map[string][]string{
+		"id":                    {"integer"},
+		"customer":              {"object"},
+		"customer.name":         {"string"},
+		"customer.address":      {"object", "null"},
+		"customer.address.city": {"string"},
+		"pay.last4":             {"string", "null"}, // absent when the branch is an Iban
+		"lines":                 {"array"},
+		"lines.0":               nil,
+		"tags":                  {"object"},
+		"ts":                    {"integer"},
+		"took.days":             {"integer"},
+		"nope":                  nil,
+	})
+
+	_, c := protoSetup(t)
+	checkTypes(t, protoFileFields(c.file), map[string][]string{
+		"id":      {"string", "integer", "null"}, // Ping and Order; Order.Line has none
+		"status":  {"string", "integer", "null"},
+		"created": {"integer", "null"},
+		"price":   {"number", "null"},
+		"huge":    {"integer", "number", "null"},
+		"gift":    {"boolean", "null"},
+		"note":    {"string", "null"},
+		"big":     {"integer", "null"},
+		"lines":   {"array", "null"},
+		"tags":    {"object", "null"},
+		"total":   {"object", "null"},
+		"meta.at": {"integer", "null"},
+		"sku":     {"string", "null"},
+		"blob":    {"string", "null"},
+	})
+
+	js, err := compileJSONSchema(1, `{"type":"object","additionalProperties":false,"required":["id","level"],"properties":{
+	  "id":{"type":"integer"}, "amount":{"type":"number"}, "level":{"enum":["INFO","WARN"]},
+	  "ref":{"type":["string","integer"]}, "meta":{"type":"object","properties":{"k":{"type":"string"}}}, "any":{}}}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTypes(t, &Fields{root: jsonFields(js.schema, 0)}, map[string][]string{
+		"id":     {"integer"},
+		"amount": {"number", "null"},
+		"level":  {"string"},
+		"ref":    {"integer", "string", "null"},
+		"meta":   {"object", "null"},
+		"meta.k": nil, // below an open object
+		"any":    nil,
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/sidestream/sidestream/internal/kclient"
+	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -24,7 +26,7 @@ var ErrMissingInput = errors.New("input topic does not exist")
 // waitForBrokers blocks until the cluster answers a metadata request,
 // retrying with backoff and reporting why on /readyz meanwhile.
 func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error {
-	backoff := 250 * time.Millisecond
+	retries := retry.New(250*time.Millisecond, 10*time.Second)
 	for {
 		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_, err := adm.BrokerMetadata(reqCtx)
@@ -41,13 +43,13 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 		if h := kclient.ConnHint(err, p.top.Settings.Security); h != "" {
 			args = append(args, "hint", h)
 		}
+		backoff := retries.Next()
 		p.log.Warn("brokers unreachable, retrying", append(args, "backoff", backoff)...)
 		// Waiting for brokers is waiting on purpose: /healthz stays 200
 		// (a restart would not bring them), /readyz says why.
 		if !p.idle(ctx, backoff) {
 			return ctx.Err()
 		}
-		backoff = min(backoff*2, 10*time.Second)
 	}
 }
 
@@ -235,4 +237,67 @@ func (p *Processor) checkRepartitionRetention(ctx context.Context, adm *kadm.Cli
 		p.log.Warn("repartition topic expires records; gaps in it are counted as lost", "topic", rc.Name, "configs", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// batchOverhead is what a record batch adds to a record beyond the
+// size stage one measures (RecordSize errs large per record, not for the
+// batch header): a record that fits its topic's limit less this fits the
+// topic's max.message.bytes as one batch.
+const batchOverhead = 512
+
+// readOutputLimits reads the max.message.bytes of every topic the
+// router writes (routes, repartition, late, overflow, incomplete,
+// duplicate, dirty) and hands stage one each output's limit: the
+// topic's less batchOverhead, or limits.max_record_bytes when smaller.
+// The dirty topic keeps dirty.max_record_bytes. A broker that does not
+// answer leaves the limits of the config (logged): the records are
+// still bounded, by limits.max_record_bytes or dirty.max_record_bytes.
+func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
+	repartition, _ := p.top.InternalTopics()
+	topics := append(p.top.OutputTopics(), repartition...)
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		p.log.Warn("could not read the output topics' max.message.bytes; outputs are bounded by the config alone", "err", err)
+		return
+	}
+	topicMax := map[string]int{}
+	limits := map[string]int{}
+	cfgMax := p.top.Settings.Limits.MaxRecordBytes
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			p.log.Warn("could not read a topic's max.message.bytes", "topic", rc.Name, "err", rc.Err)
+			continue
+		}
+		for _, c := range rc.Configs {
+			n, err := strconv.Atoi(c.MaybeValue())
+			if c.Key != "max.message.bytes" || err != nil || n <= batchOverhead {
+				continue
+			}
+			topicMax[rc.Name] = n
+			if rc.Name == p.top.Dirty.Topic {
+				if mr := p.top.Dirty.MaxRecordBytes; mr > n-batchOverhead {
+					p.log.Warn("dirty.max_record_bytes is over the dirty topic's max.message.bytes: a dirty record that large would be refused; lower it, or raise the topic's",
+						"topic", rc.Name, "max_record_bytes", mr, "max_message_bytes", n)
+				}
+				continue
+			}
+			limits[rc.Name] = n - batchOverhead
+			if cfgMax > 0 {
+				limits[rc.Name] = min(limits[rc.Name], cfgMax)
+			}
+		}
+	}
+	p.topicMax = topicMax
+	p.eng.SetOutputLimits(limits)
+	p.log.Info("output record limits", "limits", limits)
+}
+
+// batchMaxBytes is the producer's batch bound for topic: the topic's
+// max.message.bytes when Run read it, else the bound before limits were
+// read (room for a dirty.max_record_bytes record, at least 1 MiB).
+func (p *Processor) batchMaxBytes(topic string) int32 {
+	if n, ok := p.topicMax[topic]; ok {
+		return int32(min(n, 1<<30))
+	}
+	return int32(max(p.top.Dirty.MaxRecordBytes+4096, p.top.Settings.Limits.MaxRecordBytes+4096, 1<<20))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/retry"
 )
 
 // The avro routes' record schemas are registered before the first poll,
@@ -63,7 +64,8 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 		return err
 	}
 	ids := make(map[string]int, len(routes))
-	for fails := 0; len(ids) < len(routes); {
+	retries := retry.New(time.Second, maxProduceBackoff)
+	for len(ids) < len(routes) {
 		err := registerEach(ctx, cl, routes, ids)
 		if err == nil {
 			break
@@ -74,8 +76,7 @@ func (p *Processor) registerAvroOutputs(ctx context.Context) error {
 		if re := (*RegistrationError)(nil); errors.As(err, &re) {
 			return err
 		}
-		fails++
-		wait := min(time.Second<<min(fails-1, 4), maxProduceBackoff)
+		wait := retries.Next()
 		url := p.top.Settings.SchemaRegistry.URL
 		p.obs.NotReady(fmt.Sprintf("schema registry %s unavailable: the avro routes' schemas are not registered yet (%v); nothing is processed until they are, tried again in %s", url, err, wait))
 		p.log.Error("schema registry unavailable; the avro routes' schemas are not registered, retrying", "url", url, "err", err, "backoff", wait)

@@ -21,6 +21,7 @@ import (
 	"github.com/sidestream/sidestream/internal/observe"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
@@ -42,6 +43,7 @@ type opts struct {
 	asmStores   changelog.Builder // assembly tasks: memory (tests inject faults)
 	lossRecheck time.Duration
 	ownerURL    string
+	clock       func() time.Time
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -88,6 +90,12 @@ func WithLossRecheck(d time.Duration) Opt { return func(o *opts) { o.lossRecheck
 // CheckOwnerURL). Empty: the 404 names the owner without a URL.
 func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } }
 
+// WithClock sets the processing-time clock (default time.Now): the
+// assembly TTL of time: processing routes, and idle_timeout's idle
+// sources and quiet windows. Commit intervals, timeouts and backoffs
+// keep the real clock. router test drives a virtual one.
+func WithClock(now func() time.Time) Opt { return func(o *opts) { o.clock = now } }
+
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (kclient.SecurityOpts).
 func WithKgoOpts(k ...kgo.Opt) Opt { return func(o *opts) { o.kgoOpts = append(o.kgoOpts, k...) } }
@@ -107,19 +115,24 @@ type Processor struct {
 	admCl   *kgo.Client       // the client under adm
 	samples *sideSamples      // nil without WithSideSampler
 	gaps    *gapTracker       // where each consumed partition's next record must be
-	// produceFails counts the transactions aborted in a row by a produce
-	// failure (the commit loop's own): the retry backs off with it.
-	produceFails int
-	// registryFails counts the batches aborted in a row by a schema
-	// registry outage (the backoff grows with it); registryDown holds
-	// readiness back until a commit with records (registryoutage.go).
-	registryFails int
+
+	// topicMax is each output topic's max.message.bytes, read by Run
+	// before the first session (readOutputLimits): the producer's batch
+	// bound per topic.
+	topicMax map[string]int
+	// produceRetry is the backoff of the transactions aborted in a row
+	// by a produce failure (the commit loop's own); a commit resets it.
+	produceRetry *retry.Backoff
+	// registryRetry is the backoff of the batches aborted in a row by a
+	// schema registry outage; registryDown holds readiness back until a
+	// commit with records (registryoutage.go), which resets it.
+	registryRetry *retry.Backoff
 	registryDown  bool
 }
 
 // New checks the options and builds a processor; it does not connect.
 func New(top *plan.Plan, o ...Opt) (*Processor, error) {
-	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck}
+	op := opts{workers: goruntime.GOMAXPROCS(0), maxPoll: 10000, txnTimeout: 10 * time.Second, stallAfter: time.Minute, lossRecheck: lossRecheck, clock: time.Now}
 	for _, f := range o {
 		f(&op)
 	}
@@ -128,6 +141,9 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	}
 	if op.log == nil {
 		op.log = slog.Default()
+	}
+	if op.clock == nil {
+		op.clock = time.Now
 	}
 	if op.metrics == nil {
 		op.metrics = metrics.New()
@@ -170,9 +186,12 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+
+		produceRetry:  retry.New(time.Second, maxProduceBackoff),
+		registryRetry: retry.New(time.Second, maxProduceBackoff),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
-		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL})
+		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +272,7 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	p.readOutputLimits(ctx, adm)
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
@@ -262,8 +282,7 @@ func (p *Processor) Run(ctx context.Context) error {
 	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })
 	defer purging.Wait()
 	defer stopPurge()
-	const minBackoff = 500 * time.Millisecond
-	backoff := minBackoff
+	sessions := retry.New(500*time.Millisecond, 15*time.Second)
 	for {
 		var err error
 		sessionStart := time.Now()
@@ -279,7 +298,7 @@ func (p *Processor) Run(ctx context.Context) error {
 			return nil
 		}
 		if p.obs.LastCommit().After(sessionStart) {
-			backoff = minBackoff // the session worked for a while: a fresh failure
+			sessions.Reset() // the session worked for a while: a fresh failure
 		}
 		if ge := (*InputGapError)(nil); errors.As(err, &ge) {
 			// As a changelog loss: the records are gone, a retry
@@ -306,30 +325,18 @@ func (p *Processor) Run(ctx context.Context) error {
 			continue
 		}
 		p.obs.NotReady("session failed, restarting: " + kclient.WithHint(err, p.top.Settings.Security))
+		backoff := sessions.Next()
 		p.log.Error("session failed; rebuilding it", "err", err, "backoff", backoff)
 		if !p.idle(ctx, backoff) {
 			return nil
 		}
-		backoff = min(backoff*2, 15*time.Second)
 	}
 }
 
 // idle waits d while keeping the loop alive for /healthz (the process is
 // well, it is waiting on purpose). It returns false when ctx ends first.
 func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	end := time.After(d)
-	for {
-		p.obs.Loop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-end:
-			return true
-		case <-t.C:
-		}
-	}
+	return retry.Wait(ctx, d, p.obs.Loop)
 }
 
 func nilIfDone(ctx context.Context, err error) error {
@@ -359,7 +366,7 @@ func (p *Processor) clientOpts() []kgo.Opt {
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.WithLogger(kclient.NewLogger(p.opts.log)),
 		kgo.WithHooks(p.m.KafkaHooks()),
-		kgo.ProducerBatchMaxBytes(int32(max(p.top.Dirty.MaxRecordBytes+4096, 1<<20))),
+		kgo.ProducerBatchMaxBytesFn(p.batchMaxBytes),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, a map[string][]int32) {
 			p.obs.SetJoined(true) // called after every successful join, even with nothing new
 			for t, ps := range a {

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/sidestream/sidestream/internal/observe"
 )
@@ -38,8 +37,7 @@ func (c *aloCommitter) registryAborted(ctx context.Context, err error) error {
 // registryOutage counts the abort, publishes the reason and backs off.
 func (p *Processor) registryOutage(ctx context.Context, err error) {
 	p.registryDown = true
-	p.registryFails++
-	wait := min(time.Second<<min(p.registryFails-1, 4), maxProduceBackoff)
+	wait := p.registryRetry.Next()
 	p.m.Aborts.WithLabelValues(observe.AbortRegistryUnavailable).Inc()
 	p.obs.NotReady(fmt.Sprintf("schema registry %s unavailable: %v; the batch was aborted (nothing dirtied, nothing committed) and is tried again in %s",
 		p.top.Settings.SchemaRegistry.URL, err, wait))
@@ -55,7 +53,8 @@ func (p *Processor) readyAfterCommit(c committer, hadRecords bool) {
 		if !hadRecords {
 			return
 		}
-		p.registryDown, p.registryFails = false, 0
+		p.registryDown = false
+		p.registryRetry.Reset()
 		p.log.Info("schema registry answers again; processing goes on")
 	}
 	p.markReady(c.client())

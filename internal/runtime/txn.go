@@ -251,10 +251,11 @@ func (l *commitLoop) process(ctx context.Context, fetches kgo.Fetches) error {
 		return err
 	}
 	l.pending.Add(tally)
-	if err := p.stage.IdleAdvance(time.Now(), l.produce, l.pending); err != nil {
+	now := p.opts.clock() // read once a poll: router test's virtual clock counts on it
+	if err := p.stage.IdleAdvance(now, l.produce, l.pending); err != nil {
 		return err
 	}
-	return p.stage.AssemblyTick(time.Now(), p.samples.wrap(l.produce), l.pending)
+	return p.stage.AssemblyTick(now, p.samples.wrap(l.produce), l.pending)
 }
 
 // end ends the interval: its marks and changelog records go out, every
@@ -293,7 +294,8 @@ func (p *Processor) countCommitted(cl *kgo.Client, pending *metrics.Tally) {
 }
 
 // maxProduceBackoff bounds the wait before a batch whose produce failed
-// is tried again (1 s, doubling while the failures go on).
+// is tried again (about 1 s, doubling while the failures go on; the
+// registry outage's and the avro registration's too).
 const maxProduceBackoff = 8 * time.Second
 
 // markReady sets ready after a successful commit once the group is joined.
@@ -336,6 +338,8 @@ type eosCommitter struct {
 	// can report failure for a commit that happened (franz-go #1052).
 	endCtx context.Context
 	watch  *strandedWatch
+	// wait is the backoff a produce failure left for next.
+	wait time.Duration
 }
 
 func (c *eosCommitter) client() *kgo.Client     { return c.sess.Client() }
@@ -364,6 +368,10 @@ func (c *eosCommitter) abandon() { _, _ = c.sess.End(c.endCtx, kgo.TryAbort) }
 func (c *eosCommitter) next(ctx context.Context, ended bool) error {
 	if !ended {
 		return nil
+	}
+	if wait := c.wait; wait > 0 {
+		c.wait = 0
+		c.p.idle(ctx, wait) // a stop ends the wait; the loop then ends
 	}
 	if now := time.Now(); c.p.obs.Joined() {
 		return c.watch.check(ctx, now, c.p.obs.Quiet(now, c.watch.every))
@@ -404,7 +412,7 @@ func (c *eosCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 		return false, nil
 	}
 	p.samples.committed()
-	p.produceFails = 0
+	p.produceRetry.Reset()
 	if !pending.Empty() {
 		p.countCommitted(c.sess.Client(), pending)
 	}
@@ -423,7 +431,7 @@ func (c *eosCommitter) produceAborted(prodErr error) error {
 	if kclient.Classify(kclient.Produce, prodErr) == kclient.Fatal {
 		return fmt.Errorf("produce: %w", prodErr)
 	}
-	time.Sleep(p.produceBackoff())
+	c.wait = p.produceBackoff() // next waits it, under the loop's ctx
 	return nil
 }
 
@@ -447,13 +455,10 @@ func (p *Processor) produceFailure(prodErr error, undone string) {
 }
 
 // produceBackoff is the wait before a batch whose produce failed is
-// processed again: 1 s, doubling to maxProduceBackoff while the failures
-// go on (a commit resets it), so a persistent failure (a deleted topic, a
-// refused ACL) gets room instead of a spin.
-func (p *Processor) produceBackoff() time.Duration {
-	p.produceFails++
-	return min(time.Second<<min(p.produceFails-1, 4), maxProduceBackoff)
-}
+// processed again: about 1 s, doubling to maxProduceBackoff while the
+// failures go on (a commit resets it), so a persistent failure (a
+// deleted topic, a refused ACL) gets room instead of a spin.
+func (p *Processor) produceBackoff() time.Duration { return p.produceRetry.Next() }
 
 // runAtLeastOnce is one group session under at-least-once: outputs go
 // through an idempotent producer and input offsets are committed only
@@ -608,7 +613,7 @@ func (c *aloCommitter) end(ctx context.Context, at endTimes, pending *metrics.Ta
 		return false, fmt.Errorf("commit offsets: %w", err)
 	}
 	p.samples.committed()
-	p.produceFails = 0
+	p.produceRetry.Reset()
 	p.stage.Checkpoint()
 	if pending.Empty() {
 		return true, nil

@@ -1,10 +1,13 @@
 package stageone
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,8 +25,16 @@ type Engine struct {
 	dec        *decoder
 	rt         *router
 	appID      string
-	maxRec     int
-	trunc      int
+	// maxRec is the dirty topic's cap (dirty.max_record_bytes), trunc
+	// what a dirty record too large even for it keeps of its value.
+	maxRec int
+	trunc  int
+	// outMax caps every other output without a limit of its own in
+	// outLimits (set by SetOutputLimits from the topics' max.message.bytes
+	// before the first record): limits.max_record_bytes, else
+	// dirty.max_record_bytes.
+	outMax    int
+	outLimits atomic.Pointer[map[string]int]
 	// assemblies are the assembly routes, whose parts stage one writes.
 	assemblies []*plan.RouteNode
 	partRoute  map[string]string // repartition topic -> assembly route
@@ -60,6 +71,7 @@ func New(t *plan.Plan, opts ...Option) *Engine {
 		appID:      t.Settings.ApplicationID,
 		maxRec:     t.Dirty.MaxRecordBytes,
 		trunc:      t.Dirty.TruncateTo,
+		outMax:     cmp.Or(t.Settings.Limits.MaxRecordBytes, t.Dirty.MaxRecordBytes),
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
@@ -82,9 +94,43 @@ func partRoutes(t *plan.Plan) map[string]string {
 	return m
 }
 
-// MaxRecordBytes is dirty.max_record_bytes: no record written may be
-// larger (RecordSize).
+// MaxRecordBytes is dirty.max_record_bytes: no dirty record written may
+// be larger (RecordSize); a larger one is cut (Dirty).
 func (e *Engine) MaxRecordBytes() int { return e.maxRec }
+
+// OutputLimit is the largest record (RecordSize) written to topic, an
+// output other than dirty: its limit from SetOutputLimits, else
+// limits.max_record_bytes, else dirty.max_record_bytes. A larger output
+// sends its input record to dirty whole (when the dirty topic holds it),
+// with the limit in the reason's message, so it can be redriven.
+func (e *Engine) OutputLimit(topic string) int {
+	if m := e.outLimits.Load(); m != nil {
+		if n, ok := (*m)[topic]; ok {
+			return n
+		}
+	}
+	return e.outMax
+}
+
+// SetOutputLimits sets the limit of each output topic (the runtime reads
+// them from the broker at start: the topic's max.message.bytes, or less);
+// topics not in byTopic keep the default (OutputLimit). It is a value
+// handed in, so stage one does no I/O; safe to call while records flow.
+func (e *Engine) SetOutputLimits(byTopic map[string]int) {
+	m := maps.Clone(byTopic)
+	e.outLimits.Store(&m)
+}
+
+// tooLarge is the too_large error of an output over its topic's limit.
+// what and name say which output ("output for route", "de"); the
+// message is built only when it is too large (no allocation per record).
+func (e *Engine) tooLarge(rec *kgo.Record, what, name, extra string) *RecordError {
+	if n, limit := RecordSize(rec), e.OutputLimit(rec.Topic); n > limit {
+		return recErr(wire.StageProduce, wire.ReasonTooLarge,
+			"%s %q is %d bytes%s, over the limit of topic %q: %d bytes (limits.max_record_bytes, or the topic's max.message.bytes)", what, name, n, extra, rec.Topic, limit)
+	}
+	return nil
+}
 
 // Process returns the records to write for r and counts it in tally.
 // Every failure of a record is a value (a dirty record with its reason);
@@ -216,8 +262,9 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 
 // records builds the records of a routed record: each route's output (to
 // its window's repartition topic for a window route, with the stage-one
-// headers), then the parts. One of them over max_record_bytes makes the
-// whole record dirty: writing the others would be a partial fan-out.
+// headers), then the parts. One of them over its topic's limit
+// (OutputLimit) makes the whole record dirty: writing the others would be
+// a partial fan-out.
 func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
 	recs, block := st.newRecords(len(to.outs), len(to.parts))
 	for j, o := range to.outs {
@@ -231,16 +278,14 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 				return nil, rerr
 			}
 		}
-		if RecordSize(rec) > e.maxRec {
-			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
-				"output for route %q is %d bytes, over max_record_bytes %d", o.Route.Name, RecordSize(rec), e.maxRec)
+		if rerr := e.tooLarge(rec, "output for route", o.Route.Name, ""); rerr != nil {
+			return nil, rerr
 		}
 		recs = append(recs, rec)
 	}
 	for _, rec := range to.parts {
-		if RecordSize(rec) > e.maxRec {
-			return nil, recErr(wire.StageProduce, wire.ReasonTooLarge,
-				"part for assembly %q is %d bytes, over max_record_bytes %d", wire.String(rec.Headers, wire.HeaderPart), RecordSize(rec), e.maxRec)
+		if rerr := e.tooLarge(rec, "part for assembly", wire.String(rec.Headers, wire.HeaderPart), ""); rerr != nil {
+			return nil, rerr
 		}
 	}
 	return append(recs, to.parts...), nil
@@ -323,9 +368,8 @@ func (e *Engine) tombstone(r *kgo.Record) ([]*kgo.Record, routed, *RecordError) 
 	recs := make([]*kgo.Record, 0, len(e.tombstones))
 	for _, rt := range e.tombstones {
 		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
-		if RecordSize(rec) > e.maxRec {
-			return nil, routed{}, recErr(wire.StageProduce, wire.ReasonTooLarge,
-				"tombstone for route %q is %d bytes (key and headers), over max_record_bytes %d", rt.Name, RecordSize(rec), e.maxRec)
+		if rerr := e.tooLarge(rec, "tombstone for route", rt.Name, " (key and headers)"); rerr != nil {
+			return nil, routed{}, rerr
 		}
 		recs = append(recs, rec)
 	}

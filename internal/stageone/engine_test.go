@@ -90,12 +90,59 @@ func TestTooLargeOutput(t *testing.T) {
 	s = strings.Repeat("x", 1100) // fits as input, not doubled
 	in = `{"s":"` + s + `"}`
 	o = process(t, top, input(in))
-	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "twice" is 2249 bytes, over max_record_bytes 2048`)
+	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "twice" is 2249 bytes, over the limit of topic "out.b": 2048 bytes`)
 	if string(o.outs[0].Value) != in {
 		t.Fatalf("too-large dirty record must hold the input, got %d bytes", len(o.outs[0].Value))
 	}
 	if _, ok := header(o.outs[0], wire.HeaderTruncated); ok {
 		t.Fatalf("the input fits: it must not be truncated")
+	}
+}
+
+// TestOutputLimits: each output topic has its own limit
+// (SetOutputLimits, from the broker), apart from the dirty topic's: a
+// record larger than dirty.max_record_bytes reaches a route whose topic
+// allows it, and one over its route topic's limit goes to dirty whole,
+// with the limit it hit, when the dirty topic holds it.
+func TestOutputLimits(t *testing.T) {
+	top := topo(t, "dirty: {topic: dirty, max_record_bytes: 4096, truncate_to: 1024}\n", `routes:
+  - {name: big, topic: out.big, when: 'kind == "big"'}
+  - {name: tight, topic: out.tight}
+`)
+	e := New(top)
+	e.SetOutputLimits(map[string]int{"out.big": 10_000, "out.tight": 1500})
+	if got := e.OutputLimit("out.big"); got != 10_000 {
+		t.Fatalf("OutputLimit(out.big) = %d", got)
+	}
+	if got := e.OutputLimit("elsewhere"); got != 4096 {
+		t.Fatalf("OutputLimit of a topic without a limit = %d, want dirty.max_record_bytes 4096 (no limits.max_record_bytes)", got)
+	}
+	in := `{"kind":"big","s":"` + strings.Repeat("x", 5000) + `"}` // over dirty's 4096
+	outs := e.Process(input(in), metrics.NewTally())
+	if len(outs) != 1 || outs[0].Topic != "out.big" || string(outs[0].Value) != in {
+		t.Fatalf("a record its route's topic allows: %d outputs, the first to %s", len(outs), outs[0].Topic)
+	}
+	in = `{"kind":"small","s":"` + strings.Repeat("x", 1600) + `"}` // over out.tight's 1500; its dirty record fits 4096
+	tally := metrics.NewTally()
+	o := outcome{e.Process(input(in), tally), tally}
+	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "tight" is 1657 bytes, over the limit of topic "out.tight": 1500 bytes`)
+	if string(o.outs[0].Value) != in {
+		t.Fatalf("the dirty record must hold the input whole, got %d bytes", len(o.outs[0].Value))
+	}
+	if _, ok := header(o.outs[0], wire.HeaderTruncated); ok {
+		t.Fatalf("the input fits the dirty topic: it must not be truncated")
+	}
+}
+
+// TestOutputLimitsConfigured: limits.max_record_bytes caps every output
+// without a limit from the broker, and never the dirty topic.
+func TestOutputLimitsConfigured(t *testing.T) {
+	e := New(topo(t, "limits: {max_record_bytes: 3000}\n"))
+	if got := e.OutputLimit("out"); got != 3000 {
+		t.Fatalf("OutputLimit = %d, want limits.max_record_bytes 3000", got)
+	}
+	if got := e.MaxRecordBytes(); got != config.DefaultMaxRecordBytes {
+		t.Fatalf("the dirty cap = %d, want dirty.max_record_bytes' default", got)
 	}
 }
 

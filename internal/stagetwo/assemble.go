@@ -303,17 +303,18 @@ func partName(r *kgo.Record, parts []string) string {
 	return string(v)
 }
 
-// fit returns rec, or, when it is over max_record_bytes (many large
+// fit returns rec, or, when it is over its topic's limit (many large
 // parts), a dirty record in its place: its key, headers and value cut to
 // fit, with the reason, so the record never poisons the transaction. It
 // is counted as an assembly result, not as a dirty input record (no input
 // record failed).
 func (e *recordRunner) fit(ar *assemblyRoute, rec *kgo.Record, tally *metrics.Tally) *kgo.Record {
-	if stageone.RecordSize(rec) <= e.MaxRecordBytes() {
+	limit := e.OutputLimit(rec.Topic)
+	if stageone.RecordSize(rec) <= limit {
 		return rec
 	}
-	d := e.Dirty(rec, stageone.NewRecordError(wire.StageAssemble, wire.ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over max_record_bytes %d",
-		ar.rt.Name, rec.Topic, rec.Key, stageone.RecordSize(rec), e.MaxRecordBytes()), metrics.NewTally())
+	d := e.Dirty(rec, stageone.NewRecordError(wire.StageAssemble, wire.ReasonTooLarge, "route %q: record for %s (id %q) is %d bytes, over the limit of topic %q: %d bytes",
+		ar.rt.Name, rec.Topic, rec.Key, stageone.RecordSize(rec), rec.Topic, limit), metrics.NewTally())
 	tally.Assemblies[[2]string{ar.rt.Name, metrics.ResultTooLarge}]++
 	return d
 }

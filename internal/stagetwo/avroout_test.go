@@ -1,6 +1,8 @@
 package stagetwo
 
 import (
+	"time"
+
 	"bytes"
 	"testing"
 
@@ -32,7 +34,7 @@ func TestAvroWindowResults(t *testing.T) {
         - {name: last_id, fn: last, of: string(id)}
 `)
 	rt := top.Route("counts")
-	e := &recordRunner{stageone.New(top, stageone.WithSchemaIDs(stageone.NewSchemaIDs(map[string]int{"counts": 41})))}
+	e := &recordRunner{Engine: stageone.New(top, stageone.WithSchemaIDs(stageone.NewSchemaIDs(map[string]int{"counts": 41}))), now: time.Now}
 	res := []window.Result{
 		{Key: window.OutputKey("eu", 0), Value: []byte(`{"key":"eu","window_start":0,"window_end":60000,"aggregates":{"n":2,"last_id":"o-2"},"revision":1,"final":true}`), Final: true},
 		{Key: window.OutputKey("eu", 60000), Retract: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/sidestream/sidestream/internal/plan"
 
@@ -161,7 +160,7 @@ func (t *windowTask) stageTwo(e *recordRunner, r *kgo.Record, tally *metrics.Tal
 // only sources are this partition of each input) and publishes its
 // gauges.
 func (t *windowTask) finish(s *Stage, topic string, part int32, max *int64, ok bool, produce func(*kgo.Record), tally *metrics.Tally) error {
-	now := time.Now()
+	now := s.eng.now()
 	var err error
 	if ok && max != nil && *max != math.MinInt64 && t.route.rt.Window.Spec.Watermark == plan.WatermarkAligned {
 		src := SourceID(topic, part)
@@ -193,7 +192,7 @@ func (t *assemblyTask) misplaced(out *kgo.Record, kp, part int32) *stageone.Reco
 }
 
 func (t *assemblyTask) stageTwo(e *recordRunner, r *kgo.Record, tally *metrics.Tally) ([]*kgo.Record, error) {
-	return e.processAssemblyRecord(r, t, time.Now(), tally)
+	return e.processAssemblyRecord(r, t, e.now(), tally)
 }
 
 // finish publishes the task's gauges.

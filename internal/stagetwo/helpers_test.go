@@ -1,6 +1,8 @@
 package stagetwo
 
 import (
+	"time"
+
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,4 +41,4 @@ func checkConserved(t fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record
 	stageonetest.CheckConserved(t, top, r, outs, tally, stageone.RecordSize)
 }
 
-func newEngine(t *plan.Plan) *recordRunner { return &recordRunner{stageone.New(t)} }
+func newEngine(t *plan.Plan) *recordRunner { return &recordRunner{Engine: stageone.New(t), now: time.Now} }

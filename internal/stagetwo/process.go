@@ -42,7 +42,7 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 		if err != nil {
 			return err
 		}
-		t.lastRecord = time.Now()
+		t.lastRecord = s.eng.now()
 		s.observeTask(t)
 		return nil
 	}
@@ -52,7 +52,7 @@ func (s *Stage) ProcessRepartition(ctx context.Context, topic string, part int32
 	}
 	t.mu.Lock()
 	for _, r := range recs {
-		outs, err := s.eng.processAssemblyRecord(r, t, time.Now(), tally)
+		outs, err := s.eng.processAssemblyRecord(r, t, s.eng.now(), tally)
 		if err != nil {
 			t.mu.Unlock()
 			return err

@@ -81,6 +81,10 @@ type Config struct {
 	Stores, AssemblyStores changelog.Builder
 	// OwnerURL is the template of a state query's owner URL (CheckOwnerURL).
 	OwnerURL string
+	// Clock is the processing-time clock: an assembly part's arrival
+	// (time: processing), the sources heard and the records seen for
+	// idle_timeout (default time.Now; router test drives a virtual one).
+	Clock func() time.Time
 }
 
 // Stage is stage two of one processor: its window and assembly tasks.
@@ -101,6 +105,7 @@ type Stage struct {
 // records, field decoding, aggregate values, the record size ceiling).
 type recordRunner struct {
 	*stageone.Engine
+	now func() time.Time // Config.Clock
 }
 
 // New builds the stage of a topology; it does not restore anything.
@@ -113,7 +118,11 @@ func New(c Config) (*Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stage{top: c.Topology, eng: &recordRunner{c.Engine}, rt: c.Runtime, log: c.Log, m: c.Metrics,
+	now := c.Clock
+	if now == nil {
+		now = time.Now
+	}
+	return &Stage{top: c.Topology, eng: &recordRunner{Engine: c.Engine, now: now}, rt: c.Runtime, log: c.Log, m: c.Metrics,
 		part: c.Partitioner, asmStores: c.AssemblyStores, ownerURL: c.OwnerURL, ws: ws, as: as}, nil
 }
 

@@ -36,6 +36,8 @@ type windowTask struct {
 	part  int32
 	st    changelog.Store
 	op    *window.Operator
+	// The processing-time clock (Config.Clock); nil: time.Now.
+	clock func() time.Time
 	// Wall-clock times for idle advance: the last record, the last advance.
 	lastRecord, lastAdvance time.Time
 	// Aligned watermarks: when the task was built and when it last heard
@@ -68,6 +70,14 @@ const (
 	maxNames   = 1024
 	maxNameLen = 256
 )
+
+// now reads the task's processing-time clock.
+func (t *windowTask) now() time.Time {
+	if t.clock == nil {
+		return time.Now()
+	}
+	return t.clock()
+}
 
 // topic is the source topic of a header value, made once.
 func (t *windowTask) topic(b []byte) string { return intern(&t.topics, b) }
@@ -122,7 +132,7 @@ func (t *windowTask) beginBatch() {
 // it; an error is the store's, and the batch aborts.
 func (t *windowTask) flush(failed bool) error {
 	if len(t.heardIn) > 0 {
-		now := time.Now()
+		now := t.now()
 		for src := range t.heardIn {
 			t.lastHeard[src] = now
 		}
@@ -245,7 +255,7 @@ func (s *Stage) windowTask(ctx context.Context, topic string, part int32) (*wind
 		} else {
 			op.SetSources(s.ws.sourceIDs())
 		}
-		return &windowTask{route: wr, part: part, st: st, op: op, built: time.Now(), lastHeard: map[string]time.Time{}}, nil
+		return &windowTask{route: wr, part: part, st: st, op: op, clock: s.eng.now, built: s.eng.now(), lastHeard: map[string]time.Time{}}, nil
 	}
 	restored := func(t *windowTask, res Restored, d time.Duration) {
 		s.log.Info("window state restored", "route", wr.rt.Name, "partition", part, "from_offset", res.From, "records", res.N,
@@ -326,15 +336,15 @@ func (e *recordRunner) processWindow(r *kgo.Record, t *windowTask, tally *metric
 }
 
 // tooLarge is the dirty record (too_large, counted dirty) for a late or
-// overflow record over max_record_bytes, nil when it fits. Stage one
+// overflow record over its topic's limit (OutputLimit), nil when it fits. Stage one
 // measured the repartitioned record with its envelope; with the headers
 // written out again and the route's own added, a record near the bound
 // can pass stage one and not fit here, and a record the broker refuses
 // would abort every transaction that holds it.
 func (e *recordRunner) tooLarge(rt *plan.RouteNode, what string, out, r *kgo.Record, tally *metrics.Tally) *kgo.Record {
-	if n := stageone.RecordSize(out); n > e.MaxRecordBytes() {
+	if n, limit := stageone.RecordSize(out), e.OutputLimit(out.Topic); n > limit {
 		return e.Dirty(asWritten(r), stageone.NewRecordError(wire.StageWindow, wire.ReasonTooLarge,
-			"route %q: the %s record is %d bytes with its headers, over max_record_bytes %d", rt.Name, what, n, e.MaxRecordBytes()), tally)
+			"route %q: the %s record is %d bytes with its headers, over the limit of topic %q: %d bytes", rt.Name, what, n, out.Topic, limit), tally)
 	}
 	return nil
 }
@@ -461,7 +471,7 @@ func (s *Stage) IdleAdvance(now time.Time, produce func(*kgo.Record), tally *met
 // counts again from now on.
 func (t *windowTask) heard(src string) {
 	if !t.batching {
-		t.lastHeard[src] = time.Now()
+		t.lastHeard[src] = t.now()
 	} else if _, ok := t.heardIn[src]; !ok {
 		if t.heardIn == nil {
 			t.heardIn = map[string]struct{}{}

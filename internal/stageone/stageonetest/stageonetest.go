@@ -9,6 +9,7 @@ package stageonetest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"os"
@@ -88,7 +89,8 @@ var RecordTime = time.UnixMilli(1_700_000_000_456)
 // CheckConserved checks conservation for one input record r that stage
 // one turned into outs: consumed once, and exactly one of routed (its
 // outputs, one route count each), dirty (one dirty record) or dropped
-// (nothing); no output over max_record_bytes as size measures it.
+// (nothing); no output over its limit (limits.max_record_bytes, or
+// dirty.max_record_bytes) as size measures it.
 func CheckConserved(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, tally *metrics.Tally, size func(*kgo.Record) int) {
 	t.Helper()
 	dirty, dropped, routes := 0, 0, 0
@@ -127,8 +129,12 @@ func CheckConserved(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record
 		}
 	}
 	for _, o := range outs {
-		if size(o) > top.Dirty.MaxRecordBytes {
-			t.Fatalf("output to %s is %d bytes, over max_record_bytes %d", o.Topic, size(o), top.Dirty.MaxRecordBytes)
+		limit := cmp.Or(top.Settings.Limits.MaxRecordBytes, top.Dirty.MaxRecordBytes)
+		if o.Topic == top.Dirty.Topic {
+			limit = top.Dirty.MaxRecordBytes
+		}
+		if size(o) > limit {
+			t.Fatalf("output to %s is %d bytes, over its limit %d", o.Topic, size(o), limit)
 		}
 	}
 }

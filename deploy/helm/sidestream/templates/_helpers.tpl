@@ -44,6 +44,32 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Chart.AppVersion .Values.image.tag }}
 {{- end }}
 
+{{/* The image reference: repository@digest when a digest is set (the tag
+then only labels the objects), else repository:tag. */}}
+{{- define "sidestream.image" -}}
+{{- with .Values.image.digest }}
+{{- printf "%s@%s" $.Values.image.repository . }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (include "sidestream.imageTag" .) }}
+{{- end }}
+{{- end }}
+
+{{/* The helm test pod's labels: the release's, but not the selector
+labels, so the Service never routes to it. */}}
+{{- define "sidestream.testLabels" -}}
+helm.sh/chart: {{ include "sidestream.chart" . }}
+app.kubernetes.io/name: {{ include "sidestream.name" . }}-test
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: test
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* The API's in-cluster base URL through the Service (the name its TLS
+certificate must carry is <fullname>.<namespace>.svc). */}}
+{{- define "sidestream.serviceURL" -}}
+{{- printf "%s://%s.%s.svc:%v" (ternary "https" "http" (not (empty .Values.api.tls.existingSecret))) (include "sidestream.fullname" .) .Release.Namespace .Values.service.port }}
+{{- end }}
+
 {{/*
 sidestream.topology is the effective topology as YAML: .Values.topology
 when set (whole, never merged), as an object or as the text of a file
@@ -145,6 +171,12 @@ once, from the workload.
 {{- end }}
 {{- if and .Values.schemaRegistry.tls.clientCert (not .Values.schemaRegistry.tls.existingSecret) }}
 {{- fail "schemaRegistry.tls.clientCert needs schemaRegistry.tls.existingSecret: the Secret with ca.crt, tls.crt and tls.key to mount" }}
+{{- end }}
+{{- if and .Values.kafka.saslMechanism .Values.kafka.existingSecret }}
+{{- fail "kafka.saslMechanism and kafka.existingSecret both set SIDESTREAM_SASL_MECHANISM: put the mechanism in the Secret (kafka.secretKeys.mechanism), or leave kafka.existingSecret empty" }}
+{{- end }}
+{{- if and .Values.httpRoute.enabled (not .Values.httpRoute.parentRefs) }}
+{{- fail "httpRoute.enabled needs httpRoute.parentRefs: the Gateway (name, namespace, sectionName) the route attaches to" }}
 {{- end }}
 {{- if and .Values.monitoring.serviceMonitor.enabled .Values.monitoring.podMonitor.enabled }}
 {{- fail "monitoring.serviceMonitor.enabled and monitoring.podMonitor.enabled are mutually exclusive: every series would be scraped twice; enable one of them" }}

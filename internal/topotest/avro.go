@@ -1,4 +1,4 @@
-package main
+package topotest
 
 import (
 	"encoding/base64"

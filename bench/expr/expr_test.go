@@ -1,11 +1,12 @@
-package config
+// Package exprbench is the expression-language benchmark (tests only).
+package exprbench
 
 // The expression-language benchmark behind docs/benchmarks.md ("Expression language"):
 // expr-lang/expr (what the router uses) against CEL (cel.dev/cel-go) on
-// the router's own predicates and key. CEL is imported here only, so it
-// stays a test-only dependency.
+// the router's own predicates and key. CEL is imported here only, in the
+// bench module (bench/go.mod), so it is no requirement of the router's.
 //
-//	go test ./topology -run '^$' -bench Expr -benchmem -count 5
+//	cd bench && go test ./expr -run '^$' -bench Expr -benchmem -count 5
 //
 // Two modes per case:
 //   - eval: the record's activation map already exists; this is the
@@ -27,6 +28,8 @@ import (
 	"cel.dev/cel-go/common/types"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/sidestream/sidestream/internal/config"
 )
 
 type exprCase struct {
@@ -62,13 +65,13 @@ func benchEnv(fields map[string]any) map[string]any {
 	for k, v := range fields {
 		e[k] = v
 	}
-	e[MetaKey] = "key-1"
-	e[MetaTopic] = "logs"
-	e[MetaPartition] = 3
-	e[MetaOffset] = 12345
-	e[MetaTimestamp] = 1700000000000
-	e[MetaEventTime] = 1700000000000
-	e[MetaHeaders] = map[string]string{}
+	e[config.MetaKey] = "key-1"
+	e[config.MetaTopic] = "logs"
+	e[config.MetaPartition] = 3
+	e[config.MetaOffset] = 12345
+	e[config.MetaTimestamp] = 1700000000000
+	e[config.MetaEventTime] = 1700000000000
+	e[config.MetaHeaders] = map[string]string{}
 	return e
 }
 
@@ -81,7 +84,7 @@ func celEnv(tb testing.TB) *cel.Env {
 	for k := range benchRecords[0] {
 		opts = append(opts, cel.Variable(k, cel.DynType))
 	}
-	for _, m := range []string{MetaKey, MetaTopic, MetaPartition, MetaOffset, MetaTimestamp, MetaEventTime, MetaHeaders} {
+	for _, m := range []string{config.MetaKey, config.MetaTopic, config.MetaPartition, config.MetaOffset, config.MetaTimestamp, config.MetaEventTime, config.MetaHeaders} {
 		opts = append(opts, cel.Variable(m, cel.DynType))
 	}
 	env, err := cel.NewEnv(opts...)
@@ -120,7 +123,7 @@ func celNative(v any) any {
 func TestExprBenchAgree(t *testing.T) {
 	env := celEnv(t)
 	for _, c := range exprCases {
-		e, err := CompileExpr(c.expr, c.asBool)
+		e, err := config.CompileExpr(c.expr, c.asBool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +152,8 @@ var benchFields = []string{"id", "latency_ms", "level", "service", "user_id"}
 
 // benchFast is e's fast form and each benchmark record's fields by
 // number, checked against the VM on every record.
-func benchFast(tb testing.TB, e *Expr, asBool bool) (Fast, [][]any) {
-	fast := CompileFast(e.Program, asBool, func(name string) (int, bool) {
+func benchFast(tb testing.TB, e *config.Expr, asBool bool) (config.Fast, [][]any) {
+	fast := config.CompileFast(e.Program, asBool, func(name string) (int, bool) {
 		i := slices.Index(benchFields, name)
 		return i, i >= 0
 	})
@@ -178,7 +181,7 @@ func BenchmarkExpr(b *testing.B) {
 	}
 	n := len(benchRecords)
 	for _, c := range exprCases {
-		e, err := CompileExpr(c.expr, c.asBool)
+		e, err := config.CompileExpr(c.expr, c.asBool)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package main
+package topotest
 
 import (
 	"os"
@@ -67,7 +67,7 @@ func TestTopologyTestAvroRoute(t *testing.T) {
       slow:
         - value: {id: e-2, ms: 100}
 `)
-	code, out, errs := run(t, "test", f)
+	code, out, errs := run(t, f)
 	if code != 1 || !strings.Contains(errs, "1 of 2 cases failed") || !strings.Contains(out, "ok   "+f+": passes") {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
 	}
@@ -93,7 +93,7 @@ func TestTopologyTestAvroRoute(t *testing.T) {
 func TestTopologyTestAvroBadInput(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{
 		{"enum", `{id: e-1, ts: 1, level: TRACE, service: s, host: h, message: m, user_id: 1, latency_ms: 1, region: r}`,
-			`input[0]: value (line 6): the value does not fit the Avro schema log-event.avsc (record sidestream.examples.LogEvent): level: "TRACE" is not a symbol of enum sidestream.examples.Level (DEBUG, INFO, WARN, ERROR)`},
+			`t.test.yaml:6:9: input[0]: value: the value does not fit the Avro schema log-event.avsc (record sidestream.examples.LogEvent): level: "TRACE" is not a symbol of enum sidestream.examples.Level (DEBUG, INFO, WARN, ERROR)`},
 		{"missing", `{id: e-1, ts: 1, level: INFO, service: s, host: h, message: m, latency_ms: 1, region: r}`,
 			`field user_id of record sidestream.examples.LogEvent is missing (it has no default)`},
 		{"unknown field", `{id: e-1, ts: 1, level: INFO, service: s, host: h, message: m, user_id: 1, latency_ms: 1, region: r, colour: red}`,
@@ -105,21 +105,21 @@ func TestTopologyTestAvroBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := avroTestFile(t, "", "tests:\n  - name: bad "+tc.name+"\n    input:\n      - value: "+tc.input+"\n    expect: {}\n")
-			code, out, errs := run(t, "test", f)
+			code, out, errs := run(t, f)
 			if code != 1 || !strings.Contains(out, "FAIL "+f+": bad "+tc.name) || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, stderr %q\nwant %q in\n%s", code, errs, tc.want, out)
 			}
 		})
 	}
 	f := avroTestFile(t, "", "tests:\n  - name: twice\n    input:\n      - {value: x, value_base64: AA==}\n")
-	if code, out, _ := run(t, "test", f); code != 1 || !strings.Contains(out, "give one of value, value_file and value_base64") {
+	if code, out, _ := run(t, f); code != 1 || !strings.Contains(out, "give one of value, value_file and value_base64") {
 		t.Errorf("two values: exit %d\n%s", code, out)
 	}
 	noSchema := filepath.Join(filepath.Dir(f), "none.test.yaml")
 	if err := os.WriteFile(noSchema, []byte("topology: t.yaml\ntests:\n  - name: n\n    input: [{value: x}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := run(t, "test", noSchema); code != 1 || !strings.Contains(out, "input logs-avro has format avro: name its writer schema in the test file (schemas: {logs-avro: FILE}") {
+	if code, out, _ := run(t, noSchema); code != 1 || !strings.Contains(out, noSchema+":1:1: input logs-avro has format avro: name its writer schema in the test file (schemas: {logs-avro: FILE}") {
 		t.Errorf("no schema: exit %d\n%s", code, out)
 	}
 }
@@ -163,7 +163,7 @@ tests:
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := run(t, "test", f); code != 0 || !strings.Contains(out, "ok   "+f+": framed JSON") {
+	if code, out, errs := run(t, f); code != 0 || !strings.Contains(out, "ok   "+f+": framed JSON") {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
 	}
 }

@@ -1,6 +1,9 @@
-package main
+package topotest
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +40,7 @@ func TestExampleTopologyTests(t *testing.T) {
 	if len(files) == 0 || len(files)*2 != len(tops) {
 		t.Fatalf("%d test files for %d example files: every example needs one", len(files), len(tops)-len(files))
 	}
-	code, out, errs := run(t, "test", "../../examples/*.test.yaml")
+	code, out, errs := run(t, "../../examples/*.test.yaml")
 	if code != 0 || strings.Contains(out, "FAIL") || strings.Count(out, "ok   ") < 10 || !strings.Contains(out, "ok   ../../examples/logs-avro.test.yaml: hostile frames") {
 		t.Fatalf("router test of the examples: exit %d\n%s\n%s", code, out, errs)
 	}
@@ -66,7 +69,7 @@ tests:
 	if err := os.WriteFile(f, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := run(t, "test", f)
+	code, out, errs := run(t, f)
 	if code != 1 || !strings.Contains(errs, "1 of 1 cases failed") {
 		t.Fatalf("exit %d, stderr %q\n%s", code, errs, out)
 	}
@@ -88,10 +91,26 @@ tests:
 	if err := os.WriteFile(bad, []byte("topology: x.yaml\ntests:\n  - name: n\n    inputs: []\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := run(t, "test", bad); code != 2 || !strings.Contains(errs, "field inputs not found") {
+	if code, _, errs := run(t, bad); code != 2 || !strings.Contains(errs, bad+`:4:5: unknown field "inputs"`) {
 		t.Errorf("a misspelt field: exit %d %q", code, errs)
 	}
-	if code, _, errs := run(t, "test"); code != 2 || !strings.Contains(errs, "name the test files") {
+	if code, _, errs := run(t); code != 2 || !strings.Contains(errs, "name the test files") {
 		t.Errorf("no file: exit %d %q", code, errs)
 	}
+}
+
+// run runs Run on files as router test does, with its exit code: 2 for
+// an error of the files, 1 when a case failed, else 0.
+func run(t *testing.T, files ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	failed, err := Run(context.Background(), files, Options{}, &out, &errb)
+	switch {
+	case err != nil:
+		fmt.Fprintln(&errb, err)
+		return 2, out.String(), errb.String()
+	case failed:
+		return 1, out.String(), errb.String()
+	}
+	return 0, out.String(), errb.String()
 }
