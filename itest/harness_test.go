@@ -191,6 +191,9 @@ func (s *scenario) cleanup() {
 	if dir := os.Getenv("SIDESTREAM_IT_LOGS"); dir != "" {
 		s.keepLogs(dir)
 	}
+	if consumerProtocol() {
+		s.requireConsumerProtocol()
+	}
 	if s.t.Failed() {
 		s.mu.Lock()
 		seen := map[string]bool{}
@@ -207,6 +210,28 @@ func (s *scenario) cleanup() {
 	defer cancel()
 	_, _ = s.adm.DeleteGroup(ctx, s.app)
 	_, _ = s.adm.DeleteTopics(ctx, append([]string{s.input}, s.outputs...)...)
+}
+
+// requireConsumerProtocol fails the test unless its routers managed
+// their group with KIP-848's protocol: franz-go logs which lifecycle it
+// begins, and falls back to the classic one, saying so, when the broker
+// or the balancer does not allow KIP-848.
+func (s *scenario) requireConsumerProtocol() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.routers) == 0 {
+		return
+	}
+	nextGen := 0
+	for _, r := range s.routers {
+		nextGen += len(r.logLines(0, "beginning to manage the next-gen group lifecycle"))
+		if l := r.logLines(0, "falling back to standard consumer group management", "beginning to manage the group lifecycle"); len(l) > 0 {
+			s.t.Errorf("%s=consumer, but router %s used the classic protocol: %s", envGroupProtocol, r.id, l[0])
+		}
+	}
+	if nextGen == 0 {
+		s.t.Errorf("%s=consumer, but no router logged the next-gen (KIP-848) group lifecycle", envGroupProtocol)
+	}
 }
 
 // keepLogs copies the routers' logs to dir (SIDESTREAM_IT_LOGS) as
@@ -601,19 +626,56 @@ func (s *scenario) waitCaughtUp(p *producer, limit time.Duration, live ...*route
 	})
 }
 
-// group describes the consumer group.
-func (s *scenario) group() (kadm.DescribedGroup, error) {
+// groupView is what the tests read of the consumer group, from
+// DescribeGroups for the classic protocol and ConsumerGroupDescribe for
+// KIP-848's (which DescribeGroups does not describe).
+type groupView struct {
+	State    string
+	Members  []string       // member ids
+	Assigned map[string]int // topic -> partitions assigned to a member
+}
+
+// group describes the consumer group. Under KIP-848's protocol a group
+// the broker does not know as a consumer group (a classic one) is an
+// error: the describe proves the protocol in use.
+func (s *scenario) group() (groupView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	var v groupView
+	if consumerProtocol() {
+		gs, err := s.adm.DescribeConsumerGroups(ctx, s.app)
+		if err != nil {
+			return v, err
+		}
+		g, ok := gs[s.app]
+		if !ok {
+			return v, fmt.Errorf("consumer group %s not described", s.app)
+		}
+		v = groupView{State: g.State, Assigned: map[string]int{}}
+		for _, m := range g.Members {
+			v.Members = append(v.Members, m.MemberID)
+		}
+		for t, ps := range g.AssignedPartitions() {
+			v.Assigned[t] = len(ps)
+		}
+		return v, g.Err
+	}
 	gs, err := s.adm.DescribeGroups(ctx, s.app)
 	if err != nil {
-		return kadm.DescribedGroup{}, err
+		return v, err
 	}
 	g, ok := gs[s.app]
 	if !ok {
-		return kadm.DescribedGroup{}, fmt.Errorf("group %s not described", s.app)
+		return v, fmt.Errorf("group %s not described", s.app)
 	}
-	return g, g.Err
+	v = groupView{State: g.State, Assigned: map[string]int{}}
+	for _, m := range g.Members {
+		v.Members = append(v.Members, m.MemberID)
+	}
+	for t, ps := range g.AssignedPartitions() {
+		v.Assigned[t] = len(ps)
+	}
+	return v, g.Err
 }
 
 // waitMembers waits until the group is stable with n members that own
@@ -625,7 +687,7 @@ func (s *scenario) waitMembers(n int, limit time.Duration) {
 		if err != nil {
 			return false, err.Error()
 		}
-		owned := len(g.AssignedPartitions()[s.input])
+		owned := g.Assigned[s.input]
 		return g.State == "Stable" && len(g.Members) == n && owned == inputPartitions,
 			fmt.Sprintf("state %s, %d members, %d partitions assigned", g.State, len(g.Members), owned)
 	})
@@ -638,11 +700,7 @@ func (s *scenario) memberIDs() []string {
 	if err != nil {
 		return nil
 	}
-	var ids []string
-	for _, m := range g.Members {
-		ids = append(ids, m.MemberID)
-	}
-	return ids
+	return g.Members
 }
 
 // waitMembersChanged is waitMembers for a group whose membership must also

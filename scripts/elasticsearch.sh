@@ -26,7 +26,7 @@
 #   SIDESTREAM_CACHE                 cache root          (~/.cache/sidestream)
 #   SIDESTREAM_ELASTICSEARCH_DIR     data/log dir        (/tmp/sidestream-elasticsearch)
 #   SIDESTREAM_ELASTICSEARCH_PORT    HTTP port           (19200)
-#   SIDESTREAM_ELASTICSEARCH_TRANSPORT_PORT  transport port (19300)
+#   SIDESTREAM_ELASTICSEARCH_TRANSPORT_PORT  transport port (19201; 19300 is scripts/compat.sh's)
 #   SIDESTREAM_ELASTICSEARCH_HEAP_OPTS  JVM flags        (-Xms256m -Xmx512m -XX:+UseSerialGC)
 #   SIDESTREAM_ELASTICSEARCH_START_TIMEOUT  seconds to wait (180)
 #   SIDESTREAM_ELASTICSEARCH_STOP_TIMEOUT   seconds before SIGKILL (60)
@@ -45,7 +45,7 @@ MAIN_CLASS=dev.sidestream.testing.elasticsearch.Launcher
 DATA_DIR="${SIDESTREAM_ELASTICSEARCH_DIR:-/tmp/sidestream-elasticsearch}"
 while [[ "$DATA_DIR" == */ && "$DATA_DIR" != / ]]; do DATA_DIR="${DATA_DIR%/}"; done
 PORT="${SIDESTREAM_ELASTICSEARCH_PORT:-19200}"
-TPORT="${SIDESTREAM_ELASTICSEARCH_TRANSPORT_PORT:-19300}"
+TPORT="${SIDESTREAM_ELASTICSEARCH_TRANSPORT_PORT:-19201}"
 HOST=127.0.0.1
 BASE_URL="http://$HOST:$PORT"
 HEAP_OPTS="${SIDESTREAM_ELASTICSEARCH_HEAP_OPTS:--Xms256m -Xmx512m -XX:+UseSerialGC}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# scripts/kafka.sh - a real single-node Apache Kafka 4.x broker (KRaft,
-# combined broker+controller) for the sidestream tests. No Docker, no
-# downloads except Maven Central through `mvn` (see scripts/kafka/pom.xml).
+# scripts/kafka.sh - a real single-node Apache Kafka broker (KRaft,
+# combined broker+controller) for the sidestream tests: 4.x by default,
+# 3.7 and later 3.x too (scripts/compat.sh runs them; docs/compatibility.md).
+# No Docker, no downloads except Maven Central through `mvn` (see
+# scripts/kafka/pom.xml).
 #
 # Usage: scripts/kafka.sh COMMAND [ARGS...]
 #
@@ -24,7 +26,11 @@
 #
 # Environment (all optional):
 #   SIDESTREAM_CACHE         jar cache root       (~/.cache/sidestream)
-#   SIDESTREAM_KAFKA_VERSION Kafka version        (from scripts/kafka/pom.xml)
+#   SIDESTREAM_KAFKA_VERSION Kafka version        (from scripts/kafka/pom.xml);
+#                            3.7 or later. Before 3.9 the controller quorum
+#                            is static (controller.quorum.voters, no
+#                            --standalone); 3.x logs through log4j 1
+#                            (reload4j), configured beside the log4j2 file
 #   SIDESTREAM_KAFKA_DIR     data/config/log dir  (/tmp/sidestream-kafka)
 #   SIDESTREAM_KAFKA_PORT    PLAINTEXT port       (19092; controller is +1)
 #   SIDESTREAM_KAFKA_HEAP_OPTS      JVM heap flags    (-Xms256m -Xmx1g)
@@ -96,6 +102,7 @@ STOP_TIMEOUT="${SIDESTREAM_KAFKA_STOP_TIMEOUT:-60}"
 
 CONFIG="$DATA_DIR/server.properties"
 LOG4J_CONFIG="$DATA_DIR/log4j2.properties"
+LOG4J1_CONFIG="$DATA_DIR/log4j.properties" # Kafka 3.x (reload4j)
 LOG_DIR="$DATA_DIR/log"           # broker's own log4j output
 KAFKA_LOG_DIRS="$DATA_DIR/data"    # topic partitions + KRaft metadata log
 SERVER_LOG="$LOG_DIR/server.log"
@@ -105,6 +112,17 @@ LOCK_FILE="${DATA_DIR%/}.lock"     # beside the data dir: survives `down`
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 die() { printf 'kafka.sh: error: %s\n' "$*" >&2; exit 1; }
+
+# The KRaft quorum's form: 3.9 (KIP-853) and later take a dynamic quorum,
+# bootstrapped with `format --standalone`; 3.7 and 3.8 only a static
+# voter list. Kafka before 3.7 is not run here.
+[[ "$KAFKA_VERSION" =~ ^([0-9]+)\.([0-9]+)\. ]] || die "SIDESTREAM_KAFKA_VERSION '$KAFKA_VERSION' is not X.Y.Z"
+KAFKA_MAJOR="${BASH_REMATCH[1]}" KAFKA_MINOR="${BASH_REMATCH[2]}"
+((KAFKA_MAJOR > 3 || (KAFKA_MAJOR == 3 && KAFKA_MINOR >= 7))) || die "Kafka $KAFKA_VERSION: this script runs 3.7 and later"
+dynamic_quorum() { ((KAFKA_MAJOR > 3 || KAFKA_MINOR >= 9)); }
+# The controller listener is advertised for a dynamic quorum's bootstrap;
+# before 3.9 a combined node must not advertise it.
+advertised_controller() { if dynamic_quorum; then printf ',CONTROLLER://%s:%s' "$HOST" "$CONTROLLER_PORT"; fi; }
 
 # The lock lives beside the data dir: "/" has no "beside" (its lock would
 # be ./.lock, wherever the script runs).
@@ -152,6 +170,21 @@ resolve() {
   mv "$tmp" "$KAFKA_HOME"
   log "resolved $(ls "$LIBS" | wc -l) jars ($(du -sh "$LIBS" | cut -f1)) in $((SECONDS - start)) s"
   exec 8>&-
+}
+
+# The tools' logging flags, one a line: log4j2 (4.x) and log4j 1 (3.x,
+# reload4j); each version reads the one it has.
+tools_log_flags() {
+  local f="$KAFKA_HOME/tools-log4j.properties"
+  if [[ ! -f "$f" ]]; then
+    printf '%s\n' 'log4j.rootLogger=WARN, stderr' \
+      'log4j.appender.stderr=org.apache.log4j.ConsoleAppender' \
+      'log4j.appender.stderr.Target=System.err' \
+      'log4j.appender.stderr.layout=org.apache.log4j.PatternLayout' \
+      'log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n' >"$f.$$"
+    mv "$f.$$" "$f"
+  fi
+  printf '%s\n' "-Dlog4j2.configurationFile=$(tools_log4j)" "-Dlog4j.configuration=file:$f"
 }
 
 tools_log4j() {
@@ -224,9 +257,9 @@ write_config() {
 # combined broker + controller. Regenerated only with a fresh data dir.
 process.roles=broker,controller
 node.id=1
-controller.quorum.bootstrap.servers=$HOST:$CONTROLLER_PORT
+$(if dynamic_quorum; then echo "controller.quorum.bootstrap.servers=$HOST:$CONTROLLER_PORT"; else echo "controller.quorum.voters=1@$HOST:$CONTROLLER_PORT"; fi)
 listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$HOST:$PORT$(advertised_controller)
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
@@ -300,6 +333,20 @@ logger.state.level = warn
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = warn
 EOF
+  cat >"$LOG4J1_CONFIG" <<EOF
+# Broker logging of Kafka 3.x (log4j 1 API, reload4j), written by
+# scripts/kafka.sh: the same file and levels as log4j2.properties.
+log4j.rootLogger=INFO, server
+log4j.appender.server=org.apache.log4j.RollingFileAppender
+log4j.appender.server.File=$SERVER_LOG
+log4j.appender.server.MaxFileSize=100MB
+log4j.appender.server.MaxBackupIndex=3
+log4j.appender.server.layout=org.apache.log4j.PatternLayout
+log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.authorizer.logger=WARN
+EOF
 }
 
 # ---------------------------------------------------------- secure listeners
@@ -347,7 +394,8 @@ check_secure_env() {
 write_secure_config() {
   check_secure_env
   local listeners="PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT"
-  local advertised="PLAINTEXT://$HOST:$PORT,CONTROLLER://$HOST:$CONTROLLER_PORT"
+  local advertised
+  advertised="PLAINTEXT://$HOST:$PORT$(advertised_controller)"
   local map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
   if [[ -n "$SASL_PORT" ]]; then
     listeners+=",SASL_PLAINTEXT://$HOST:$SASL_PORT"
@@ -411,11 +459,13 @@ format_storage() {
   local cid
   cid="$(random_cluster_id)"
   log "formatting KRaft storage in $KAFKA_LOG_DIRS (cluster id $cid)"
-  local scram=()
+  local scram=() standalone=() logflags=()
   if secure_mode; then mapfile -t scram < <(scram_args); fi
+  if dynamic_quorum; then standalone=(--standalone); fi
+  mapfile -t logflags < <(tools_log_flags)
   if ! "$JAVA_BIN" -Xmx256m -cp "$LIBS/*" \
-      -Dlog4j2.configurationFile="$(tools_log4j)" \
-      kafka.tools.StorageTool format --standalone \
+      "${logflags[@]}" \
+      kafka.tools.StorageTool format ${standalone[@]+"${standalone[@]}"} \
       --cluster-id "$cid" --config "$CONFIG" ${scram[@]+"${scram[@]}"} ${SIDESTREAM_KAFKA_FORMAT_ARGS:-} </dev/null >"$DATA_DIR/format.log" 2>&1 9>&-; then
     cat "$DATA_DIR/format.log" >&2
     die "kafka-storage format failed"
@@ -473,6 +523,7 @@ do_start() {
       -Djava.awt.headless=true \
       -Dkafka.logs.dir="$LOG_DIR" \
       -Dlog4j2.configurationFile="$LOG4J_CONFIG" \
+      -Dlog4j.configuration="file:$LOG4J1_CONFIG" \
       -cp "$LIBS/*" kafka.Kafka "$CONFIG"
   ) </dev/null >"$OUT_FILE" 2>&1 &
   pid=$!
@@ -586,8 +637,10 @@ run_tool() { # class args...
   resolve
   find_java
   local cls="$1"; shift
+  local logflags=()
+  mapfile -t logflags < <(tools_log_flags)
   exec "$JAVA_BIN" -Xmx512m -Djava.awt.headless=true \
-    -Dlog4j2.configurationFile="$(tools_log4j)" \
+    "${logflags[@]}" \
     -cp "$LIBS/*" "$cls" "$@"
 }
 

@@ -11,7 +11,10 @@
 #      Schema Registry and Elasticsearch: each started here from Maven
 #      Central unless SIDESTREAM_IT_BROKERS, SIDESTREAM_IT_CONNECT,
 #      SIDESTREAM_IT_REGISTRY or SIDESTREAM_IT_ELASTICSEARCH names one, and
-#      stopped again at the end.
+#      stopped again at the end,
+#   6. the compatibility matrix's Kafka 3.7 and 3.9 rows (scripts/compat.sh:
+#      the exactly-once and window tests, each version on a broker of its
+#      own; docs/compatibility.md).
 #
 # Environment:
 #   SIDESTREAM_IT_BROKERS   use this broker instead of starting one
@@ -164,3 +167,10 @@ fi
 
 step "benchmark harness smoke (every contender, outputs verified; no figures kept)"
 bench/compare.sh --smoke --parallel 2
+
+step "compatibility: the exactly-once and window tests on Kafka 3.7 and 3.9"
+# The tier above ran everything on Kafka 4.x; here the compatibility
+# matrix's older rows (docs/compatibility.md), each on a broker of its
+# own (ports 19300 and 19310), a few minutes in all. The 4.x rows
+# (classic and KIP-848) run with `scripts/compat.sh` by hand.
+scripts/compat.sh 3.7.2 3.9.2

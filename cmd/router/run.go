@@ -231,8 +231,15 @@ func processorOpts(top *plan.Plan, f runFlags, log *slog.Logger, m *metrics.Metr
 		// Heartbeat at a third of the session, as Kafka recommends.
 		opts = append(opts, runtime.WithKgoOpts(kgo.SessionTimeout(f.sessionTimeout), kgo.HeartbeatInterval(f.sessionTimeout/3)))
 	}
+	if len(testBuildKgoOpts) > 0 {
+		opts = append(opts, runtime.WithKgoOpts(testBuildKgoOpts...))
+	}
 	return opts
 }
+
+// testBuildKgoOpts are client options of a test build only (kip848.go,
+// build tag sidestream_kip848); a release build has none.
+var testBuildKgoOpts []kgo.Opt
 
 // logStarted logs the one "router started" line: build, API, brokers,
 // guarantee and security (never the password), then the warnings.

@@ -121,7 +121,8 @@ const (
 	// the client credentials grant (security.sasl.oauth).
 	SASLOAuthBearer = "OAUTHBEARER"
 	// SASLAWSMSKIAM signs in to Amazon MSK with the AWS credentials of
-	// the environment (AWS_ACCESS_KEY_ID, ...); sasl_ssl only.
+	// the AWS SDK's default chain (environment, IRSA, profile, EKS Pod
+	// Identity, instance profile); sasl_ssl only.
 	SASLAWSMSKIAM = "AWS_MSK_IAM"
 )
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/aws"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -114,34 +113,4 @@ func tokenHint(e *TokenError) string {
 		return "the token endpoint refused the request; check security.sasl.oauth.token_url"
 	}
 	return "the token endpoint is unreachable; check security.sasl.oauth.token_url and the network to it"
-}
-
-// The standard AWS environment variables of static or temporary
-// credentials.
-const (
-	envAWSAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	envAWSSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	envAWSSessionToken    = "AWS_SESSION_TOKEN"
-)
-
-// ErrNoAWSCredentials: AWS_MSK_IAM without credentials in the environment.
-var ErrNoAWSCredentials = errors.New("AWS_MSK_IAM needs AWS credentials in the environment: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN with temporary credentials)")
-
-// awsMechanism is AWS_MSK_IAM with the credentials of the environment,
-// read on every authentication: the process's environment does not
-// change, so rotating them means restarting the router. The region is
-// the broker host's (b-1.x.kafka.REGION.amazonaws.com), else AWS_REGION.
-func awsMechanism(getenv func(string) string) (sasl.Mechanism, error) {
-	creds := func() (aws.Auth, error) {
-		a := aws.Auth{AccessKey: getenv(envAWSAccessKeyID), SecretKey: getenv(envAWSSecretAccessKey),
-			SessionToken: getenv(envAWSSessionToken), UserAgent: "sidestream"}
-		if a.AccessKey == "" || a.SecretKey == "" {
-			return aws.Auth{}, ErrNoAWSCredentials
-		}
-		return a, nil
-	}
-	if _, err := creds(); err != nil {
-		return nil, err
-	}
-	return aws.ManagedStreamingIAM(func(context.Context) (aws.Auth, error) { return creds() }), nil
 }

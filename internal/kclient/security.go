@@ -1,6 +1,7 @@
 package kclient
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -88,7 +89,9 @@ func mechanism(s config.SASL) (sasl.Mechanism, error) {
 		}
 		return oauthMechanism(s.OAuth), nil
 	case config.SASLAWSMSKIAM:
-		return awsMechanism(os.Getenv)
+		// Loading reads the environment and the shared files; no
+		// request goes out before the first authentication.
+		return awsMechanism(context.Background())
 	}
 	if s.Username == "" || s.Password == "" {
 		return nil, fmt.Errorf("SASL %s needs a username and a password (security.sasl.username, %s)", s.Mechanism, config.EnvSASLPassword)
@@ -115,6 +118,7 @@ func ConnHint(err error, sec config.Security) string {
 		record    tls.RecordHeaderError
 		alert     tls.AlertError
 		token     *TokenError
+		awsCreds  *AWSCredentialsError
 	)
 	switch {
 	case err == nil:
@@ -122,7 +126,9 @@ func ConnHint(err error, sec config.Security) string {
 	case errors.As(err, &token):
 		return tokenHint(token)
 	case errors.Is(err, ErrNoAWSCredentials):
-		return "AWS_MSK_IAM: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+		return "AWS_MSK_IAM: no AWS credentials in any source of the AWS chain; give the router AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, an IRSA or EKS Pod Identity role, a profile, or an instance profile"
+	case errors.As(err, &awsCreds):
+		return "AWS_MSK_IAM: the AWS credential source the chain chose gave no credentials (the brokers were not asked): retrying"
 	case errors.Is(err, kerr.SaslAuthenticationFailed) && sec.SASL.Mechanism == config.SASLOAuthBearer:
 		return "authentication failed: the brokers refused the OAUTHBEARER token; check that the brokers trust the token endpoint's issuer and that the token carries the subject and scope they expect"
 	case errors.Is(err, kerr.SaslAuthenticationFailed) && sec.SASL.Mechanism == config.SASLAWSMSKIAM:
