@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/sidestream/sidestream/internal/config"
@@ -90,18 +87,4 @@ func closestName(name string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// envBool reads a boolean variable as strconv.ParseBool does (1, t, true,
-// TRUE, 0, f, false ...); unset or empty is def.
-func envBool(name string, def bool) (bool, error) {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return def, fmt.Errorf("%s=%q: use true or false (or 1, 0, t, f)", name, v)
-	}
-	return b, nil
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,15 +13,18 @@ import (
 func TestStaticMembershipFromEnv(t *testing.T) {
 	for v, want := range map[string]bool{"1": true, "true": true, "TRUE": true, "t": true, "0": false, "false": false, "": false} {
 		t.Setenv("SIDESTREAM_STATIC_MEMBERSHIP", v)
-		var f runFlags
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		f.register(fs)
-		if f.envErr != nil || f.static != want {
-			t.Errorf("SIDESTREAM_STATIC_MEMBERSHIP=%q: static %v (err %v), want %v", v, f.static, f.envErr, want)
+		var c cli
+		parser, err := newParser(&c, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = parser.Parse([]string{"run", "--config", example})
+		if err != nil || c.Run.StaticMembership != want {
+			t.Errorf("SIDESTREAM_STATIC_MEMBERSHIP=%q: static %v (err %v), want %v", v, c.Run.StaticMembership, err, want)
 		}
 	}
 	t.Setenv("SIDESTREAM_STATIC_MEMBERSHIP", "yes please")
-	if code, _, errs := run(t, "run", "--config", example); code != 2 || !strings.Contains(errs, `SIDESTREAM_STATIC_MEMBERSHIP="yes please": use true or false`) {
+	if code, _, errs := run(t, "run", "--config", example); code != 2 || !strings.Contains(errs, `"yes please": use true or false (or 1, 0, t, f) (from envar SIDESTREAM_STATIC_MEMBERSHIP="yes please")`) {
 		t.Errorf("a bad value: exit %d %q", code, errs)
 	}
 }
@@ -43,7 +46,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 func TestKnownEnvComplete(t *testing.T) {
 	re := regexp.MustCompile(`"(SIDESTREAM_[A-Z_]+)"`)
 	var files []string
-	for _, dir := range []string{".", "../../internal/config", "../../internal/runtime"} {
+	for _, dir := range []string{".", "../../internal/config", "../../internal/serve", "../../internal/runtime", "../../internal/demo"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

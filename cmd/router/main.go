@@ -1,82 +1,112 @@
 // Command router runs sidestream topologies: run, demo, validate, test,
-// topology, plan, version, tail, redrive, reset, probe.
+// topology, plan, version, probe, tail, redrive, reset, completion. It is flags (cli.go,
+// read by kong) and one call per subcommand into internal/.
+//
+// Exit codes: 0 done; 1 the work failed (a topology that does not load,
+// a failing test, a demo whose conservation fails, a broker error); 2 the
+// command line is wrong (an unknown command or flag, a bad value).
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+	"github.com/posener/complete"
+	"github.com/willabides/kongplete"
+
+	"github.com/sidestream/sidestream/internal/cliexit"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `router: a Kafka-native router with side outputs
+const description = `A Kafka-native router with side outputs.
 
-Usage:
-  router run      --config FILE [--brokers B] [--listen ADDR] ...   run a topology
-  router demo     [--records N] [--rate R] [--config FILE]          in-process Kafka, generator, live summary
-  router validate [--format json] FILE...                           check topologies offline (several files, globs)
-  router test     FILE...                                           run topology tests (inputs, expected outputs per route) on an in-process Kafka
-  router topology --config FILE [--format json|dot|mermaid]         print the compiled graph
-  router plan     [--format json] OLD.yaml NEW.yaml                 what a change does to a running topology (live, new state, breaking)
-  router version                                                    print the version, VCS revision and Go version (also --version)
-  router probe    [--timeout 60s] [--ca-file FILE] URL              exit 0 once URL answers 2xx (helm test, container health checks)
-  router tail     --config FILE --route NAME [--follow] ...         print a route's records (read_committed)
-  router redrive  --config FILE --from ROUTE --to TOPIC ...         re-inject side records (dirty, late) in transactions
-  router reset    --config FILE [--to earliest|latest|TIME] ...     reprocess: move input offsets, delete internal topics and state
-  router audit    --topic T --es-url U --mysql-dsn D [--format json] compare a route's topic with its sinks' stores (exit 1 on drift)
-
-Run 'router COMMAND --help' for a command's flags.
-`
+A command that reads a topology takes it as FILE, else --config FILE, else SIDESTREAM_CONFIG. Exit codes: 0 done, 1 the work failed, 2 the command line is wrong.`
 
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func realMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+// exitCode unwinds realMain when kong exits (after --help, --version, a
+// completion).
+type exitCode int
+
+// newParser is the kong parser of cli, writing to stdout and stderr.
+func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, error) {
+	return kong.New(c,
+		kong.Name("router"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.NamedMapper("envbool", envBool{}),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true, WrapUpperBound: 100}),
+	)
+}
+
+func realMain(args []string, stdout, stderr io.Writer) (code int) {
+	// First of all: a SIGTERM during start-up is a clean stop too.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	unsetEmptyEnv()
+	parser, err := newParser(&cli{}, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "router:", err)
+		return 1
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	kongplete.Complete(parser, kongplete.WithPredictors(map[string]complete.Predictor{
+		"yaml": complete.PredictOr(complete.PredictFiles("*.yaml"), complete.PredictFiles("*.yml")),
+		"file": complete.PredictFiles("*"),
+	}))
+	if len(args) > 0 && args[0] == "help" {
+		args = append(args[1:len(args):len(args)], "--help") // router help [COMMAND]
+	}
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") && !isCommand(parser, args[0]) {
+		if len(args) > 0 {
+			fmt.Fprintf(stderr, "router: unknown command %q\n\n", args[0])
+		}
+		usage(parser, stderr)
 		return 2
 	}
-	cmds := map[string]func([]string, io.Writer, io.Writer) error{
-		"run":      cmdRun,
-		"demo":     cmdDemo,
-		"validate": cmdValidate,
-		"test":     cmdTest,
-		"topology": cmdTopology,
-		"plan":     cmdPlan,
-		"tail":     cmdTail,
-		"redrive":  cmdRedrive,
-		"reset":    cmdReset,
-		"audit":    cmdAudit,
-		"version":  cmdVersion,
-		"probe":    cmdProbe,
-	}
-	name := args[0]
-	if name == "--version" || name == "-version" {
-		name = "version"
-	}
-	if name == "-h" || name == "--help" || name == "help" {
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	cmd, ok := cmds[name]
-	if !ok {
-		fmt.Fprintf(stderr, "router: unknown command %q\n\n%s", name, usage)
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "router %s: %v%s\n", args[0], err, hint(args, err))
+		fmt.Fprintf(stderr, "Run 'router %s --help' for its flags.\n", args[0])
 		return 2
 	}
-	err := cmd(args[1:], stdout, stderr)
+	return exit(strings.Fields(kctx.Command())[0], kctx.Run(runEnv{ctx: ctx, stdout: stdout, stderr: stderr}), stderr)
+}
+
+// exit is the process's exit code for a command's error, whose message it
+// prints.
+func exit(name string, err error, stderr io.Writer) int {
+	var ce cliexit.Error
 	var ee exitError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
+	case errors.As(err, &ce):
+		if ce.Msg != "" {
+			fmt.Fprintln(stderr, ce.Msg)
+		}
+		return ce.Code
 	case errors.As(err, &ee):
 		if ee.msg != "" {
 			fmt.Fprintln(stderr, ee.msg)
@@ -87,15 +117,29 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-func cmdVersion(args []string, stdout, _ io.Writer) error {
-	if len(args) > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("router version: unexpected argument %q", args[0])}
-	}
-	fmt.Fprintln(stdout, currentBuild())
-	return nil
+func isCommand(parser *kong.Kong, name string) bool {
+	return slices.ContainsFunc(parser.Model.Children, func(n *kong.Node) bool { return n.Name == name })
 }
 
-// exitError ends the process with a code and an optional message.
+// usage prints the commands on w.
+func usage(parser *kong.Kong, w io.Writer) {
+	parser.Stdout = w
+	kctx, err := kong.Trace(parser, nil)
+	if err == nil {
+		_ = kctx.PrintUsage(false)
+	}
+}
+
+// hint adds what a parse error alone does not say.
+func hint(args []string, err error) string {
+	if args[0] == "demo" && strings.Contains(err.Error(), "--brokers") {
+		return " (the demo runs its own embedded Kafka: --kafka-port sets its port; --brokers is for router run)"
+	}
+	return ""
+}
+
+// exitError ends the process with a code and an optional message (the
+// topotest files' form of cliexit.Error).
 type exitError struct {
 	code int
 	msg  string
@@ -103,25 +147,16 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log level %q: use debug, info, warn or error", level)
+// unsetEmptyEnv unsets the SIDESTREAM_* variables set to "": empty is
+// unset, as the router has always read them (kong would take "" as a
+// value).
+func unsetEmptyEnv() {
+	for _, kv := range os.Environ() {
+		if name, v, _ := strings.Cut(kv, "="); v == "" && strings.HasPrefix(name, "SIDESTREAM_") {
+			_ = os.Unsetenv(name)
+		}
 	}
-	o := &slog.HandlerOptions{Level: lv}
-	switch strings.ToLower(format) {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, o)), nil
-	case "text", "":
-		return slog.New(slog.NewTextHandler(w, o)), nil
-	}
-	return nil, fmt.Errorf("log format %q: use text or json", format)
 }
 
-// envOr returns the environment variable's value, or def.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
+// environ is the process environment (a variable for the tests).
+var environ = os.Environ

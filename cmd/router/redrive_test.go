@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/sideroute"
 )
 
@@ -41,7 +41,7 @@ dirty: {topic: dirty}
 `+tc.client), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			top, err := loadTopology(cfgPath, brokerOverrides(""), false)
+			top, err := serve.LoadTopology(cfgPath, serve.Overrides("", "", "", ""), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,8 +49,8 @@ dirty: {topic: dirty}
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := parseRedriveFlags([]string{"--from", "dirty", "--to", "in"}, io.Discard)
-			if err != nil {
+			f := &redriveCmd{From: "dirty", To: "in", MaxRedrives: 3, TxnRecords: 500}
+			if err := f.check(); err != nil {
 				t.Fatal(err)
 			}
 			rd, err := newRedrive(top, target, f, nil, nil)

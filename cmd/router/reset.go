@@ -3,83 +3,61 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/reset"
+	"github.com/sidestream/sidestream/internal/serve"
 )
 
-// cmdReset resets an application for reprocessing: input offsets moved,
+// resetCmd resets an application for reprocessing: input offsets moved,
 // repartition and changelog topics deleted (reset.NewPlan), and the
 // local pebble state of those changelogs removed.
-// resetFlags are router reset's flags.
-type resetFlags struct {
-	config, brokers, stateDir, format string
-	dryRun                            bool
-	timeout                           time.Duration
-	target                            reset.To
+type resetCmd struct {
+	topologyArg
+	Brokers  string        `placeholder:"BROKERS" help:"Comma-separated brokers, overriding the file and SIDESTREAM_BROKERS."`
+	To       string        `default:"earliest" placeholder:"earliest|latest|TIME" help:"Where the input offsets go: earliest, latest, or an RFC 3339 time (the first record at or after it)."`
+	StateDir string        `placeholder:"DIR" help:"Local pebble state to remove (the changelogs' directories below it); default state.dir when state.store is pebble."`
+	DryRun   bool          `help:"Print the plan; change nothing."`
+	Format   string        `default:"table" enum:"table,json" help:"How to print the plan: table or json."`
+	Timeout  time.Duration `default:"2m" help:"Give up after this long."`
 }
 
-func parseResetFlags(args []string, stderr io.Writer) (*resetFlags, error) {
-	fs := flag.NewFlagSet("router reset", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := &resetFlags{}
-	fs.StringVar(&f.config, "config", os.Getenv("SIDESTREAM_CONFIG"), "topology file (env SIDESTREAM_CONFIG)")
-	fs.StringVar(&f.brokers, "brokers", "", "comma-separated brokers, overriding the file and SIDESTREAM_BROKERS")
-	to := fs.String("to", "earliest", "where the input offsets go: earliest, latest, or an RFC 3339 time (the first record at or after it)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "local pebble state to remove (the changelogs' directories below it); default state.dir when state.store is pebble")
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan; change nothing")
-	fs.StringVar(&f.format, "format", "table", "how to print the plan: table or json")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	bad := func(format string, a ...any) error {
-		return exitError{code: 2, msg: "router reset: " + fmt.Sprintf(format, a...)}
-	}
-	switch *to {
+func (f *resetCmd) target() (reset.To, error) {
+	switch f.To {
 	case "earliest":
+		return reset.To{}, nil
 	case "latest":
-		f.target.Latest = true
-	default:
-		at, err := time.Parse(time.RFC3339, *to)
-		if err != nil {
-			return nil, bad("--to %q: use earliest, latest or an RFC 3339 time such as 2026-12-01T00:00:00Z", *to)
-		}
-		f.target.At = at
+		return reset.To{Latest: true}, nil
 	}
-	switch {
-	case fs.NArg() > 0:
-		return nil, bad("unexpected argument %q (flags only)", fs.Arg(0))
-	case f.format != "table" && f.format != "json":
-		return nil, bad("--format %q: use table or json", f.format)
-	case f.timeout <= 0:
-		return nil, bad("--timeout must be positive")
+	at, err := time.Parse(time.RFC3339, f.To)
+	if err != nil {
+		return reset.To{}, exitError{code: 2, msg: fmt.Sprintf("router reset: --to %q: use earliest, latest or an RFC 3339 time such as 2026-12-01T00:00:00Z", f.To)}
 	}
-	return f, nil
+	return reset.To{At: at}, nil
 }
 
-func cmdReset(args []string, stdout, stderr io.Writer) error {
-	f, err := parseResetFlags(args, stderr)
+func (f *resetCmd) Run(e runEnv) error {
+	to, err := f.target()
 	if err != nil {
 		return err
 	}
-	top, err := loadTopology(f.config, brokerOverrides(f.brokers), false)
+	if f.Timeout <= 0 {
+		return exitError{code: 2, msg: "router reset: --timeout must be positive"}
+	}
+	top, err := topologyFor("reset", f.topologyArg, serve.Overrides(f.Brokers, "", "", ""), false)
 	if err != nil {
 		return err
 	}
-	if f.stateDir == "" && top.Settings.State.Store == config.StorePebble {
-		f.stateDir = top.Settings.State.Dir
+	if f.StateDir == "" && top.Settings.State.Store == config.StorePebble {
+		f.StateDir = top.Settings.State.Dir
 	}
 	copts, err := kclient.SecurityOpts(top.Settings.Security)
 	if err != nil {
@@ -90,20 +68,18 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cl.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(e.ctx, f.Timeout)
 	defer cancel()
 
-	plan, err := reset.NewPlan(ctx, adm, top, f.target)
+	plan, err := reset.NewPlan(ctx, adm, top, to)
 	if err != nil {
 		return err
 	}
-	local := localState(top, f.stateDir)
-	if f.format == "table" {
-		printResetPlan(stdout, plan, local)
+	local := localState(top, f.StateDir)
+	if f.Format == "table" {
+		printResetPlan(e.stdout, plan, local)
 	}
-	if !f.dryRun {
+	if !f.DryRun {
 		if err := plan.Apply(ctx, adm); err != nil {
 			return err
 		}
@@ -113,21 +89,25 @@ func cmdReset(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
+	printResetDone(e.stdout, f.Format, f.DryRun, plan, local)
+	return nil
+}
+
+func printResetDone(w io.Writer, format string, dryRun bool, plan *reset.Plan, local []string) {
 	switch {
-	case f.format == "json":
+	case format == "json":
 		b, _ := json.Marshal(struct {
 			*reset.Plan
 			RemoveState []string `json:"remove_state"`
 			Applied     bool     `json:"applied"`
-		}{plan, local, !f.dryRun})
-		fmt.Fprintln(stdout, string(b))
-	case f.dryRun:
-		fmt.Fprintln(stdout, "dry run: nothing changed")
+		}{plan, local, !dryRun})
+		fmt.Fprintln(w, string(b))
+	case dryRun:
+		fmt.Fprintln(w, "dry run: nothing changed")
 	default:
-		fmt.Fprintf(stdout, "reset: %d input partitions moved to %s, %d topics deleted, %d local state directories removed\n",
+		fmt.Fprintf(w, "reset: %d input partitions moved to %s, %d topics deleted, %d local state directories removed\n",
 			len(plan.Inputs), plan.To, len(plan.Topics), len(local))
 	}
-	return nil
 }
 
 // localState lists the changelogs' state directories below dir that exist.

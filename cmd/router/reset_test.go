@@ -20,6 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/reset"
 	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/serve"
 )
 
 // resetYAML has a repartitioned window, a window without a repartition
@@ -84,7 +85,7 @@ func TestResetReprocesses(t *testing.T) {
 	if err := os.WriteFile(cfgPath, fmt.Appendf(nil, resetYAML, stateDir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	top, err := loadTopology(cfgPath, brokerOverrides(strings.Join(brokers, ",")), false)
+	top, err := serve.LoadTopology(cfgPath, serve.Overrides(strings.Join(brokers, ","), "", "", ""), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,30 +43,6 @@ func TestRunSecurityErrors(t *testing.T) {
 	}
 }
 
-// TestSecurityWarnings: skip-verify and a password in the file are
-// warned about at start, without the password.
-func TestSecurityWarnings(t *testing.T) {
-	var buf bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	t.Setenv(config.EnvSASLPassword, "")
-	securityWarnings(log, config.Security{Protocol: config.ProtocolSASLSSL, TLS: config.TLS{InsecureSkipVerify: true},
-		SASL: config.SASL{Mechanism: config.SASLPlain, Username: "u", Password: secretPW}})
-	out := buf.String()
-	for _, want := range []string{"level=WARN msg=\"TLS certificate verification is off", "level=WARN msg=\"the SASL password is written in the topology file"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, secretPW) {
-		t.Errorf("the password is logged:\n%s", out)
-	}
-	buf.Reset()
-	securityWarnings(log, config.Security{Protocol: config.ProtocolSSL, TLS: config.TLS{CAFile: "ca.pem"}})
-	if buf.Len() != 0 {
-		t.Errorf("warnings for a sound config: %s", buf.String())
-	}
-}
-
 // TestTopologyHidesPassword: `router topology` in every format, for a
 // file that holds a password.
 func TestTopologyHidesPassword(t *testing.T) {
@@ -81,16 +55,5 @@ func TestTopologyHidesPassword(t *testing.T) {
 	}
 	if code, out, _ := run(t, "validate", "--config", cfg); code != 0 || strings.Contains(out, secretPW) {
 		t.Errorf("validate: exit %d: %s", code, out)
-	}
-}
-
-// TestDemoIgnoresSecurity: the demo's embedded broker is plaintext, so
-// the security variables of a pod (or a file) do not break it.
-func TestDemoIgnoresSecurity(t *testing.T) {
-	t.Setenv(config.EnvSecurityProtocol, "sasl_ssl")
-	t.Setenv(config.EnvSASLMechanism, "PLAIN")
-	code, out, errs := run(t, "demo", "--records", "2000", "--quiet", "--listen", "127.0.0.1:0")
-	if code != 0 || !strings.Contains(out, `"conservation":true`) {
-		t.Fatalf("demo with security variables: exit %d\n%s\n%s", code, out, errs)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -97,21 +100,23 @@ func TestValidateStrict(t *testing.T) {
 	if code, _, errs := run(t, "validate", filepath.Join(dir, "*.yml")); code != 2 || !strings.Contains(errs, "no file matches") {
 		t.Errorf("empty glob: exit %d %q", code, errs)
 	}
-	if code, _, errs := run(t, "validate", "--format", "xml", good); code != 2 || !strings.Contains(errs, `--format "xml"`) {
+	if code, _, errs := run(t, "validate", "--format", "xml", good); code != 2 || !strings.Contains(errs, `--format must be one of "text","json" but got "xml"`) {
 		t.Errorf("--format xml: exit %d %q", code, errs)
 	}
 }
 
-// TestExtraArgumentsRefused: commands that take flags only say so.
+// TestExtraArgumentsRefused: an argument a command does not take is
+// refused, and so is a second topology besides --config.
 func TestExtraArgumentsRefused(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "--config", example, "extra"},
-		{"demo", "--records", "10", "extra"},
+		{"demo", example, "--records", "10", "extra"},
 		{"topology", "--config", example, "extra"},
 		{"redrive", "--config", example, "extra"},
 		{"version", "extra"},
+		{"topology", example, "extra"},
 	} {
-		if code, _, errs := run(t, args...); code != 2 || !strings.Contains(errs, `unexpected argument "extra"`) {
+		if code, _, errs := run(t, args...); code != 2 || !strings.Contains(errs, `unexpected argument extra`) && !strings.Contains(errs, `FILE "extra" and --config`) {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
 		}
 	}
@@ -304,5 +309,33 @@ func TestValidateRegistryUnchecked(t *testing.T) {
 	}
 	if code != 1 || res.OK || len(res.Files[0].Notes) != 1 || res.Files[0].Notes[0] != "input orders (avro): fields not checked against a schema: no registry given (--registry URL)" {
 		t.Errorf("no url, json: exit %d %+v", code, res)
+	}
+}
+
+// TestValidateOffline: --offline never asks the registry the file names
+// (it would answer, and count the request): the input gets a note, and a
+// field the registry would refuse passes unchecked.
+func TestValidateOffline(t *testing.T) {
+	clearRegistryEnv(t)
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		http.NotFound(w, nil)
+	}))
+	defer srv.Close()
+	file := registryTopology(t, "orders", "avro", "amonut > 1", "id", srv.URL)
+	code, out, errs := run(t, "validate", "--offline", file)
+	if code != 0 || !strings.Contains(out, file+": ok (1 inputs, 2 routes") || !strings.Contains(out, "--offline: the registry is not asked") {
+		t.Fatalf("validate --offline: exit %d\n%s%s", code, out, errs)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("validate --offline asked the registry %d times", n)
+	}
+	// Without --offline it asks (and the subject is missing).
+	if code, out, _ := run(t, "validate", file); code != 1 || asked.Load() == 0 {
+		t.Fatalf("validate without --offline: exit %d, %d requests\n%s", code, asked.Load(), out)
+	}
+	if code, _, errs := run(t, "validate", "--offline", "--registry", srv.URL, file); code != 2 || !strings.Contains(errs, "--offline and --registry: choose one") {
+		t.Fatalf("--offline --registry: exit %d %q", code, errs)
 	}
 }

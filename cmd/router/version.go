@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/sidestream/sidestream/internal/serve"
 )
 
 // revision is stamped by scripts/build.sh (-ldflags "-X main.revision=..."),
@@ -68,4 +70,9 @@ func (b buildInfo) withDefaults() buildInfo {
 // String is the line `router version` prints.
 func (b buildInfo) String() string {
 	return "router " + b.version + " (revision " + b.revision + ", " + b.goVersion + ")"
+}
+
+// serve is the build as internal/serve takes it.
+func (b buildInfo) serve() serve.Build {
+	return serve.Build{Version: b.version, Revision: b.revision, GoVersion: b.goVersion}
 }

@@ -77,3 +77,37 @@ func TestLateWindowsRFC3339(t *testing.T) {
 		t.Errorf("the decoded header changed: %q", r.LateWindows)
 	}
 }
+
+// TestReadLastInTotal: Last counts records of the topic, not of each
+// partition: the last three by timestamp of three partitions come, oldest
+// first.
+func TestReadLastInTotal(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	base := time.UnixMilli(1790000000000)
+	var recs []*kgo.Record
+	for i := range 9 {
+		recs = append(recs, &kgo.Record{Topic: "t", Partition: int32(i % 3), Value: []byte{byte('a' + i)}, Timestamp: base.Add(time.Duration(i) * time.Second)})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := Read(context.Background(), ReadOptions{Brokers: c.ListenAddrs(), Topic: "t", Last: 3}, func(r *kgo.Record) error {
+		got += string(r.Value)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got != "ghi" {
+		t.Fatalf("Last 3 of 9 records on 3 partitions read %q, want ghi", got)
+	}
+}

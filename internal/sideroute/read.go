@@ -32,7 +32,8 @@ type ReadOptions struct {
 	FetchOpts []kgo.Opt
 	Topic     string
 	// FromBeginning reads each partition from its first record. Otherwise
-	// Last records of each partition are read (the last committed ones).
+	// the Last records of the topic are read, in total across its
+	// partitions: the last committed ones by timestamp.
 	FromBeginning bool
 	Last          int
 	// Follow keeps reading new records until ctx ends; without it Read
@@ -42,9 +43,9 @@ type ReadOptions struct {
 
 // Read calls fn for every committed record of the topic (read_committed:
 // records of open or aborted transactions are never seen), in offset order
-// within a partition. With Last, the last records of each partition come
-// partition by partition once every partition is read to its end, then
-// (Follow) new records as they come. fn's error stops Read and is
+// within a partition. With Last, the last Last records of the topic (by
+// timestamp, then partition and offset) come in that order once every
+// partition is read to its end, then (Follow) new records as they come. fn's error stops Read and is
 // returned.
 func Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) error) error {
 	starts, ends, err := bounds(ctx, o.Brokers, o.ClientOpts, o.Topic)
@@ -171,19 +172,30 @@ func (rd *reader) record(r *kgo.Record) error {
 	return nil
 }
 
-// flush hands over the held-back records, partition by partition, then
-// the ones read past the ends meanwhile.
+// flush hands over the last Last of the held-back records (each
+// partition's last Last: the topic's last Last are among them), oldest
+// first, then the ones read past the ends meanwhile.
 func (rd *reader) flush() error {
-	ps := make([]int32, 0, len(rd.backlog))
-	for p := range rd.backlog {
-		ps = append(ps, p)
+	var all []*kgo.Record
+	for _, b := range rd.backlog {
+		all = append(all, b...)
 	}
-	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
-	for _, p := range ps {
-		for _, r := range rd.backlog[p] {
-			if err := rd.fn(r); err != nil {
-				return err
-			}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if !a.Timestamp.Equal(b.Timestamp) {
+			return a.Timestamp.Before(b.Timestamp)
+		}
+		if a.Partition != b.Partition {
+			return a.Partition < b.Partition
+		}
+		return a.Offset < b.Offset
+	})
+	if len(all) > rd.o.Last {
+		all = all[len(all)-rd.o.Last:]
+	}
+	for _, r := range all {
+		if err := rd.fn(r); err != nil {
+			return err
 		}
 	}
 	for _, r := range rd.later {

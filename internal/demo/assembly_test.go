@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"encoding/json"
@@ -12,11 +12,11 @@ import (
 func TestDemoAssembly(t *testing.T) {
 	for _, c := range []string{"assemble-orders", "order-payment-shipment"} {
 		t.Run(c, func(t *testing.T) {
-			code, out, errs := run(t, "demo", "--config", "../../examples/"+c+".yaml", "--records", "2000", "--quiet", "--listen", "127.0.0.1:0")
+			code, out, errs := run(t, Options{Config: "../../examples/" + c + ".yaml", Records: 2000, Quiet: true})
 			if code != 0 {
 				t.Fatalf("demo exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 			}
-			var res demoResult
+			var res Result
 			if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil {
 				t.Fatalf("demo output: %v\n%s", err, out)
 			}
@@ -40,22 +40,15 @@ func TestDemoAssembly(t *testing.T) {
 // TestDemoAssemblyRate: --rate paces the parts generator too, in input
 // records per second: the demo's own throughput cannot exceed it.
 func TestDemoAssemblyRate(t *testing.T) {
-	code, out, errs := run(t, "demo", "--config", "../../examples/assemble-orders.yaml", "--records", "400", "--rate", "100", "--quiet", "--listen", "127.0.0.1:0")
+	code, out, errs := run(t, Options{Config: "../../examples/assemble-orders.yaml", Records: 400, Rate: 100, Quiet: true})
 	if code != 0 {
 		t.Fatalf("demo exit %d\n%s\n%s", code, out, errs)
 	}
-	var res demoResult
+	var res Result
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil {
 		t.Fatalf("demo output: %v\n%s", err, out)
 	}
 	if res.RecordsPerS > 105 || res.Produced < 400 {
 		t.Errorf("--records 400 --rate 100: %d records at %.0f/s", res.Produced, res.RecordsPerS)
-	}
-}
-
-func TestDemoRefusesBrokers(t *testing.T) {
-	code, _, errs := run(t, "demo", "--brokers", "kafka:9092", "--records", "10")
-	if code != 2 || !strings.Contains(errs, "--brokers: the demo runs its own embedded Kafka") {
-		t.Errorf("demo --brokers: exit %d %q", code, errs)
 	}
 }

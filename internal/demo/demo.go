@@ -1,13 +1,11 @@
-package main
+package demo
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -27,18 +25,21 @@ import (
 
 	"github.com/sidestream/sidestream/examples"
 	"github.com/sidestream/sidestream/internal/api"
+	"github.com/sidestream/sidestream/internal/cliexit"
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/gen"
 	"github.com/sidestream/sidestream/internal/live"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/readback"
+	"github.com/sidestream/sidestream/internal/serve"
 	"github.com/sidestream/sidestream/internal/srlocal"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
-// demoResult is the one JSON line `router demo` prints on stdout.
-type demoResult struct {
+// Result is the verdict: the one JSON line `router demo` prints on
+// stdout.
+type Result struct {
 	Produced     int64            `json:"produced"`
 	Consumed     int64            `json:"consumed"`
 	Routes       map[string]int64 `json:"routes"`
@@ -54,86 +55,67 @@ type demoResult struct {
 	Seconds      float64          `json:"seconds"`
 	RecordsPerS  float64          `json:"records_per_second"`
 	Problems     []string         `json:"problems,omitempty"`
+	// Warnings say what looks wrong although conservation holds (every
+	// record went to dirty); each is printed on stderr too.
+	Warnings []string `json:"warnings,omitempty"`
 	// Assembly holds the assembly outputs read back (assembled,
 	// incomplete, duplicate) when the topology has an assembly route.
 	Assembly map[string]int64 `json:"assembly,omitempty"`
 }
 
-// demoIgnores are the router run flags the demo cannot honour.
-var demoIgnores = map[string]bool{"brokers": true}
-
-// demoFlags are router run's flags plus the demo's own.
-type demoFlags struct {
-	runFlags
-	records   int
-	rate      float64
-	seed      uint64
-	quiet     bool
-	generator string
-	linger    time.Duration
-	kafkaPort int
+// Options are what `router demo` takes. The zero value of a field is its
+// default unless its comment says otherwise.
+type Options struct {
+	Config    string        // topology file ("": the default example, written to a temporary folder)
+	Records   int           // records the generator writes (at least 1; ignored with Inputs)
+	Rate      float64       // records per second the generator (or Inputs) writes (0: as fast as possible)
+	Seed      uint64        // generator seed (router demo passes 1 unless told)
+	Quiet     bool          // no live summary
+	Generator string        // logs, orders, parts or auto ("": auto)
+	Linger    time.Duration // after the verdict, keep the embedded Kafka and the web view up this long
+	KafkaPort int           // port of the embedded Kafka on 127.0.0.1 (0: any free port)
+	// Inputs are files of your own records, one JSON value per line, each
+	// line one record's value as it is (no key, no headers): "FILE" for
+	// the first input topic, "TOPIC=FILE" for another. They replace the
+	// generator.
+	Inputs []string
+	// ApplicationID, Guarantee and CommitInterval override the file's (as
+	// router run's flags do); empty overrides nothing.
+	ApplicationID, Guarantee, CommitInterval string
+	Serve                                    serve.Options
+	Log                                      *slog.Logger // nil: warnings and errors as text on stderr
 }
 
-// parseDemoFlags parses and checks the demo's flags; a bad one is an
-// exitError with code 2.
-func parseDemoFlags(args []string, stderr io.Writer) (*demoFlags, error) {
-	fs := flag.NewFlagSet("router demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := &demoFlags{}
-	f.register(fs)
-	fs.IntVar(&f.records, "records", 50000, "records the generator writes")
-	fs.Float64Var(&f.rate, "rate", 0, "records per second the generator writes (0: as fast as possible)")
-	fs.Uint64Var(&f.seed, "seed", 1, "generator seed")
-	fs.BoolVar(&f.quiet, "quiet", false, "no live summary")
-	fs.StringVar(&f.generator, "generator", "auto", "logs, orders, parts (assembly parts), or auto (parts for a topology with an assembly route, orders when the first input topic names orders)")
-	fs.DurationVar(&f.linger, "linger", 0, "after the verdict, keep the embedded Kafka and the web view (/ui) up this long (Ctrl-C ends it), e.g. to try router tail and redrive on it")
-	fs.IntVar(&f.kafkaPort, "kafka-port", 0, "port of the embedded Kafka on 127.0.0.1 (0: any free port)")
-	// The embedded broker, the generator, the read-back and the router
-	// share the CPU: a starved commit must not outlive its transaction,
-	// or the broker fences it and the batch starts over.
-	fs.Lookup("transaction-timeout").DefValue = "1m0s"
-	_ = fs.Set("transaction-timeout", "1m")
-	fs.Lookup("listen").DefValue = "127.0.0.1:8080"
-	_ = fs.Set("listen", envOr("SIDESTREAM_LISTEN", "127.0.0.1:8080"))
-	_ = fs.Set("log-level", envOr("SIDESTREAM_LOG_LEVEL", "warn"))
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if err := noArgs(fs); err != nil {
-		return nil, err
-	}
-	if f.envErr != nil {
-		return nil, exitError{code: 2, msg: "router demo: " + f.envErr.Error()}
-	}
-	// The demo runs its own Kafka: a flag that would point elsewhere is
-	// refused rather than ignored.
-	var ignored []string
-	fs.Visit(func(fl *flag.Flag) {
-		if demoIgnores[fl.Name] {
-			ignored = append(ignored, "--"+fl.Name)
-		}
-	})
+// check refuses what the demo cannot do with a usage error.
+func (o *Options) check() error {
 	switch {
-	case len(ignored) > 0:
-		return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: %s: the demo runs its own embedded Kafka (use --kafka-port to reach it); this flag is for router run", strings.Join(ignored, ", "))}
-	case f.records < 1:
-		return nil, exitError{code: 2, msg: "--records must be at least 1"}
-	case f.linger < 0 || f.kafkaPort < 0 || f.kafkaPort > 65535:
-		return nil, exitError{code: 2, msg: "--linger must not be negative and --kafka-port must be 0 to 65535"}
+	case o.Records < 1 && len(o.Inputs) == 0:
+		return cliexit.Usage("--records must be at least 1")
+	case o.Linger < 0 || o.KafkaPort < 0 || o.KafkaPort > 65535:
+		return cliexit.Usage("--linger must not be negative and --kafka-port must be 0 to 65535")
+	case o.Rate < 0:
+		return cliexit.Usage("--rate must not be negative")
 	}
-	return f, nil
+	if o.Generator == "" {
+		o.Generator = "auto"
+	}
+	return nil
 }
 
-func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	f, err := parseDemoFlags(args, stderr)
-	if err != nil {
+// Run starts an embedded Kafka (and an in-process schema registry for an
+// Avro input), serves the topology on it with the web view, writes the
+// generator's records (or o.Inputs), waits until every record is
+// committed, reads every output back and prints the verdict as one JSON
+// line on stdout. A verdict whose conservation fails is a cliexit.Error
+// with code 1.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+	if err := o.check(); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
-		return err
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	cfgPath, cleanup, err := demoConfigPath(f.config)
+	cfgPath, cleanup, err := configPath(o.Config)
 	if err != nil {
 		return err
 	}
@@ -142,14 +124,18 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		var ce *config.ConfigError
 		if errors.As(err, &ce) {
-			return exitError{code: 1, msg: ce.Error()}
+			return cliexit.Error{Code: 1, Msg: ce.Error()}
 		}
+		return err
+	}
+	inputs, err := readInputs(cfg, o.Inputs)
+	if err != nil {
 		return err
 	}
 	// The embedded broker: franz-go's kfake, in this process.
 	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...)}
-	if f.kafkaPort > 0 {
-		kopts = append(kopts, kfake.Ports(f.kafkaPort))
+	if o.KafkaPort > 0 {
+		kopts = append(kopts, kfake.Ports(o.KafkaPort))
 	}
 	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
@@ -157,59 +143,66 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	}
 	defer cluster.Close()
 	brokers := cluster.ListenAddrs()
-	f.brokers = strings.Join(brokers, ",")
+	return runOn(ctx, o, cfg, cfgPath, brokers, inputs, stdout, stderr)
+}
+
+// runOn runs the demo on the embedded Kafka at brokers.
+func runOn(ctx context.Context, o Options, cfg *config.Config, cfgPath string, brokers []string, inputs []inputRecord, stdout, stderr io.Writer) error {
 	// The in-process registry of a registry-backed input: the file's and
 	// the environment's schema_registry settings do not apply.
-	reg, err := startDemoRegistry(cfg, cfgPath, stderr)
+	reg, err := startRegistry(cfg, cfgPath, len(inputs) > 0, stderr)
 	if err != nil {
 		return err
 	}
-	o := f.overrides()
+	ov := serve.Overrides(strings.Join(brokers, ","), o.ApplicationID, o.Guarantee, o.CommitInterval)
 	if reg != nil {
 		defer reg.Close()
-		o.Registry = config.RegistryOverrides{URL: reg.URL()}
+		ov.Registry = config.RegistryOverrides{URL: reg.URL()}
 	}
 	// The embedded broker is plaintext: security settings (of the file or
 	// the environment) do not apply to the demo.
-	top, err := loadTopology(cfgPath, o, true)
+	top, err := serve.LoadTopology(cfgPath, ov, true)
 	if err != nil {
 		return err
 	}
-	if f.instanceID == "" {
-		f.instanceID = "demo"
+	if o.Serve.InstanceID == "" {
+		o.Serve.InstanceID = "demo"
 	}
 	fmt.Fprintf(stderr, "demo: embedded Kafka at %s; topology %q (%s); API on %s (/ui /metrics /topology /tasks /readyz)\n",
-		f.brokers, top.Settings.ApplicationID, top.Settings.Guarantee, f.listen)
-	return runDemo(f, top, brokers, reg, log, stdout, stderr)
+		strings.Join(brokers, ","), top.Settings.ApplicationID, top.Settings.Guarantee, o.Serve.Listen)
+	return runDemo(ctx, o, top, brokers, reg, inputs, stdout, stderr)
 }
 
 // demoAvroSchema is the writer schema of the demo's Avro log events,
 // relative to the topology file.
 const demoAvroSchema = "schemas/log-event.avsc"
 
-// demoRegistry is the demo's in-process schema registry (srlocal.Registry)
+// registry is the demo's in-process schema registry (srlocal.Registry)
 // with the generator's Avro schema registered.
-type demoRegistry struct {
+type registry struct {
 	*srlocal.Registry
 	schema string // the Avro log events' schema text
 	id     int    // its id
 }
 
-// startDemoRegistry starts the in-process registry of a topology with a
+// startRegistry starts the in-process registry of a topology with a
 // registry-backed input and registers demoAvroSchema under each Avro
 // input's <topic>-value subject; nil for a topology without one. The
-// demo generates Avro only: a protobuf or json_schema input is refused.
-func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*demoRegistry, error) {
+// demo generates Avro only: a protobuf or json_schema input is refused,
+// and so is any registry input when the records come from files (JSON).
+func startRegistry(cfg *config.Config, cfgPath string, ownRecords bool, stderr io.Writer) (*registry, error) {
 	path := filepath.Join(filepath.Dir(cfgPath), demoAvroSchema)
 	var schemas []srlocal.Schema
 	var subjects []string
 	for _, in := range cfg.Inputs {
 		switch {
+		case ownRecords && config.RegistryFormat(in.Format):
+			return nil, cliexit.Usage("router demo: input %q has format %s: --input sends JSON lines as they are; run this topology with router run and a registry", in.Topic, in.Format)
 		case in.Format == config.InputAvro:
 			schemas = append(schemas, srlocal.Schema{Subject: in.Topic + "-value", Path: path, Type: sr.TypeAvro})
 			subjects = append(subjects, in.Topic+"-value")
 		case config.RegistryFormat(in.Format):
-			return nil, exitError{code: 2, msg: fmt.Sprintf("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)}
+			return nil, cliexit.Usage("router demo: input %q has format %s: the demo generates json and avro only (run it with router run and a registry)", in.Topic, in.Format)
 		}
 	}
 	if len(schemas) == 0 {
@@ -217,13 +210,13 @@ func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*d
 	}
 	text, err := os.ReadFile(path)
 	if err != nil {
-		return nil, exitError{code: 1, msg: fmt.Sprintf("router demo: the Avro generator's schema: %v", err)}
+		return nil, cliexit.Failed("router demo: the Avro generator's schema: %v", err)
 	}
 	lr, err := srlocal.Start(schemas)
 	if err != nil {
 		return nil, err
 	}
-	r := &demoRegistry{Registry: lr, schema: string(text), id: lr.IDs[subjects[0]]}
+	r := &registry{Registry: lr, schema: string(text), id: lr.IDs[subjects[0]]}
 	ignored := ""
 	if cfg.SchemaRegistry.URL != "" || os.Getenv(config.EnvRegistryURL) != "" {
 		ignored = "; the schema_registry settings of the file and " + config.EnvRegistryURL + " do not apply"
@@ -233,9 +226,9 @@ func startDemoRegistry(cfg *config.Config, cfgPath string, stderr io.Writer) (*d
 	return r, nil
 }
 
-// demoConfigPath is the --config file, or the default example written to
+// configPath is the --config file, or the default example written to
 // a temporary folder (removed by cleanup).
-func demoConfigPath(given string) (path string, cleanup func(), err error) {
+func configPath(given string) (path string, cleanup func(), err error) {
 	if given != "" {
 		return given, func() {}, nil
 	}
@@ -252,31 +245,31 @@ func demoConfigPath(given string) (path string, cleanup func(), err error) {
 }
 
 // runDemo serves the router and the web view on the embedded Kafka, runs
-// the generator, waits for every record to be committed and prints the
-// verdict.
-func runDemo(f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry, log *slog.Logger, stdout, stderr io.Writer) error {
+// the generator (or writes the input files), waits for every record to be
+// committed and prints the verdict.
+func runDemo(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry, inputs []inputRecord, stdout, stderr io.Writer) error {
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
+	serveCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
 	go func() {
-		served <- serveWith(ctx, top, f.runFlags, log, m, serveHooks{ui: ui, listening: func(addr string) {
+		served <- serve.Run(serveCtx, top, o.Serve, o.Log, m, serve.Hooks{UI: ui, Listening: func(addr string) {
 			fmt.Fprintf(stderr, "demo: web view at http://%s/ui\n", addr)
 			uiAddr <- addr
 		}})
 	}()
 	start := time.Now()
-	produced, expect, err := demoGenerate(ctx, f, top, brokers, reg)
+	produced, expect, err := write(serveCtx, o, top, brokers, reg, inputs)
 	if err != nil {
 		return err
 	}
-	if err := f.waitCommitted(top, m, produced, served, stderr); err != nil {
+	if err := o.waitCommitted(top, m, produced, served, stderr); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
-	if s := m.Snapshot(); !f.quiet {
+	if s := m.Snapshot(); !o.Quiet {
 		fmt.Fprintln(stderr, summaryLine(s, s.Consumed/elapsed.Seconds()))
 	}
 	cancel()
@@ -285,42 +278,59 @@ func runDemo(f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry, 
 	}
 	// The last transaction (the one that fired the last TTLs) is
 	// committed now: count it.
-	res, err := demoVerdict(top, m, brokers, log, produced, expect, elapsed)
+	res, err := verdict(ctx, top, m, brokers, o.Log, produced, expect, elapsed)
 	if err != nil {
 		return err
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, "demo: warning: "+w)
+	}
 	b, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(b))
-	if f.linger > 0 {
+	if o.Linger > 0 {
 		addr := ""
 		select {
 		case addr = <-uiAddr:
 		default:
 		}
-		if err := lingerDemo(top, m, ui, addr, f.brokers, f.linger, stderr); err != nil {
+		if err := linger(ctx, top, m, ui, addr, strings.Join(brokers, ","), o.Linger, stderr); err != nil {
 			return err
 		}
 	}
 	if !res.Conservation {
-		return exitError{code: 1, msg: "demo: conservation does not hold: " + strings.Join(res.Problems, "; ")}
+		return cliexit.Failed("demo: conservation does not hold: %s", strings.Join(res.Problems, "; "))
 	}
 	return nil
 }
 
-// demoExpect is what the generator's oracle says the verdict must read
+// expectation is what the generator's oracle says the verdict must read
 // back.
-type demoExpect struct {
+type expectation struct {
+	// assembly is the parts generator's (nil Complete: not checked).
 	assembly gen.AssemblyExpect
 	// reasons are the dirty reasons of the Avro generator's hostile
 	// frames (nil: not checked).
 	reasons map[string]int64
 }
 
-// demoGenerate writes the generator's records: logs (JSON, or Avro to an
+// write writes the input files' records, or the generator's.
+func write(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry, inputs []inputRecord) (int64, expectation, error) {
+	if len(o.Inputs) > 0 {
+		recs := make([]*kgo.Record, len(inputs))
+		for i, in := range inputs {
+			recs[i] = &kgo.Record{Topic: in.topic, Value: in.value}
+		}
+		n, err := produceAll(ctx, brokers, recs, o.Rate)
+		return n, expectation{}, err
+	}
+	return generateKind(ctx, o, top, brokers, reg)
+}
+
+// generateKind writes the generator's records: logs (JSON, or Avro to an
 // avro input) or orders to the first input, or the parts of whole orders
 // for an assembly topology.
-func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []string, reg *demoRegistry) (int64, demoExpect, error) {
-	kind := f.generator
+func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []string, reg *registry) (int64, expectation, error) {
+	kind := o.Generator
 	if kind == "auto" {
 		kind = "logs"
 		if strings.Contains(top.InputTopics()[0], "order") {
@@ -330,18 +340,18 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []s
 			kind = "parts"
 		}
 	}
-	var expect demoExpect
+	var expect expectation
 	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
 	switch {
 	case avroIn && kind != "logs":
-		return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)}
+		return 0, expect, cliexit.Usage("--generator %s: an avro input takes the Avro log events (--generator logs)", kind)
 	case kind == "parts":
 		// The parts generator: --records counts input records (whole
 		// orders: at least that many parts).
-		n, exp, err := generateParts(ctx, brokers, top, f.records, f.rate, f.seed)
-		return n, demoExpect{assembly: exp}, err
+		n, exp, err := generateParts(ctx, brokers, top, o.Records, o.Rate, o.Seed)
+		return n, expectation{assembly: exp}, err
 	case kind == "logs" && avroIn:
-		g, err := gen.NewAvroLogs(f.seed, reg.schema, reg.id)
+		g, err := gen.NewAvroLogs(o.Seed, reg.schema, reg.id)
 		if err != nil {
 			return 0, expect, err
 		}
@@ -353,29 +363,29 @@ func demoGenerate(ctx context.Context, f *demoFlags, top *plan.Plan, brokers []s
 			}
 			return ev
 		}
-		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, next)
+		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, next)
 		return n, expect, err
 	case kind == "logs":
-		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, gen.New(f.seed).Next)
+		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, gen.New(o.Seed).Next)
 		return n, expect, err
 	case kind == "orders":
-		n, err := generate(ctx, brokers, top.InputTopics()[0], f.records, f.rate, gen.NewOrders(f.seed).Next)
+		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, gen.NewOrders(o.Seed).Next)
 		return n, expect, err
 	}
-	return 0, expect, exitError{code: 2, msg: fmt.Sprintf("--generator %q: use logs, orders, parts or auto", kind)}
+	return 0, expect, cliexit.Usage("--generator %q: use logs, orders, parts or auto", kind)
 }
 
 // waitCommitted waits until every produced record is consumed and
 // committed, printing the live summary once a second.
-func (f *demoFlags) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
-	limit := time.Now().Add(2*time.Minute + time.Duration(f.records/2000)*time.Second)
+func (o Options) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced int64, served <-chan error, stderr io.Writer) error {
+	limit := time.Now().Add(2*time.Minute + time.Duration(max(o.Records, int(produced))/2000)*time.Second)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	last := m.Snapshot()
 	lastAt := time.Now()
 	for {
 		s := m.Snapshot()
-		if done(top, m, produced) {
+		if done(top, m, produced, len(o.Inputs) == 0) {
 			return nil
 		}
 		select {
@@ -385,23 +395,23 @@ func (f *demoFlags) waitCommitted(top *plan.Plan, m *metrics.Metrics, produced i
 		case <-time.After(50 * time.Millisecond):
 			continue
 		}
-		if !f.quiet {
+		if !o.Quiet {
 			rate := (s.Consumed - last.Consumed) / time.Since(lastAt).Seconds()
 			fmt.Fprintln(stderr, summaryLine(s, rate))
 		}
 		last, lastAt = s, time.Now()
 		if time.Now().After(limit) {
-			return exitError{code: 1, msg: fmt.Sprintf("demo: timed out: %d of %d records consumed", int64(s.Consumed), produced)}
+			return cliexit.Failed("demo: timed out: %d of %d records consumed", int64(s.Consumed), produced)
 		}
 	}
 }
 
-// demoVerdict reads every output back read_committed and checks
+// verdict reads every output back read_committed and checks
 // conservation (and the assemblies and the dirty reasons against the
 // generator's oracle).
-func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect demoExpect, elapsed time.Duration) (demoResult, error) {
+func verdict(ctx context.Context, top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog.Logger, produced int64, expect expectation, elapsed time.Duration) (Result, error) {
 	s := m.Snapshot()
-	res := demoResult{
+	res := Result{
 		Produced: produced, Consumed: int64(s.Consumed), Dropped: int64(s.Dropped),
 		Guarantee: string(top.Settings.Guarantee), Commits: int64(s.Commits), Aborts: int64(s.Aborts),
 		Seconds: elapsed.Seconds(), RecordsPerS: float64(produced) / elapsed.Seconds(),
@@ -413,7 +423,7 @@ func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog
 		}
 	}
 	var err error
-	res.Routes, res.Dirty, res.DirtyReasons, res.Late, err = readBack(brokers, top, log)
+	res.Routes, res.Dirty, res.DirtyReasons, res.Late, err = readBack(ctx, brokers, top, log)
 	if err != nil {
 		return res, err
 	}
@@ -425,11 +435,27 @@ func demoVerdict(top *plan.Plan, m *metrics.Metrics, brokers []string, log *slog
 	}
 	if len(top.Assemblies()) > 0 {
 		var problems []string
-		res.Assembly, problems = checkAssemblies(brokers, top, s, expect.assembly)
+		res.Assembly, problems = checkAssemblies(ctx, brokers, top, s, expect.assembly)
 		res.Problems = append(res.Problems, problems...)
 		res.Conservation = res.Conservation && len(problems) == 0
 	}
+	res.Warnings = warnings(res)
 	return res, nil
+}
+
+// warnings are what a verdict that conserves every record can still get
+// wrong: a topology whose every record goes to dirty (a wrong input
+// format, a schema no record meets) conserves them all.
+func warnings(res Result) []string {
+	if res.Produced == 0 || res.Dirty < res.Produced {
+		return nil
+	}
+	reasons := make([]string, 0, len(res.DirtyReasons))
+	for r, n := range res.DirtyReasons {
+		reasons = append(reasons, fmt.Sprintf("%s=%d", r, n))
+	}
+	sort.Strings(reasons)
+	return []string{fmt.Sprintf("every record (%d of %d) went to the dirty route (%s): check the input format, the schema and the expressions; with --linger, router tail --route dirty shows each record's error", res.Dirty, res.Produced, strings.Join(reasons, " "))}
 }
 
 func inputTopics(cfg *config.Config) []string {
@@ -489,8 +515,8 @@ func generate(ctx context.Context, brokers []string, topic string, n int, rate f
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
 	if err != nil {
@@ -539,7 +565,7 @@ func readBack(brokers []string, top *plan.Plan, log *slog.Logger) (map[string]in
 // conservation checks the demo's accounting: everything produced was
 // consumed, every consumed record is routed, dirty or dropped, and what
 // was read back equals what the router counted.
-func conservation(res demoResult, s metrics.Snapshot, top *plan.Plan, inputs float64) (bool, []string) {
+func conservation(res Result, s metrics.Snapshot, top *plan.Plan, inputs float64) (bool, []string) {
 	var problems []string
 	if int64(inputs) != res.Produced {
 		problems = append(problems, fmt.Sprintf("consumed %.0f input records != produced %d", inputs, res.Produced))
@@ -601,7 +627,9 @@ func inputConsumed(top *plan.Plan, m *metrics.Metrics) float64 {
 
 // done reports whether every produced record is consumed and committed,
 // and every record sent to a window route has been through stage two.
-func done(top *plan.Plan, m *metrics.Metrics, produced int64) bool {
+// With closeAll (the generator's records), every assembly must also have
+// closed; your own records may leave some open for good.
+func done(top *plan.Plan, m *metrics.Metrics, produced int64, closeAll bool) bool {
 	if int64(inputConsumed(top, m)) < produced {
 		return false
 	}
@@ -610,15 +638,13 @@ func done(top *plan.Plan, m *metrics.Metrics, produced int64) bool {
 			return false
 		}
 	}
-	return assembliesDone(top, m)
+	return assembliesDone(top, m, closeAll)
 }
 
-var _ fs.FS = examples.FS
-
-// lingerDemo keeps the embedded Kafka (still open: the caller closes it)
-// and the web view up after the demo, with the router stopped, for d or
-// until SIGINT or SIGTERM.
-func lingerDemo(top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
+// linger keeps the embedded Kafka (still open: the caller closes it) and
+// the web view up after the demo, with the router stopped, for d or until
+// ctx ends (SIGINT or SIGTERM).
+func linger(ctx context.Context, top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, brokers string, d time.Duration, stderr io.Writer) error {
 	finished := func() (bool, string) {
 		return false, "demo finished: the router stopped; the embedded Kafka stays up"
 	}
@@ -630,12 +656,13 @@ func lingerDemo(top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, broker
 			return fmt.Errorf("serve the web view after the demo: %w", err)
 		}
 		srv = api.Server(addr, api.Handler(api.Config{
-			Probe: lingerProbe{finished}, Describer: top, Tasks: noTasks{}, Metrics: m.Handler(), UI: uiView{ui},
+			Probe: lingerProbe{finished}, Describer: top, Tasks: noTasks{}, Metrics: m.Handler(), UI: serve.UIView{S: ui},
 		}))
 		go func() { _ = srv.Serve(ln) }()
 	}
-	// Listen for Ctrl-C before saying it ends the linger.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// Listen for Ctrl-C before saying it ends the linger (a caller's ctx
+	// may not).
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(stderr, "demo: done; embedded Kafka at %s and web view at http://%s/ui stay up for %s (Ctrl-C ends it)\n", brokers, addr, d)
 	select {
@@ -643,7 +670,7 @@ func lingerDemo(top *plan.Plan, m *metrics.Metrics, ui *live.State, addr, broker
 	case <-time.After(d):
 	}
 	if srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}

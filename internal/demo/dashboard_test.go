@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"encoding/json"
@@ -25,8 +25,7 @@ func TestDashboardConservationGapOnDemo(t *testing.T) {
 			var out, errb syncBuffer
 			done := make(chan int, 1)
 			go func() {
-				done <- realMain([]string{"demo", "--config", "../../examples/" + example, "--records", "2000", "--quiet",
-					"--listen", "127.0.0.1:0", "--linger", "30s"}, &out, &errb)
+				done <- runTo(Options{Config: "../../examples/" + example, Records: 2000, Quiet: true, Linger: 30 * time.Second}, &out, &errb)
 			}()
 			re := regexp.MustCompile(`web view at http://(\S+)/ui\n`)
 			var addr string
@@ -214,7 +213,7 @@ func interruptSelf(t *testing.T) {
 // milliseconds gauge / 1000.
 func checkBuildAndWatermark(t *testing.T, series []sample, windows bool) {
 	t.Helper()
-	b := currentBuild()
+	b := testBuild
 	var builds, marks int
 	ms := map[string]float64{}
 	for _, s := range series {
@@ -226,7 +225,7 @@ func checkBuildAndWatermark(t *testing.T, series []sample, windows bool) {
 		switch s.name {
 		case "sidestream_build_info":
 			builds++
-			if s.value != 1 || s.labels["version"] != b.version || s.labels["revision"] != b.revision || s.labels["goversion"] != b.goVersion {
+			if s.value != 1 || s.labels["version"] != b.Version || s.labels["revision"] != b.Revision || s.labels["goversion"] != b.GoVersion {
 				t.Errorf("build info %v = %v, want %+v = 1", s.labels, s.value, b)
 			}
 		case "sidestream_watermark_timestamp_seconds":

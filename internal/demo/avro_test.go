@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"encoding/json"
@@ -18,14 +18,14 @@ import (
 func TestDemoAvro(t *testing.T) {
 	const n = 3000
 	t.Setenv("SIDESTREAM_SCHEMA_REGISTRY_URL", "http://registry.invalid:8081")
-	code, out, errs := run(t, "demo", "--config", "../../examples/logs-avro.yaml", "--records", "3000", "--quiet", "--listen", "127.0.0.1:0")
+	code, out, errs := run(t, Options{Config: "../../examples/logs-avro.yaml", Records: 3000, Quiet: true})
 	if code != 0 {
 		t.Fatalf("demo exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	if !strings.Contains(errs, "in-process schema registry at http://127.0.0.1:") || !strings.Contains(errs, "SIDESTREAM_SCHEMA_REGISTRY_URL do not apply") {
 		t.Errorf("the demo does not say which registry it uses: %s", errs)
 	}
-	var res demoResult
+	var res Result
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &res); err != nil {
 		t.Fatalf("demo output: %v\n%s", err, out)
 	}
@@ -69,7 +69,7 @@ func TestDemoRefusesProtobuf(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(src), "format: avro", "format: protobuf", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := run(t, "demo", "--config", p, "--records", "10", "--quiet", "--listen", "127.0.0.1:0")
+	code, _, errs := run(t, Options{Config: p, Records: 10, Quiet: true})
 	if code != 2 || !strings.Contains(errs, `input "logs-avro" has format protobuf`) {
 		t.Errorf("demo of a protobuf input: exit %d %q", code, errs)
 	}

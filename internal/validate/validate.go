@@ -1,10 +1,9 @@
-package main
+package validate
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -15,94 +14,72 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sidestream/sidestream/internal/cliexit"
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/registry"
-	"github.com/sidestream/sidestream/internal/topotest"
 )
 
-// noArgs refuses positional arguments of a command that takes flags only.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("%s: unexpected argument %q (flags only)", fs.Name(), fs.Arg(0))}
-	}
-	return nil
-}
-
-// validation is one file's verdict, as `router validate --format json`
+// Result is one file's verdict, as `router validate --format json`
 // prints it.
-type validation struct {
+type Result struct {
 	File      string    `json:"file"`
 	OK        bool      `json:"ok"`
 	Inputs    int       `json:"inputs,omitempty"`
 	Routes    int       `json:"routes,omitempty"`
 	Guarantee string    `json:"guarantee,omitempty"`
 	Tests     int       `json:"tests,omitempty"` // a topology test file: its cases
-	Problems  []problem `json:"problems,omitempty"`
+	Problems  []Problem `json:"problems,omitempty"`
 	// Notes say what could not be checked (a registry-backed input's
 	// fields without a registry); they do not fail the file.
 	Notes []string `json:"notes,omitempty"`
 	// Warnings are what is valid but likely not meant (a routing.default
 	// no record can reach); they do not fail the file.
-	Warnings []problem `json:"warnings,omitempty"`
+	Warnings []Problem `json:"warnings,omitempty"`
 }
 
-type problem struct {
+type Problem struct {
 	Line    int    `json:"line,omitempty"`
 	Col     int    `json:"col,omitempty"`
 	Message string `json:"message"`
 }
 
-func cmdValidate(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("router validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: router validate [--format text|json] [--registry URL] FILE... (or --config FILE, or SIDESTREAM_CONFIG)")
-		fs.PrintDefaults()
-	}
-	configPath := fs.String("config", "", "topology file (instead of FILE arguments)")
-	format := fs.String("format", "text", "text (FILE:LINE:COL: message) or json (one object, for CI)")
-	registryURL := fs.String("registry", "", "schema registry to check the avro, protobuf and json_schema inputs' fields against (default: "+config.EnvRegistryURL+", then the file's schema_registry.url)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *format != "text" && *format != "json" {
-		return exitError{code: 2, msg: fmt.Sprintf("router validate: --format %q: use text or json", *format)}
-	}
-	if err := checkRegistryFlag(*registryURL); err != nil {
-		return err
-	}
-	patterns := fs.Args()
-	if *configPath != "" {
-		patterns = append([]string{*configPath}, patterns...)
-	}
-	if len(patterns) == 0 {
-		if env := os.Getenv("SIDESTREAM_CONFIG"); env != "" {
-			patterns = []string{env}
-		}
-	}
-	if len(patterns) == 0 {
-		return exitError{code: 2, msg: "router validate: name the topology files (router validate FILE...), or --config is required"}
+// Options are what validate checks against.
+type Options struct {
+	// Registry is the schema registry URL to check the registry-backed
+	// inputs' fields against ("": SIDESTREAM_SCHEMA_REGISTRY_URL, then
+	// the file's schema_registry.url).
+	Registry string
+	// Offline never asks a registry: the registry-backed inputs get a
+	// note instead.
+	Offline bool
+	// TestFile checks a topology test file (router test's topotest.Check,
+	// wired by cmd/router: only the binary imports the test engine): the
+	// topology it names (relative to the test file), its number of cases,
+	// or its problems at their line:col.
+	TestFile func(path string) (topology string, cases int, problems []Problem)
+}
+
+// Files validates the files the patterns name (globs allowed), each as
+// router run would load it, and reports whether every one is valid. A
+// pattern that matches nothing is a usage error.
+func Files(patterns []string, o Options) ([]Result, bool, error) {
+	if err := CheckRegistryURL(o.Registry); err != nil {
+		return nil, false, err
 	}
 	files, err := expandPatterns(patterns)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	var results []validation
+	var results []Result
 	ok := true
 	for _, f := range files {
-		v := validateFile(f, *registryURL)
+		v := o.file(f)
 		ok = ok && v.OK
 		results = append(results, v)
 	}
-	if err := printValidations(stdout, *format, ok, results); err != nil {
-		return err
-	}
-	if !ok {
-		return exitError{code: 1}
-	}
-	return nil
+	return results, ok, nil
 }
 
 // expandPatterns: each pattern holding * ? or [ is a glob that must match
@@ -116,10 +93,10 @@ func expandPatterns(patterns []string) ([]string, error) {
 		}
 		m, err := filepath.Glob(p)
 		if err != nil {
-			return nil, exitError{code: 2, msg: fmt.Sprintf("router validate: pattern %q: %v", p, err)}
+			return nil, cliexit.Usage("router validate: pattern %q: %v", p, err)
 		}
 		if len(m) == 0 {
-			return nil, exitError{code: 2, msg: fmt.Sprintf("router validate: no file matches %q", p)}
+			return nil, cliexit.Usage("router validate: no file matches %q", p)
 		}
 		files = append(files, m...)
 	}
@@ -128,19 +105,19 @@ func expandPatterns(patterns []string) ([]string, error) {
 
 // printValidations writes the results as text (FILE:LINE:COL: message) or
 // as one JSON object.
-func printValidations(stdout io.Writer, format string, ok bool, results []validation) error {
+func Print(stdout io.Writer, format string, ok bool, results []Result) error {
 	if format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			OK    bool         `json:"ok"`
-			Files []validation `json:"files"`
+			OK    bool     `json:"ok"`
+			Files []Result `json:"files"`
 		}{ok, results}); err != nil {
 			return err
 		}
 	} else {
 		for _, v := range results {
-			printValidation(stdout, v)
+			printResult(stdout, v)
 		}
 	}
 	return nil
@@ -148,7 +125,7 @@ func printValidations(stdout io.Writer, format string, ok bool, results []valida
 
 // printValidation writes one file's verdict as text: ok or its problems,
 // then its notes.
-func printValidation(stdout io.Writer, v validation) {
+func printResult(stdout io.Writer, v Result) {
 	switch {
 	case v.OK && v.Tests > 0:
 		fmt.Fprintf(stdout, "%s: ok (a topology test file: %d cases; its topology has %d inputs, %d routes)\n", v.File, v.Tests, v.Inputs, v.Routes)
@@ -174,30 +151,29 @@ func printValidation(stdout io.Writer, v validation) {
 // would before connecting, and checks the fields the expressions read
 // against the registry-backed inputs' writer schemas (registryURL, else
 // SIDESTREAM_SCHEMA_REGISTRY_URL, else the file's schema_registry.url).
-func validateFile(path, registryURL string) validation {
-	v := validation{File: path}
-	if isTestFile(path) {
+func (o Options) file(path string) Result {
+	v := Result{File: path}
+	if o.TestFile != nil && isTestFile(path) {
 		// A topology test file next to its topology (router test):
 		// its cases read, and the topology it names validated.
-		tf, err := topotest.Check(path)
-		if err != nil {
-			v.Problems = testFileProblems(err)
+		top, cases, probs := o.TestFile(path)
+		if probs != nil {
+			v.Problems = probs
 			return v
 		}
-		top := tf.Topology
 		if !filepath.IsAbs(top) {
 			top = filepath.Join(filepath.Dir(path), top)
 		}
-		tv := validateFile(top, registryURL)
-		tv.File, tv.Tests = path, len(tf.Tests)
+		tv := o.file(top)
+		tv.File, tv.Tests = path, cases
 		return tv
 	}
-	cfg, probs := loadApplied(path, registryURL, nil)
+	cfg, probs := loadApplied(path, o.Registry, nil)
 	if cfg != nil {
-		rc := fetchSchemas(cfg)
+		rc := fetchSchemas(cfg, o.Offline)
 		v.Notes = rc.notes
 		if len(rc.schemas) > 0 && probs == nil {
-			cfg, probs = loadApplied(path, registryURL, rc.schemas)
+			cfg, probs = loadApplied(path, o.Registry, rc.schemas)
 		}
 	} else {
 		v.Notes = notLoadedNotes(path)
@@ -207,28 +183,14 @@ func validateFile(path, registryURL string) validation {
 		return v
 	}
 	if _, err := plan.Compile(cfg, dirOf(path)); err != nil {
-		v.Problems = []problem{{Message: err.Error()}}
+		v.Problems = []Problem{{Message: err.Error()}}
 		return v
 	}
 	v.OK, v.Inputs, v.Routes, v.Guarantee = true, len(cfg.Inputs), len(cfg.Routes), string(cfg.Guarantee)
 	for _, w := range cfg.Warnings() {
-		v.Warnings = append(v.Warnings, problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
+		v.Warnings = append(v.Warnings, Problem{Line: w.Pos.Line, Col: w.Pos.Col, Message: w.Msg})
 	}
 	return v
-}
-
-// testFileProblems are a test file's problems (topotest.FileError), each
-// at its line:col.
-func testFileProblems(err error) []problem {
-	var fe *topotest.FileError
-	if !errors.As(err, &fe) {
-		return []problem{{Message: err.Error()}}
-	}
-	out := make([]problem, len(fe.Problems))
-	for i, p := range fe.Problems {
-		out[i] = problem(p)
-	}
-	return out
 }
 
 // loadApplied loads a topology file (with the inputs' writer schemas when
@@ -236,21 +198,21 @@ func testFileProblems(err error) []problem {
 // would (SIDESTREAM_API_*, SIDESTREAM_SCHEMA_REGISTRY_*, --registry over
 // the URL). A config that loaded but whose overrides fail is returned
 // with its problems, so the registry inputs' notes are still made.
-func loadApplied(path, registryURL string, schemas map[string]config.SchemaFields) (*config.Config, []problem) {
+func loadApplied(path, registryURL string, schemas map[string]config.SchemaFields) (*config.Config, []Problem) {
 	cfg, err := config.LoadFileWithFields(path, schemas)
 	if err != nil {
 		var ce *config.ConfigError
 		if !errors.As(err, &ce) {
-			return nil, []problem{{Message: err.Error()}}
+			return nil, []Problem{{Message: err.Error()}}
 		}
-		var probs []problem
+		var probs []Problem
 		for _, p := range ce.Problems {
-			probs = append(probs, problem{Line: p.Pos.Line, Col: p.Pos.Col, Message: p.Msg})
+			probs = append(probs, Problem{Line: p.Pos.Line, Col: p.Pos.Col, Message: p.Msg})
 		}
 		return nil, probs
 	}
 	if err := cfg.ApplyAPI(config.APIOverridesFromEnv(os.Getenv)); err != nil {
-		return nil, []problem{{Message: err.Error()}}
+		return nil, []Problem{{Message: err.Error()}}
 	}
 	o := config.RegistryOverridesFromEnv(os.Getenv)
 	if registryURL != "" {
@@ -259,7 +221,7 @@ func loadApplied(path, registryURL string, schemas map[string]config.SchemaField
 	// A registry format needs a URL, from the file, the environment or
 	// --registry.
 	if err := cfg.ApplyRegistry(o); err != nil {
-		return cfg, []problem{{Message: err.Error()}}
+		return cfg, []Problem{{Message: err.Error()}}
 	}
 	return cfg, nil
 }
@@ -268,14 +230,14 @@ func loadApplied(path, registryURL string, schemas map[string]config.SchemaField
 // does not answer within it is reported as unreachable.
 const registryTimeout = 10 * time.Second
 
-// checkRegistryFlag refuses a --registry that is not an http(s) URL.
-func checkRegistryFlag(s string) error {
+// CheckRegistryURL refuses a --registry that is not an http(s) URL.
+func CheckRegistryURL(s string) error {
 	if s == "" {
 		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return exitError{code: 2, msg: fmt.Sprintf("router validate: --registry %q: give the registry's http or https URL without credentials (they come from schema_registry.username and %s)", s, config.EnvRegistryPassword)}
+		return cliexit.Usage("router validate: --registry %q: give the registry's http or https URL without credentials (they come from schema_registry.username and %s)", s, config.EnvRegistryPassword)
 	}
 	return nil
 }
@@ -295,7 +257,7 @@ func (rc *registryCheck) note(in config.Input, format string, args ...any) {
 // fetchSchemas asks the registry for the latest schema of each
 // registry-backed input's subject (<topic>-value, the Confluent
 // serializers' default), with the credentials and TLS router run uses.
-func fetchSchemas(cfg *config.Config) registryCheck {
+func fetchSchemas(cfg *config.Config, offline bool) registryCheck {
 	rc := registryCheck{schemas: map[string]config.SchemaFields{}}
 	var ins []config.Input
 	for _, in := range cfg.Inputs {
@@ -304,6 +266,12 @@ func fetchSchemas(cfg *config.Config) registryCheck {
 		}
 	}
 	if len(ins) == 0 {
+		return rc
+	}
+	if offline {
+		for _, in := range ins {
+			rc.note(in, "--offline: the registry is not asked")
+		}
 		return rc
 	}
 	regURL := cfg.SchemaRegistry.URL
@@ -421,4 +389,14 @@ func isTestFile(path string) bool {
 	_, top := probe["topology"]
 	_, app := probe["application_id"]
 	return t && top && !app
+}
+
+// dirOf is the folder of a topology file with its trailing slash ("" for
+// a bare name), as config.Compile takes it (serve.DirOf; validate does
+// not import the runtime's wiring).
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i+1]
+	}
+	return ""
 }
