@@ -267,3 +267,21 @@ func TestDocFromJSONCanonical(t *testing.T) {
 		t.Fatal("an array was taken as a document")
 	}
 }
+
+// TestAuditUnknownTopicFailsAtOnce: a misspelt topic is an error at once,
+// not a wait for its end offsets until the timeout.
+func TestAuditUnknownTopicFailsAtOnce(t *testing.T) {
+	w := newWorld(t, []rec{{"a", val(`{"n":1}`)}})
+	_, srv := newFakeES(t, "idx", w.es)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err := Run(ctx, Options{Brokers: w.brokers, Topic: "no-such-topic", Dir: t.TempDir(),
+		Elasticsearch: &ESTarget{URL: srv.URL, Index: "idx"}})
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("err = %v, want: topic does not exist", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %s to say so", d)
+	}
+}

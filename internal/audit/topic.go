@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/readback"
@@ -41,6 +42,9 @@ func (s *topicStore) close() error { return s.db.Close() }
 // key kept. A record without a key is refused: no sink can place it.
 func (s *topicStore) load(ctx context.Context, brokers []string, opts []kgo.Opt, topic string) (topicStats, error) {
 	var st topicStats
+	if err := topicExists(ctx, brokers, opts, topic); err != nil {
+		return st, err
+	}
 	b := s.db.NewIndexedBatch()
 	err := readback.Each(ctx, brokers, opts, func(r *kgo.Record) error {
 		st.records++
@@ -98,6 +102,24 @@ func (s *topicStore) load(ctx context.Context, brokers []string, opts []kgo.Opt,
 		}
 	}
 	return st, it.Error()
+}
+
+// topicExists fails at once on a topic the brokers do not know (the
+// read-back would wait for its end offsets until the timeout).
+func topicExists(ctx context.Context, brokers []string, opts []kgo.Opt, topic string) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("list topic %s: %w", topic, err)
+	}
+	if d, ok := td[topic]; !ok || d.Err != nil {
+		return fmt.Errorf("topic %s does not exist", topic)
+	}
+	return nil
 }
 
 // topicIter walks the live keys (tombstones skipped) in key order.
