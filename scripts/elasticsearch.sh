@@ -116,24 +116,9 @@ answers() { [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$BASE_URL
 
 # The JVM carries -Dsidestream.elasticsearch.dir=<dir>: that, not the
 # port, says which server a process is.
-is_ours() { # pid
-  local pid="$1"
-  [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "-Dsidestream.elasticsearch.dir=$DATA_DIR"
-}
+is_ours() { svc_cmdline_has "$1" "-Dsidestream.elasticsearch.dir=$DATA_DIR"; }
 
-server_pid() {
-  local pid d
-  if [[ -f "$PID_FILE" ]]; then
-    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && is_ours "$pid"; then echo "$pid"; return 0; fi
-  fi
-  for d in /proc/[0-9]*; do
-    pid="${d#/proc/}"
-    if is_ours "$pid"; then echo "$pid"; return 0; fi
-  done
-  return 1
-}
+server_pid() { svc_find_pid "$PID_FILE" is_ours; }
 
 # Every index this server creates gets 0 replicas: one node can hold no
 # replica, and a yellow index is not what the tests mean to check.
