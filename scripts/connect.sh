@@ -48,8 +48,10 @@ STOP_TIMEOUT=60
 
 pom_hash() { cat "$SCRIPT_DIR"/connect/*/pom.xml | { cat; echo "kafka.version=$KAFKA_VERSION"; } | sha256sum | cut -d' ' -f1; }
 
-# Fill $CONNECT_HOME/libs (the worker) and $CONNECT_HOME/plugins/jdbc (the
-# connector and the MariaDB driver, isolated by plugin.path), once.
+# Fill $CONNECT_HOME/libs (the worker), $CONNECT_HOME/plugins/jdbc (the
+# connector and the MariaDB driver) and $CONNECT_HOME/plugins/camel-elasticsearch
+# (Camel Kafka Connector with the elasticsearch-rest component), each plugin
+# isolated by plugin.path, once.
 resolve() {
   local marker="$CONNECT_HOME/.resolved"
   [[ -f "$marker" && "$(cat "$marker")" == "$(pom_hash)" ]] && return 0
@@ -58,12 +60,12 @@ resolve() {
   exec 8>"$CONNECT_HOME.lock"
   flock 8
   if [[ -f "$marker" && "$(cat "$marker")" == "$(pom_hash)" ]]; then exec 8>&-; return 0; fi
-  log "resolving Kafka Connect $KAFKA_VERSION and the Debezium JDBC sink from Maven Central ..."
+  log "resolving Kafka Connect $KAFKA_VERSION, the Debezium JDBC sink and the Camel Elasticsearch sink from Maven Central ..."
   local start=$SECONDS tmp="$CONNECT_HOME.tmp.$$"
   rm -rf "$tmp"; mkdir -p "$tmp"
   local what dest
-  for what in runtime jdbc; do
-    dest="$tmp/libs"; [[ $what == jdbc ]] && dest="$tmp/plugins/jdbc"
+  for what in runtime jdbc camel-elasticsearch; do
+    dest="$tmp/plugins/$what"; [[ $what == runtime ]] && dest="$tmp/libs"
     if ! mvn -B -q --no-transfer-progress -f "$SCRIPT_DIR/connect/$what/pom.xml" \
         -Dkafka.version="$KAFKA_VERSION" dependency:copy-dependencies -DincludeScope=runtime \
         -DoutputDirectory="$dest" </dev/null >"$tmp/mvn-$what.log" 2>&1 8>&-; then
@@ -72,10 +74,25 @@ resolve() {
       die "mvn could not resolve scripts/connect/$what/pom.xml"
     fi
   done
+  camel_service_jar "$tmp/plugins/camel-elasticsearch" || { rm -rf "$tmp"; die "could not write the Camel sink's ServiceLoader jar"; }
   pom_hash >"$tmp/.resolved"
   rm -rf "$CONNECT_HOME"; mv "$tmp" "$CONNECT_HOME"
   log "resolved in $((SECONDS - start)) s ($(du -sh "$CONNECT_HOME" | cut -f1))"
   exec 8>&-
+}
+
+# camel_service_jar DIR: Camel Kafka Connector 0.11.0 has no KIP-898
+# manifest, so a worker with plugin.discovery=service_load would not list
+# it: a jar of that one manifest, naming its sink connector, joins it.
+camel_service_jar() {
+  local dir="$1" src
+  src="$(mktemp -d)"
+  mkdir -p "$src/META-INF/services"
+  echo org.apache.camel.kafkaconnector.CamelSinkConnector >"$src/META-INF/services/org.apache.kafka.connect.sink.SinkConnector"
+  (cd "$src" && jar cf "$dir/sidestream-camel-sink-service.jar" META-INF) 8>&-
+  local rc=$?
+  rm -rf "$src"
+  return $rc
 }
 
 # ------------------------------------------------------------------ MariaDB
@@ -188,10 +205,12 @@ L4J
   ) </dev/null >"$DIR/worker.out" 2>&1 &
   echo $! >"$W_PID"
   local start=$SECONDS
-  until curl -fsS --max-time 10 "http://$HOST:$REST_PORT/connector-plugins" 2>/dev/null | grep -q JdbcSinkConnector; do
+  local plugins=""
+  until plugins="$(curl -fsS --max-time 10 "http://$HOST:$REST_PORT/connector-plugins" 2>/dev/null)" &&
+      grep -q JdbcSinkConnector <<<"$plugins" && grep -q CamelSinkConnector <<<"$plugins"; do
     if ! kill -0 "$(cat "$W_PID")" 2>/dev/null || ((SECONDS - start >= WORKER_START_TIMEOUT)); then
       tail -n 40 "$DIR/worker.log" "$DIR/worker.out" >&2 || true
-      die "the Connect worker did not list JdbcSinkConnector within $WORKER_START_TIMEOUT s (or exited)"
+      die "the Connect worker did not list JdbcSinkConnector and CamelSinkConnector within $WORKER_START_TIMEOUT s (or exited)"
     fi
     sleep 0.5
   done

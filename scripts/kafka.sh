@@ -218,20 +218,7 @@ is_our_broker() { # pid
 }
 
 # Print the broker's pid (from the pid file, else by its command line).
-broker_pid() {
-  local pid
-  if [[ -f "$PID_FILE" ]]; then
-    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && is_our_broker "$pid"; then
-      echo "$pid"; return 0
-    fi
-  fi
-  for d in /proc/[0-9]*; do
-    pid="${d#/proc/}"
-    if is_our_broker "$pid"; then echo "$pid"; return 0; fi
-  done
-  return 1
-}
+broker_pid() { svc_find_pid "$PID_FILE" is_our_broker; }
 
 running_and_ready() {
   broker_pid >/dev/null && port_open "$PORT"

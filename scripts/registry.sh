@@ -134,27 +134,9 @@ port_open() { svc_port_open "$HOST" "$1"; }
 
 # The JVM carries -Dsidestream.registry.dir=<dir>: that, not the port, says
 # which registry a process is.
-is_our_registry() { # pid
-  local pid="$1" cmd
-  [[ -r "/proc/$pid/cmdline" ]] || return 1
-  cmd="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  grep -qxF -- "-Dsidestream.registry.dir=$DATA_DIR" <<<"$cmd"
-}
+is_our_registry() { svc_cmdline_has "$1" "-Dsidestream.registry.dir=$DATA_DIR"; }
 
-registry_pid() {
-  local pid
-  if [[ -f "$PID_FILE" ]]; then
-    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && is_our_registry "$pid"; then
-      echo "$pid"; return 0
-    fi
-  fi
-  for d in /proc/[0-9]*; do
-    pid="${d#/proc/}"
-    if is_our_registry "$pid"; then echo "$pid"; return 0; fi
-  done
-  return 1
-}
+registry_pid() { svc_find_pid "$PID_FILE" is_our_registry; }
 
 # --------------------------------------------------------------- commands
 

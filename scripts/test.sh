@@ -7,10 +7,11 @@
 #   3. a short fuzz run of each fuzz target,
 #   4. the demo end to end (router demo must exit 0 with conservation true),
 #      and the web view (/ui) of a short demo in headless chromium,
-#   5. integration tests on a real Apache Kafka 4.x, Kafka Connect and a
-#      Schema Registry: each started here from Maven Central unless
-#      SIDESTREAM_IT_BROKERS, SIDESTREAM_IT_CONNECT or SIDESTREAM_IT_REGISTRY
-#      names one, and stopped again at the end,
+#   5. integration tests on a real Apache Kafka 4.x, Kafka Connect, a
+#      Schema Registry and Elasticsearch: each started here from Maven
+#      Central unless SIDESTREAM_IT_BROKERS, SIDESTREAM_IT_CONNECT,
+#      SIDESTREAM_IT_REGISTRY or SIDESTREAM_IT_ELASTICSEARCH names one, and
+#      stopped again at the end,
 #   6. the compatibility matrix's Kafka 3.7 and 3.9 rows (scripts/compat.sh:
 #      the exactly-once and window tests, each version on a broker of its
 #      own; docs/compatibility.md).
@@ -19,6 +20,8 @@
 #   SIDESTREAM_IT_BROKERS   use this broker instead of starting one
 #   SIDESTREAM_IT_REGISTRY  use this registry (scripts/registry.sh's, with
 #                           its SIDESTREAM_REGISTRY_PORT and _DIR set)
+#   SIDESTREAM_IT_ELASTICSEARCH  use this Elasticsearch (scripts/elasticsearch.sh's,
+#                           with its SIDESTREAM_ELASTICSEARCH_PORT and _DIR set)
 #   SIDESTREAM_SKIP_IT=1    skip the integration tier (a local quick run;
 #                           CI never sets it)
 #   SIDESTREAM_FUZZTIME     per fuzz target (default 10s)
@@ -107,8 +110,9 @@ step "integration tests (real Apache Kafka)"
 # Each service started here is stopped on exit, the last started first.
 # A flag is set before its start, so a start that fails half way is
 # stopped too (a stop of what is not running is a no-op).
-started="" connect_started="" registry_started=""
+started="" connect_started="" registry_started="" es_started=""
 cleanup() {
+  if [[ -n "$es_started" ]]; then scripts/elasticsearch.sh down || true; fi
   if [[ -n "$registry_started" ]]; then scripts/registry.sh down || true; fi
   if [[ -n "$connect_started" ]]; then scripts/connect.sh down || true; fi
   if [[ -n "$started" ]]; then scripts/kafka.sh down || true; fi
@@ -137,6 +141,16 @@ if [[ -z "${SIDESTREAM_IT_REGISTRY:-}" ]]; then
   registry_env="$(scripts/registry.sh up)"
   export SIDESTREAM_IT_REGISTRY="$(sed -n 's/^SIDESTREAM_IT_REGISTRY=//p' <<<"$registry_env")"
   [[ -n "$SIDESTREAM_IT_REGISTRY" ]] || { echo "scripts/registry.sh up printed no SIDESTREAM_IT_REGISTRY"; exit 1; }
+fi
+# Elasticsearch 7.10.2 for TestHandoff*: one node in one JVM (Maven
+# Central, docs/handoff.md); the Camel sink that feeds it runs in the
+# Connect worker above. TestHandoffIsolation stops and starts it with
+# scripts/elasticsearch.sh and this environment.
+if [[ -z "${SIDESTREAM_IT_ELASTICSEARCH:-}" ]]; then
+  es_started=1
+  es_env="$(scripts/elasticsearch.sh up)"
+  export SIDESTREAM_IT_ELASTICSEARCH="$(sed -n 's/^SIDESTREAM_IT_ELASTICSEARCH=//p' <<<"$es_env")"
+  [[ -n "$SIDESTREAM_IT_ELASTICSEARCH" ]] || { echo "scripts/elasticsearch.sh up printed no SIDESTREAM_IT_ELASTICSEARCH"; exit 1; }
 fi
 # -timeout catches a hang; it is no budget: the whole tier on a loaded
 # machine twice as slow as a quiet one must stay well under it.

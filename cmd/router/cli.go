@@ -42,6 +42,7 @@ type cli struct {
 	Tail       tailCmd       `cmd:"" help:"Print a route's records (read_committed)."`
 	Redrive    redriveCmd    `cmd:"" help:"Re-inject side records (dirty, late) into a topic, in transactions."`
 	Reset      resetCmd      `cmd:"" help:"Reprocess from scratch: move input offsets, delete internal topics and state."`
+	Audit      auditCmd      `cmd:"" help:"Compare a route's topic with its Elasticsearch index and MySQL table, key by key (exit 1 on drift)."`
 	Completion completionCmd `cmd:"" help:"Print the shell code that completes router's commands and flags."`
 }
 

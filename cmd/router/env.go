@@ -19,11 +19,11 @@ var knownEnv = func() map[string]bool {
 }()
 
 // toolEnvPrefixes are the repository's test and script settings
-// (scripts/kafka.sh, registry.sh, connect.sh, test.sh, ui-test.sh,
-// helm.sh, lint.sh, release.sh, compat.sh, the integration and memory
-// tests), not the router's. registry.sh's are named in full: a
+// (scripts/kafka.sh, registry.sh, connect.sh, elasticsearch.sh, test.sh,
+// ui-test.sh, helm.sh, lint.sh, release.sh, compat.sh, the integration
+// and memory tests), not the router's. registry.sh's are named in full: a
 // SIDESTREAM_REGISTRY_URL is a misspelt SIDESTREAM_SCHEMA_REGISTRY_URL.
-var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG", "SIDESTREAM_UI_", "SIDESTREAM_MEMBOUND_", "SIDESTREAM_HELM_", "SIDESTREAM_GOLANGCI_", "SIDESTREAM_RELEASE_", "SIDESTREAM_CYCLONEDX_", "SIDESTREAM_COMPAT_"}
+var toolEnvPrefixes = []string{"SIDESTREAM_IT_", "SIDESTREAM_KAFKA_", "SIDESTREAM_REGISTRY_PORT", "SIDESTREAM_REGISTRY_DIR", "SIDESTREAM_REGISTRY_HEAP_OPTS", "SIDESTREAM_REGISTRY_START_TIMEOUT", "SIDESTREAM_REGISTRY_STOP_TIMEOUT", "SIDESTREAM_CONNECT_", "SIDESTREAM_MARIADB_", "SIDESTREAM_SKIP_", "SIDESTREAM_CACHE", "SIDESTREAM_FUZZTIME", "SIDESTREAM_TEST_LOG", "SIDESTREAM_UI_", "SIDESTREAM_MEMBOUND_", "SIDESTREAM_HELM_", "SIDESTREAM_GOLANGCI_", "SIDESTREAM_RELEASE_", "SIDESTREAM_CYCLONEDX_", "SIDESTREAM_COMPAT_", "SIDESTREAM_ELASTICSEARCH_"}
 
 // unknownEnv lists, sorted, the SIDESTREAM_* variables of environ the
 // router does not read: most likely misspelt (SIDESTREAM_BROKER).

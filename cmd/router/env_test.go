@@ -81,54 +81,64 @@ func TestKnownEnvComplete(t *testing.T) {
 // TestRunFlagsFromSettings: the flags of router run (kong's model of the
 // cli struct) are the settings spec's (config.Settings): each with the
 // spec's default and allowed values, each process flag read from the
-// variable the spec names, and no flag of the spec missing.
+// variable the spec names, and no flag of the spec missing (a spec flag
+// of another command, Command, is looked up there).
 func TestRunFlagsFromSettings(t *testing.T) {
-	spec := map[string]config.Setting{}
-	for _, s := range config.Settings {
-		if s.Flag != "" {
-			spec[strings.TrimPrefix(s.Flag, "--")] = s
-		}
-	}
 	parser, err := newParser(new(cli), io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run *kong.Node
+	flags := map[string]*kong.Flag{} // "command --name"
 	for _, c := range parser.Model.Children {
-		if c.Name == "run" {
-			run = c
+		for _, f := range c.Flags {
+			flags[c.Name+" --"+f.Name] = f
 		}
 	}
-	if run == nil {
-		t.Fatal("no run command in the cli model")
-	}
-	for _, f := range run.Flags {
-		s, ok := spec[f.Name]
-		delete(spec, f.Name)
-		if !ok {
-			t.Errorf("router run has --%s, which config.Settings lacks", f.Name)
+	seen := map[string]bool{}
+	for _, s := range config.Settings {
+		if s.Flag == "" {
 			continue
 		}
-		def := f.Default
-		if def == "" && s.Type == "bool" {
-			def = "false"
+		cmd := s.Command
+		if cmd == "" {
+			cmd = "run"
 		}
-		if s.Path == "" && def != s.Default {
-			t.Errorf("--%s defaults to %q, the spec says %q", f.Name, f.Default, s.Default)
+		f, ok := flags[cmd+" "+s.Flag]
+		seen[cmd+" "+s.Flag] = true
+		if !ok {
+			t.Errorf("config.Settings declares %s %s, which router %s lacks", cmd, s.Flag, cmd)
+			continue
 		}
-		if s.Path == "" && f.Enum != strings.Join(s.Enum, ",") {
-			t.Errorf("--%s allows %q, the spec %q", f.Name, f.Enum, s.Enum)
-		}
-		var want []string
-		if s.Path == "" && s.Env != "" {
-			want = []string{s.Env} // a file setting's variable is the config's to read
-		}
-		if !slices.Equal(f.Envs, want) {
-			t.Errorf("--%s reads %q, the spec names %q", f.Name, f.Envs, want)
+		checkFlag(t, s, f)
+	}
+	for key := range flags {
+		if strings.HasPrefix(key, "run --") && !seen[key] {
+			t.Errorf("router %s, which config.Settings lacks", key)
 		}
 	}
-	for name := range spec {
-		t.Errorf("config.Settings declares --%s, which router run lacks", name)
+}
+
+// checkFlag holds one flag to its setting: a process flag's default,
+// allowed values and variable are the spec's; a file setting's variable
+// is the config's to read, not the flag's.
+func checkFlag(t *testing.T, s config.Setting, f *kong.Flag) {
+	t.Helper()
+	def := f.Default
+	if def == "" && s.Type == "bool" {
+		def = "false"
+	}
+	if s.Path == "" && def != s.Default {
+		t.Errorf("%s defaults to %q, the spec says %q", s.Flag, f.Default, s.Default)
+	}
+	if s.Path == "" && f.Enum != strings.Join(s.Enum, ",") {
+		t.Errorf("%s allows %q, the spec %q", s.Flag, f.Enum, s.Enum)
+	}
+	var want []string
+	if s.Path == "" && s.Env != "" {
+		want = []string{s.Env}
+	}
+	if !slices.Equal(f.Envs, want) {
+		t.Errorf("%s reads %q, the spec names %q", s.Flag, f.Envs, want)
 	}
 }
 

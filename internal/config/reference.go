@@ -31,7 +31,11 @@ func ReferencePage() []byte {
 		if s.Path != "" {
 			continue
 		}
-		row(&b, orDash(code(s.Flag)), orDash(code(s.Env)), typeCell(s), defaultCell(s), s.Doc)
+		flag := s.Flag
+		if s.Command != "" {
+			flag = s.Command + " " + flag
+		}
+		row(&b, orDash(code(flag)), orDash(code(s.Env)), typeCell(s), defaultCell(s), s.Doc)
 	}
 	b.WriteString("\n## Notes\n")
 	for _, s := range Settings {

@@ -41,6 +41,8 @@ type Setting struct {
 	// that override it ("" for none).
 	Env  string
 	Flag string
+	// Command is the subcommand whose flag Flag is, when not `run`.
+	Command string
 	// Doc is one line for the reference page.
 	Doc string
 	// Notes, when one line is not enough, say more; the page prints
@@ -68,6 +70,7 @@ const (
 	EnvStaticMembership = "SIDESTREAM_STATIC_MEMBERSHIP"
 	EnvLogLevel         = "SIDESTREAM_LOG_LEVEL"
 	EnvLogFormat        = "SIDESTREAM_LOG_FORMAT"
+	EnvAuditMySQLDSN    = "SIDESTREAM_AUDIT_MYSQL_DSN"
 )
 
 // Types as the reference page names them.
@@ -248,6 +251,7 @@ var processSettings = []Setting{
 	{Flag: "--transaction-timeout", Type: tDuration, Default: "10s", Doc: "the broker-side transaction timeout"},
 	{Flag: "--session-timeout", Type: tDuration, Doc: "how soon a dead member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)"},
 	{Env: EnvLogLevel, Flag: "--log-level", Type: tString, Default: "info", Enum: []string{"debug", "info", "warn", "error"}, Doc: "the log level; the Kafka client's per-commit lines are at debug"},
+	{Env: EnvAuditMySQLDSN, Flag: "--mysql-dsn", Command: "audit", Type: tSecret, Doc: "`router audit`: the MySQL DSN of the sink to compare, `user:password@tcp(host:3306)/db`"},
 	{Env: EnvLogFormat, Flag: "--log-format", Type: tString, Default: "text", Enum: []string{"text", "json"}, Doc: "the log format"},
 }
 

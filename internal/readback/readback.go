@@ -24,9 +24,22 @@ func ReadCommitted(ctx context.Context, brokers []string, topics ...string) ([]*
 // ReadCommittedWith is ReadCommitted with more client options for both of
 // its clients, such as the TLS and SASL options of kclient.SecurityOpts.
 func ReadCommittedWith(ctx context.Context, brokers []string, opts []kgo.Opt, topics ...string) ([]*kgo.Record, error) {
+	var out []*kgo.Record
+	err := Each(ctx, brokers, opts, func(r *kgo.Record) error {
+		out = append(out, r)
+		return nil
+	}, topics...)
+	return out, err
+}
+
+// Each hands every committed record of topics to fn, in partition order,
+// without keeping them: what ReadCommittedWith collects, for a reader of
+// more records than fit in memory (router audit). An error from fn stops
+// the read and is returned.
+func Each(ctx context.Context, brokers []string, opts []kgo.Opt, fn func(*kgo.Record) error, topics ...string) error {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	adm := kadm.NewClient(cl)
 	ends, err := stableEnds(ctx, adm, topics)
@@ -36,8 +49,53 @@ func ReadCommittedWith(ctx context.Context, brokers []string, opts []kgo.Opt, to
 	}
 	cl.Close()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	offsets, remaining := readFrom(ends, starts)
+	if remaining == 0 {
+		return nil
+	}
+	rc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, opts...)...)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	done := map[string]map[int32]bool{}
+	for remaining > 0 {
+		fs := rc.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read back: %d partitions not read to the end: %w", remaining, err)
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("read back %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
+		}
+		var ferr error
+		fs.EachRecord(func(r *kgo.Record) {
+			if ferr != nil {
+				return
+			}
+			if !r.Attrs.IsControl() {
+				ferr = fn(r)
+			}
+			if r.Offset+1 >= ends[r.Topic][r.Partition] && !done[r.Topic][r.Partition] {
+				if done[r.Topic] == nil {
+					done[r.Topic] = map[int32]bool{}
+				}
+				done[r.Topic][r.Partition] = true
+				remaining--
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+	}
+	return nil
+}
+
+// readFrom is where each partition with records left is read from, and
+// how many there are.
+func readFrom(ends map[string]map[int32]int64, starts kadm.ListedOffsets) (map[string]map[int32]kgo.Offset, int) {
 	offsets := map[string]map[int32]kgo.Offset{}
 	remaining := 0
 	for t, ps := range ends {
@@ -59,39 +117,7 @@ func ReadCommittedWith(ctx context.Context, brokers []string, opts []kgo.Opt, to
 			}
 		}
 	}
-	if remaining == 0 {
-		return nil, nil
-	}
-	rc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(offsets),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords()}, opts...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	var out []*kgo.Record
-	done := map[string]map[int32]bool{}
-	for remaining > 0 {
-		fs := rc.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("read back: %d partitions not read to the end: %w", remaining, err)
-		}
-		for _, fe := range fs.Errors() {
-			return out, fmt.Errorf("read back %s[%d]: %w", fe.Topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-			if r.Offset+1 >= ends[r.Topic][r.Partition] && !done[r.Topic][r.Partition] {
-				if done[r.Topic] == nil {
-					done[r.Topic] = map[int32]bool{}
-				}
-				done[r.Topic][r.Partition] = true
-				remaining--
-			}
-		})
-	}
-	return out, nil
+	return offsets, remaining
 }
 
 // stableEnds waits until every partition's last stable offset equals its

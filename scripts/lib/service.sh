@@ -82,3 +82,26 @@ svc_remove_dir() {
 
 # svc_usage SCRIPT: prints SCRIPT's header comment, up to `set -euo`.
 svc_usage() { sed -n '2,/^set -euo/p' "$1" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
+
+# svc_cmdline_has PID ARG: the process's command line holds ARG as one
+# whole argument (a -D property names which server a JVM is, not its port).
+svc_cmdline_has() {
+  [[ -r "/proc/$1/cmdline" ]] || return 1
+  tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "$2"
+}
+
+# svc_find_pid PID_FILE MATCH: print the pid of our server: the pid file's
+# when MATCH (a function taking a pid) says it is ours, else the first
+# process MATCH accepts; exit 1 when there is none.
+svc_find_pid() {
+  local pidfile="$1" match="$2" pid d
+  if [[ -f "$pidfile" ]]; then
+    pid="$(cat "$pidfile" 2>/dev/null || true)"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && "$match" "$pid"; then echo "$pid"; return 0; fi
+  fi
+  for d in /proc/[0-9]*; do
+    pid="${d#/proc/}"
+    if "$match" "$pid"; then echo "$pid"; return 0; fi
+  done
+  return 1
+}
