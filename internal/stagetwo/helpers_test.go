@@ -41,4 +41,6 @@ func checkConserved(t fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record
 	stageonetest.CheckConserved(t, top, r, outs, tally, stageone.RecordSize)
 }
 
-func newEngine(t *plan.Plan) *recordRunner { return &recordRunner{Engine: stageone.New(t), now: time.Now} }
+func newEngine(t *plan.Plan) *recordRunner {
+	return &recordRunner{Engine: stageone.New(t), now: time.Now}
+}
