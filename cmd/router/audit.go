@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"strings"
 	"time"
-
-	_ "github.com/go-sql-driver/mysql" // the MySQL sink's table
 
 	"github.com/sidestream/sidestream/internal/audit"
 	"github.com/sidestream/sidestream/internal/kclient"
@@ -59,17 +55,11 @@ func (c *auditCmd) Run(e runEnv) error {
 	if len(opts.Brokers) == 0 {
 		return usage("no brokers: give --brokers or SIDESTREAM_BROKERS")
 	}
-	if c.EsURL != "" {
-		opts.Elasticsearch = &audit.ESTarget{URL: c.EsURL, Index: orLower(c.EsIndex, opts.Topic)}
+	closeSinks, err := audit.Sinks{ESURL: c.EsURL, ESIndex: c.EsIndex, MySQLDSN: c.MysqlDSN, MySQLTable: c.MysqlTable, MySQLKey: c.MysqlKey}.Open(&opts)
+	if err != nil {
+		return usage(err.Error())
 	}
-	if c.MysqlDSN != "" {
-		db, err := sql.Open("mysql", c.MysqlDSN)
-		if err != nil {
-			return usage("--mysql-dsn: " + err.Error())
-		}
-		defer db.Close()
-		opts.MySQL = &audit.MySQLTarget{DB: db, Table: orLower(c.MysqlTable, opts.Topic), KeyColumn: c.MysqlKey}
-	}
+	defer closeSinks()
 	ctx, cancel := context.WithTimeout(e.ctx, c.Timeout)
 	defer cancel()
 	rep, err := audit.Run(ctx, opts)
@@ -87,11 +77,4 @@ func (c *auditCmd) Run(e runEnv) error {
 		return exitError{code: 1}
 	}
 	return nil
-}
-
-func orLower(v, topic string) string {
-	if v != "" {
-		return v
-	}
-	return strings.ToLower(topic)
 }
