@@ -87,11 +87,11 @@ func TestConnectSinkContract(t *testing.T) {
 
 var envRef = regexp.MustCompile(`\$\{env:([A-Za-z0-9_]+)\}`)
 
-// Every ${env:NAME} a shipped config reads is documented in the README,
-// the one mechanism by which deployments (and the tests) fill in hosts,
-// ports and topics.
+// Every ${env:NAME} a shipped config reads is documented in the hand-off
+// page (docs/handoff.md), the one mechanism by which deployments (and the
+// tests) fill in hosts, ports and topics.
 func TestConnectEnvDocumented(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "handoff.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestConnectEnvDocumented(t *testing.T) {
 		}
 		for _, m := range envRef.FindAllStringSubmatch(string(b), -1) {
 			if !strings.Contains(string(readme), m[1]) {
-				t.Errorf("%s reads ${env:%s}, which README.md does not document", filepath.Base(f), m[1])
+				t.Errorf("%s reads ${env:%s}, which docs/handoff.md does not document", filepath.Base(f), m[1])
 			}
 		}
 	}
