@@ -84,6 +84,29 @@ func TestFileMapTrue(t *testing.T) {
 			t.Errorf("DESIGN.md's file map lists %s, which does not exist", f)
 		}
 	}
+	listed := map[string]bool{}
+	for _, d := range dirs {
+		listed[d] = true
+	}
+	// Every folder of internal/ with code of its own has its line.
+	_ = filepath.WalkDir(filepath.Join(root, "internal"), func(path string, e os.DirEntry, err error) error {
+		if err != nil || !e.IsDir() || e.Name() == "testdata" {
+			if e != nil && e.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel) + "/"
+		code, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		for _, f := range code {
+			if !strings.HasSuffix(f, "_test.go") && filepath.Base(f) != "doc.go" && !listed[rel] {
+				t.Errorf("%s holds code but has no line in DESIGN.md's file map", rel)
+				break
+			}
+		}
+		return nil
+	})
 	for _, d := range dirs {
 		got, err := filepath.Glob(filepath.Join(root, d, "*.go"))
 		if err != nil {
