@@ -955,7 +955,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	// Both harness clients ask for metadata again after 250 ms, as the
 	// contenders do (client.metadata_min_age): a NOT_LEADER on a topic
 	// created just above held the paced records 5 s, and the phase's p50
-	// with them (docs/benchmarks.md, "The 5 s stall").
+	// with them (docs/benchmarks-history.md, "The 5 s stall").
 	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputs(id, valueSuffixes)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(50*time.Millisecond), kgo.MetadataMinAge(config.DefaultMetadataMinAge))

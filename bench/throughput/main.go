@@ -403,7 +403,7 @@ func passOpts(brokers []string, group, topic, out string, clk *clock) []kgo.Opt 
 		// The router's metadata age (client.metadata_min_age): with
 		// franz-go's 5 s a produce refused NOT_LEADER on an output the
 		// harness had just created held the first flush up to 5 s in
-		// one run and not the next (docs/benchmarks.md, "The 5 s stall").
+		// one run and not the next (docs/benchmarks-history.md, "The 5 s stall").
 		kgo.MetadataMinAge(config.DefaultMetadataMinAge),
 	}
 }

@@ -63,7 +63,7 @@ type Client struct {
 	// NOT_LEADER_FOR_PARTITION (a leader moved: a broker restarted, a
 	// topic was just created) holds the partition's records until the
 	// next metadata response; with 5 s a flush, and so the commit of an
-	// interval, waited up to 5 s (docs/benchmarks.md, "The 5 s stall").
+	// interval, waited up to 5 s (docs/benchmarks-history.md, "The 5 s stall").
 	MetadataMinAge Duration `yaml:"metadata_min_age"`
 	// Compression is the codec of every produced record batch: none,
 	// gzip, snappy, lz4 or zstd (franz-go's own default is snappy). A batch
