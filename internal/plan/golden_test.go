@@ -6,8 +6,6 @@ import (
 	"github.com/sidestream/sidestream/internal/golden"
 )
 
-var update = golden.Update
-
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	golden.Check(t, path, got)
