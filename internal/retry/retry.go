@@ -36,14 +36,18 @@ func (b *Backoff) Reset() { b.exp.Reset() }
 // Ceiling is the longest wait of the schedule.
 func (b *Backoff) Ceiling() time.Duration { return b.ceiling }
 
-// Wait waits d, calling tick (when not nil) at once and every second
+// TickEvery is how often Wait calls its tick: well inside any stall
+// limit, so a loop that waits on purpose never reads as stalled.
+const TickEvery = 250 * time.Millisecond
+
+// Wait waits d, calling tick (when not nil) at once and every TickEvery
 // meanwhile (a waiting process is alive on purpose: its health check
 // must say so); false when ctx ended first.
 func Wait(ctx context.Context, d time.Duration, tick func()) bool {
 	if tick == nil {
 		tick = func() {}
 	}
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(TickEvery)
 	defer t.Stop()
 	end := time.NewTimer(d)
 	defer end.Stop()

@@ -40,19 +40,19 @@ func TestBackoffBounds(t *testing.T) {
 }
 
 // TestWait: a wait ends when its time is up (true) or when ctx ends
-// (false, at once), ticking at once and every second meanwhile.
+// (false, at once), ticking at once and every TickEvery meanwhile.
 func TestWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ticks := 0
 		start := time.Now()
-		if !Wait(context.Background(), 3500*time.Millisecond, func() { ticks++ }) {
+		if !Wait(context.Background(), 3600*time.Millisecond, func() { ticks++ }) {
 			t.Fatal("Wait without cancel returned false")
 		}
-		if took := time.Since(start); took != 3500*time.Millisecond {
-			t.Fatalf("waited %s, want 3.5s", took)
+		if took := time.Since(start); took != 3600*time.Millisecond {
+			t.Fatalf("waited %s, want 3.6s", took)
 		}
-		if ticks != 4 { // at once, then at 1, 2 and 3 s
-			t.Fatalf("ticked %d times, want 4", ticks)
+		if want := 1 + int(3600*time.Millisecond/TickEvery); ticks != want { // at once, then each TickEvery
+			t.Fatalf("ticked %d times, want %d", ticks, want)
 		}
 
 		ctx, cancel := context.WithCancel(context.Background())

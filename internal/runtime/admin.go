@@ -29,7 +29,8 @@ func (p *Processor) waitForBrokers(ctx context.Context, adm *kadm.Client) error 
 	retries := retry.New(250*time.Millisecond, 10*time.Second)
 	for {
 		reqCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := adm.BrokerMetadata(reqCtx)
+		var err error
+		p.alive(func() { _, err = adm.BrokerMetadata(reqCtx) })
 		cancel()
 		if err == nil {
 			return nil

@@ -339,6 +339,26 @@ func (p *Processor) idle(ctx context.Context, d time.Duration) bool {
 	return retry.Wait(ctx, d, p.obs.Loop)
 }
 
+// alive runs f, a call that may block for seconds while the router
+// waits on purpose, with the poll loop marked alive meanwhile.
+func (p *Processor) alive(f func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(retry.TickEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.obs.Loop()
+			}
+		}
+	}()
+	f()
+	close(done)
+}
+
 func nilIfDone(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
