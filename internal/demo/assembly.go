@@ -68,7 +68,7 @@ func generateParts(ctx context.Context, brokers []string, top *plan.Plan, record
 // fired).
 func assembliesDone(top *plan.Plan, m *metrics.Metrics, closeAll bool) bool {
 	for _, r := range top.Assemblies() {
-		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Assembly.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
+		if testutil.ToFloat64(m.Repartitioned.WithLabelValues(r.Assembly.RepartitionTopic)) < testutil.ToFloat64(m.RouteIn.WithLabelValues(r.Name)) {
 			return false
 		}
 	}

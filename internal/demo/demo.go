@@ -634,7 +634,7 @@ func done(top *plan.Plan, m *metrics.Metrics, produced int64, closeAll bool) boo
 		return false
 	}
 	for _, r := range top.Windows() {
-		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Window.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
+		if testutil.ToFloat64(m.Repartitioned.WithLabelValues(r.Window.RepartitionTopic)) < testutil.ToFloat64(m.RouteIn.WithLabelValues(r.Name)) {
 			return false
 		}
 	}

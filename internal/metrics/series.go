@@ -44,9 +44,11 @@ func (m *Metrics) SetBuildInfo(version, revision, goVersion string) {
 // in an alert sees the first increment (a series born at 1 has no
 // increase).
 type Series struct {
-	Consumed      []string    // consumed topics (inputs and repartition topics)
+	Consumed      []string    // input topics
+	Repartitioned []string    // repartition topics
 	Redriven      []string    // input topics
-	Routes        []string    // every route written to
+	Routes        []string    // every route
+	Written       [][2]string // route, topic: every topic the router writes records to
 	Dirty         [][2]string // stage, reason
 	Dropped       []string    // reasons
 	Aborts        []string    // reasons
@@ -69,8 +71,15 @@ func (m *Metrics) Preset(s Series) {
 	for _, t := range s.Redriven {
 		m.Redriven.WithLabelValues(t)
 	}
+	for _, t := range s.Repartitioned {
+		m.Repartitioned.WithLabelValues(t)
+	}
 	for _, r := range s.Routes {
-		m.RouteWritten.WithLabelValues(r)
+		m.RouteIn.WithLabelValues(r)
+		m.RouteRecords.WithLabelValues(r)
+	}
+	for _, k := range s.Written {
+		m.RouteWritten.WithLabelValues(k[0], k[1])
 	}
 	for _, k := range s.Dirty {
 		m.Dirty.WithLabelValues(k[0], k[1])

@@ -60,7 +60,12 @@ var (
 func Series(top *plan.Plan) metrics.Series {
 	var s metrics.Series
 	rep, _ := top.InternalTopics()
-	s.Consumed = append(top.InputTopics(), rep...)
+	s.Consumed = top.InputTopics()
+	s.Repartitioned = rep
+	writers := top.Writers()
+	for _, t := range top.OutputTopics() {
+		s.Written = append(s.Written, [2]string{writers[t], t})
+	}
 	s.Redriven = top.InputTopics()
 	s.Authz = top.OutputTopics()
 	s.Dirty = append(s.Dirty, dirtyPairs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -93,16 +94,64 @@ type commitLoop struct {
 	// produced is every output's promise, made once: a closure made per
 	// Produce was one allocation per record.
 	produced func(*kgo.Record, error)
+	// written counts the interval's records the broker acknowledged, by
+	// output topic.
+	written written
 }
 
 func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
-	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally()}
+	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally(), written: newWritten(p.top.Writers())}
 	l.produced = func(r *kgo.Record, err error) {
 		if err != nil {
 			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
+			return
 		}
+		l.written.acked(r.Topic)
 	}
 	return l
+}
+
+// written counts acknowledged records per output topic. Its map is
+// built once and only read after, so the promises (on the client's
+// goroutines) read it without a lock; each count is atomic. Records to
+// other topics (repartition records, marks) are not counted here.
+type written map[string]*writtenTopic
+
+type writtenTopic struct {
+	route string
+	n     atomic.Int64
+}
+
+func newWritten(writers map[string]string) written {
+	w := written{}
+	for topic, route := range writers {
+		w[topic] = &writtenTopic{route: route}
+	}
+	return w
+}
+
+func (w written) acked(topic string) {
+	if c := w[topic]; c != nil {
+		c.n.Add(1)
+	}
+}
+
+// take moves the counts into t: after the flush every promise of the
+// interval has run, so they are the interval's. The tally is observed
+// only if the interval commits: records of an aborted transaction (or of
+// an at-least-once interval whose offsets were not committed) are never
+// counted.
+func (w written) take(t *metrics.Tally) {
+	for topic, c := range w {
+		t.AddWritten(c.route, topic, int(c.n.Swap(0)))
+	}
+}
+
+// reset drops what an abandoned interval left.
+func (w written) reset() {
+	for _, c := range w {
+		c.n.Store(0)
+	}
 }
 
 // produce sends an output or a mark; a failure fails the interval.
@@ -136,6 +185,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 		l.mu.Lock()
 		*l.pending = *metrics.NewTally()
 		l.perr.reset()
+		l.written.reset()
 		l.mu.Unlock()
 		for ended := false; !ended; {
 			pollCtx, cancel := context.WithDeadline(ctx, l.pollDeadline(start, interval))
@@ -277,6 +327,7 @@ func (l *commitLoop) end() (committed bool, err error) {
 	if err := l.c.client().Flush(l.endCtx); err != nil {
 		return false, fmt.Errorf("flush: %w", err)
 	}
+	l.written.take(l.pending)
 	return l.c.end(l.endCtx, at, l.pending, l.perr.get())
 }
 

@@ -58,7 +58,7 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 		sb := b.p.Metrics().Snapshot()
 		inputs := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues("logs")) + testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues("logs"))
 		rep := top.Routes[0].Window.RepartitionTopic
-		stage2 := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues(rep)) + testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rep))
+		stage2 := testutil.ToFloat64(a.p.Metrics().Repartitioned.WithLabelValues(rep)) + testutil.ToFloat64(b.p.Metrics().Repartitioned.WithLabelValues(rep))
 		// Every input and every repartitioned ERROR record is consumed
 		// (stage one's dirty records never reach the repartition topic,
 		// so Dirty cannot stand in for stage two's progress).
