@@ -49,7 +49,7 @@ const (
 	// NameRouteRecords is NameRouteIn under its old name, deprecated in
 	// 0.1.0 and removed in 0.2.0: it was documented as records written,
 	// which it never was for window and assembly routes.
-	NameRouteRecords = "sidestream_route_records_total"
+	NameRouteRecords    = "sidestream_route_records_total"
 	NameDirty           = "sidestream_records_dirty_total"
 	NameDropped         = "sidestream_records_dropped_total"
 	NameDirtyTruncated  = "sidestream_dirty_truncated_total"
@@ -334,7 +334,7 @@ type Tally struct {
 	Routes        map[string]int // route: records in
 	// Written counts the records acknowledged, by route and topic (the
 	// loop adds them after its flush; see AddWritten).
-	Written map[[2]string]int
+	Written   map[[2]string]int
 	Dirty     map[[2]string]int
 	Dropped   map[string]int
 	Truncated int
@@ -508,11 +508,11 @@ type Snapshot struct {
 	Routes        map[string]float64 `json:"routes"` // records in, by route
 	// Written is the records written and committed, by topic.
 	Written map[string]float64 `json:"written"`
-	Dirty    float64            `json:"dirty"`
-	Dropped  float64            `json:"dropped"`
-	Commits  float64            `json:"commits"`
-	Aborts   float64            `json:"aborts"`
-	Lag      float64            `json:"lag"`
+	Dirty   float64            `json:"dirty"`
+	Dropped float64            `json:"dropped"`
+	Commits float64            `json:"commits"`
+	Aborts  float64            `json:"aborts"`
+	Lag     float64            `json:"lag"`
 	// Window stage.
 	Aggregated float64            `json:"aggregated"`
 	Late       float64            `json:"late"`
