@@ -159,10 +159,10 @@ function buildGraph(desc, routes) {
 }
 
 function updateGraph(v) {
-  // A window route's topic holds its results, not the records it took.
-  const written = (name) => ("results/" + name) in v.counters ? "results/" + name : "route/" + name;
+  // A route's topic shows the records written to it, not the records the
+  // route took (a window route's results, an assembly route's assemblies).
   for (const x of graph.edgeEls) {
-    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:")) x.counter = written(x.e.from.slice(6));
+    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:")) x.counter = "written/" + x.e.to.slice(6);
     if (!x.counter) continue;
     const r = v.rates[x.counter] || 0;
     const label = (x.e.label ? x.e.label + "  " : "") + fmtRate(r) + "/s";
@@ -172,7 +172,7 @@ function updateGraph(v) {
   // Topics show what their route wrote.
   for (const r of v.routes) {
     const n = graph.nodeEls["topic:" + r.topic];
-    if (n) n.counter = r.kind === "route" ? written(r.name) : r.counter;
+    if (n) n.counter = r.counter;
   }
   for (const x of Object.values(graph.nodeEls)) {
     if (!x.counter) continue;
