@@ -63,7 +63,7 @@ type Result struct {
 	ActiveSeconds float64            `json:"active_seconds"`
 	Waits         map[string]float64 `json:"waits,omitempty"`
 	RecordsPerS   float64            `json:"records_per_second"`
-	Problems     []string         `json:"problems,omitempty"`
+	Problems      []string           `json:"problems,omitempty"`
 	// Warnings say what looks wrong although conservation holds (every
 	// record went to dirty); each is printed on stderr too.
 	Warnings []string `json:"warnings,omitempty"`
