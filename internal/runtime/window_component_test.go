@@ -119,7 +119,7 @@ func TestWindowIdleAdvance(t *testing.T) {
 				}
 			}
 			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), 10, time.Minute) // 5 inputs + 5 repartitioned
+			waitConsumedAll(t, r.p.Metrics(), 10, time.Minute) // 5 inputs + 5 repartitioned
 			if idle > 0 {
 				// ~1 s of idle advance closes the window: awaited, not slept.
 				for deadline := time.Now().Add(time.Minute); r.p.Metrics().Snapshot().Results["final"] == 0; time.Sleep(20 * time.Millisecond) {
