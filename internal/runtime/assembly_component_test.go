@@ -171,7 +171,7 @@ func TestAssembleOrdersExample(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		m := a.p.Metrics()
 		written := testutil.ToFloat64(m.RouteIn.WithLabelValues("assembled"))
-		staged := testutil.ToFloat64(m.Consumed.WithLabelValues(top.Assemblies()[0].Assembly.RepartitionTopic))
+		staged := testutil.ToFloat64(m.Repartitioned.WithLabelValues(top.Assemblies()[0].Assembly.RepartitionTopic))
 		if int(testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts"))) >= half && staged >= written {
 			break
 		}
