@@ -29,6 +29,26 @@ const fail = (msg) => {
 };
 const pass = (name, detail) => result.checks.push(detail === undefined ? name : `${name}: ${detail}`);
 
+// overlappingLabels runs in the page: the pairs of non-empty text
+// elements under sel whose boxes intersect by more than half a pixel.
+function overlappingLabels(sel) {
+  const boxes = [...document.querySelectorAll(sel + " text")].filter((t) => t.textContent.trim() !== "").map((t) => {
+    const b = t.getBBox(), m = t.getCTM();
+    const xs = [b.x, b.x + b.width].flatMap((x) => [b.y, b.y + b.height].map((y) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]));
+    return { text: t.textContent, x0: Math.min(...xs.map((p) => p[0])), x1: Math.max(...xs.map((p) => p[0])),
+      y0: Math.min(...xs.map((p) => p[1])), y1: Math.max(...xs.map((p) => p[1])) };
+  });
+  const out = [];
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+      if (w > 0.5 && h > 0.5) out.push(`"${a.text}" and "${b.text}" (${w.toFixed(1)}x${h.toFixed(1)} px)`);
+    }
+  }
+  return out;
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
@@ -87,6 +107,44 @@ try {
   const rate = await page.$$eval("#graph .edge.active", (es) => es.length);
   if (rate === 0) fail("no edge shows a live rate");
   pass("edges with a live rate", String(rate));
+
+  // No two labels of the graph overlap: every text element's box (getBBox,
+  // in the SVG's coordinates through getCTM) against every other's, once
+  // the edges carry their live rates (their longest labels).
+  await page.waitForTimeout(1200);
+  const overlaps = await page.evaluate(overlappingLabels, "#graph");
+  if (overlaps.length) fail(`${overlaps.length} overlapping graph labels: ${overlaps.slice(0, 8).join("; ")}`);
+  pass("no overlapping graph labels", String(await page.$$eval("#graph text", (ts) => ts.length)) + " labels");
+
+  // Charts of the last minutes: one per route, for dirty and per input,
+  // drawn from /ui/history (a point every 5 s: the first rates need two).
+  for (const r of routes) {
+    await page.waitForSelector(`#charts .chart[data-chart="route:${r}"] svg path.line`, { timeout: 30000 }).catch(() => fail(`no chart for route ${r}`));
+  }
+  await page.waitForFunction(() => [...document.querySelectorAll("#charts .chart-foot span:nth-child(2)")].some((s) => !/^max 0\//.test(s.textContent)), null, { timeout: 30000 })
+    .catch(() => fail("every chart is flat at 0"));
+  pass("rate charts", await page.$$eval("#charts .chart", (cs) => cs.map((c) => c.dataset.chart + " " + c.querySelector(".chart-foot span:nth-child(2)").textContent).join(", ")));
+
+  // Dirty reasons at 0 are folded away behind "show all".
+  const reasonRows = () => page.$$eval("#reasons tr[data-reason]", (trs) => trs.map((tr) => ({ reason: tr.dataset.reason, n: Number(tr.children[1].textContent), shown: !tr.hidden && tr.offsetParent !== null })));
+  let rows = await reasonRows();
+  const zeroShown = rows.filter((r) => r.n === 0 && r.shown), nonZeroHidden = rows.filter((r) => r.n > 0 && !r.shown);
+  if (!rows.some((r) => r.n === 0)) fail("no dirty reason at 0 to fold: " + JSON.stringify(rows));
+  if (zeroShown.length || nonZeroHidden.length) fail(`folding: shown at 0 ${JSON.stringify(zeroShown)}, hidden above 0 ${JSON.stringify(nonZeroHidden)}`);
+  const folded = rows.filter((r) => r.n === 0).length;
+  await page.click("#reasons-toggle");
+  rows = await reasonRows();
+  if (rows.some((r) => !r.shown)) fail("show all left rows hidden: " + JSON.stringify(rows.filter((r) => !r.shown)));
+  await page.click("#reasons-toggle");
+  rows = await reasonRows();
+  if (rows.some((r) => r.n === 0 && r.shown)) fail("hiding again left rows at 0 shown");
+  pass("dirty reasons at 0 folded", `${folded} folded, ${rows.length - folded} shown; show all and back`);
+
+  // Alone in its group (the demo): the cluster view is this instance.
+  await page.waitForSelector("#cluster tr[data-instance].reachable", { timeout: 20000 }).catch(() => fail("the cluster view does not show this instance"));
+  const inst = await page.$$eval("#cluster tr[data-instance]", (trs) => trs.map((tr) => tr.textContent));
+  if (inst.length !== 1) fail("the demo's cluster view lists " + JSON.stringify(inst));
+  pass("cluster view: this instance", inst[0].slice(0, 60));
 
   await page.waitForSelector("#samples-dirty .sample .reason", { timeout: 20000 }).catch(() => fail("no dirty sample"));
   const sample = await page.$eval("#samples-dirty .sample", (d) => ({
