@@ -204,7 +204,7 @@ func (c *Cluster) ask(ctx context.Context, m Member, auth string) (*Status, erro
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, err // it names the method and URL
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {

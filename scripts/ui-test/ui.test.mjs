@@ -11,6 +11,7 @@
 //   UI_URL=http://127.0.0.1:PORT/ui/ UI_ROUTES=error,warn,main,dirty UI_TOKEN=... \
 //   UI_SCREENSHOT=/tmp/ui.png CHROMIUM=/usr/bin/chromium node ui.test.mjs
 import { chromium } from "playwright-core";
+import { overlappingLabels } from "./labels.mjs";
 
 const url = process.env.UI_URL;
 const routes = (process.env.UI_ROUTES || "").split(",").filter(Boolean);
@@ -28,26 +29,6 @@ const fail = (msg) => {
   process.exit(1);
 };
 const pass = (name, detail) => result.checks.push(detail === undefined ? name : `${name}: ${detail}`);
-
-// overlappingLabels runs in the page: the pairs of non-empty text
-// elements under sel whose boxes intersect by more than half a pixel.
-function overlappingLabels(sel) {
-  const boxes = [...document.querySelectorAll(sel + " text")].filter((t) => t.textContent.trim() !== "").map((t) => {
-    const b = t.getBBox(), m = t.getCTM();
-    const xs = [b.x, b.x + b.width].flatMap((x) => [b.y, b.y + b.height].map((y) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]));
-    return { text: t.textContent, x0: Math.min(...xs.map((p) => p[0])), x1: Math.max(...xs.map((p) => p[0])),
-      y0: Math.min(...xs.map((p) => p[1])), y1: Math.max(...xs.map((p) => p[1])) };
-  });
-  const out = [];
-  for (let i = 0; i < boxes.length; i++) {
-    for (let j = i + 1; j < boxes.length; j++) {
-      const a = boxes[i], b = boxes[j];
-      const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0), h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
-      if (w > 0.5 && h > 0.5) out.push(`"${a.text}" and "${b.text}" (${w.toFixed(1)}x${h.toFixed(1)} px)`);
-    }
-  }
-  return out;
-}
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",

@@ -51,7 +51,8 @@ function fmtDur(ms) {
 const graph = { nodes: [], edges: [], nodeEls: {}, edgeEls: [] };
 
 // counterOfEdge says which counter's rate an edge shows.
-function counterOfEdge(e, lateOf) {
+function counterOfEdge(e) {
+  if (e.late) return "late/" + e.late;
   if (e.from.startsWith("input:")) return "consumed/" + e.from.slice(6);
   // The default edge shares its route's counter with the predicate edge:
   // only the latter shows the rate.
@@ -136,10 +137,13 @@ function placeLabels(svg, items, nodeBoxes) {
 function buildGraph(desc, routes) {
   const nodes = desc.nodes.map((n) => ({ ...n }));
   const edges = desc.edges.map((e) => ({ ...e }));
-  // Late routes are not in /topology's graph yet: draw them from the
-  // window route to the late topic.
+  // A late route: /topology draws it as an edge from the window route to
+  // the late topic; an older router's graph lacks it, so it is drawn here
+  // from the window route through a late node to the topic.
   for (const r of routes) {
     if (r.kind !== "late") continue;
+    const drawn = edges.find((e) => e.from === "route:" + r.window && e.to === "topic:" + r.topic);
+    if (drawn) { drawn.late = r.window; continue; }
     nodes.push({ id: "late:" + r.window, kind: "late", label: "late\n" + r.window });
     nodes.push({ id: "topic:" + r.topic, kind: "topic", label: r.topic });
     edges.push({ from: "route:" + r.window, to: "late:" + r.window, label: "too late" });
@@ -191,7 +195,7 @@ function buildGraph(desc, routes) {
     const dx = Math.max((x2 - x1) / 2, 30);
     let cls = "edge";
     if (e.to === "dirty" || e.from === "dirty") cls += " to-dirty";
-    if (e.to.startsWith("late:") || e.from.startsWith("late:")) cls += " to-late";
+    if (e.late || e.to.startsWith("late:") || e.from.startsWith("late:")) cls += " to-late";
     const g = sv("g", { class: cls, "data-from": e.from, "data-to": e.to });
     g.append(sv("path", { d: `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}` }));
     const t = sv("text", { x: 0, y: 0, "text-anchor": "middle", class: "edge-label" }, e.label);
@@ -235,7 +239,7 @@ function topicCounter(r, counters) {
 function updateGraph(v) {
   const written = (name) => topicCounter({ kind: "route", name }, v.counters);
   for (const x of graph.edgeEls) {
-    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:")) x.counter = written(x.e.from.slice(6));
+    if (x.e.from.startsWith("route:") && x.e.to.startsWith("topic:") && !x.e.late) x.counter = written(x.e.from.slice(6));
     if (!x.counter) continue;
     const r = v.rates[x.counter] || 0;
     const label = (x.e.label ? x.e.label + "  " : "") + fmtRate(r) + "/s";
@@ -379,15 +383,16 @@ function fmtSpan(ms) {
 
 // sparkline draws a series as an inline SVG: its area and its line,
 // scaled to its own maximum; no text inside (the numbers are HTML).
-function sparkline(vals, times, span, now) {
+function sparkline(vals, times, span, now, interval) {
   const W = 240, H = 48;
   const svg = sv("svg", { viewBox: `0 0 ${W} ${H}`, preserveAspectRatio: "none", class: "spark", role: "img" });
   const top = Math.max(...vals, 0);
-  const x = (t) => W - ((now - t) / span) * W;
+  const x = (t) => Math.max(0, W - ((now - t) / span) * W);
   const y = (r) => H - 2 - (top > 0 ? (r / top) * (H - 4) : 0);
   if (vals.length) {
-    const pts = vals.map((r, i) => `${x(times[i]).toFixed(1)},${y(r).toFixed(1)}`);
-    svg.append(sv("path", { class: "area", d: `M${x(times[0]).toFixed(1)},${H} L${pts.join(" L")} L${x(times[times.length - 1]).toFixed(1)},${H} Z` }));
+    // Each rate holds over its interval: a step from its start to its end.
+    const pts = vals.flatMap((r, i) => [`${x(times[i] - interval).toFixed(1)},${y(r).toFixed(1)}`, `${x(times[i]).toFixed(1)},${y(r).toFixed(1)}`]);
+    svg.append(sv("path", { class: "area", d: `M${x(times[0] - interval).toFixed(1)},${H} L${pts.join(" L")} L${W},${H} Z` }));
     svg.append(sv("path", { class: "line", d: "M" + pts.join(" L") }));
   }
   return svg;
@@ -400,16 +405,17 @@ function updateCharts(h) {
   const times = h.times || [];
   // The axis spans the history held (at most its span): a young process
   // fills the chart instead of a sliver at its right end.
+  const interval = h.interval_ms || 5000;
   const now = times.length ? times[times.length - 1] : Date.now();
-  const span = Math.max(times.length ? now - times[0] : 0, h.interval_ms || 5000);
-  $("charts-span").textContent = times.length ? "last " + fmtSpan(span) + ", every " + fmtSpan(h.interval_ms) : "collecting (a point every " + fmtSpan(h.interval_ms || 5000) + ")";
+  const span = times.length ? now - times[0] + interval : interval;
+  $("charts-span").textContent = times.length ? "last " + fmtSpan(span) + ", every " + fmtSpan(h.interval_ms) : "collecting (a point every " + fmtSpan(interval) + ")";
   box.replaceChildren(...chartsOf(v).map((c) => {
     const vals = (h.rates || {})[c.counter] || times.map(() => 0);
     const d = el("div", { class: "chart kind-" + c.kind, "data-chart": c.id, "data-counter": c.counter });
     const head = el("div", { class: "chart-head" });
     head.append(el("span", { class: "chart-title" }, c.title),
       el("span", { class: "chart-now" }, fmtRate(vals.length ? vals[vals.length - 1] : 0) + "/s"));
-    d.append(head, sparkline(vals, times, span, now));
+    d.append(head, sparkline(vals, times, span, now, interval));
     const foot = el("div", { class: "chart-foot" });
     foot.append(el("span", {}, "-" + fmtSpan(span)), el("span", {}, "max " + fmtRate(Math.max(0, ...vals)) + "/s"), el("span", {}, "now"));
     d.append(foot);
