@@ -59,7 +59,7 @@ cleanup() {
 trap cleanup EXIT
 go build -o "$work/router" ./cmd/router
 
-# One short demo: 16000 records at 400/s keep it producing ~40 s, so the
+# One short demo: 24000 records at 400/s keep it producing ~60 s, so the
 # page can connect and watch its counters move even when chromium takes
 # many seconds to start on a loaded machine, and the cluster's instances
 # have records to share while the second browser test runs. It lingers
@@ -67,7 +67,7 @@ go build -o "$work/router" ./cmd/router
 # asks for a bearer token, which the page is given at its login field.
 token="$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')"
 SIDESTREAM_API_AUTH=bearer SIDESTREAM_API_TOKENS="$token" \
-  "$work/router" demo --records 16000 --rate 400 --listen 127.0.0.1:0 --linger 10m --quiet >"$work/demo.json" 2>"$work/demo.err" &
+  "$work/router" demo --records 24000 --rate 400 --listen 127.0.0.1:0 --linger 10m --quiet >"$work/demo.json" 2>"$work/demo.err" &
 demo_pid=$!
 url=""
 start=$SECONDS
@@ -138,6 +138,7 @@ grep -q '"conservation":true' "$work/demo.json" || die "demo verdict: $(cat "$wo
 # its node. A short demo of each, watched while it runs.
 label_urls=()
 for ex in late-orders assemble-orders order-payment-shipment; do
+  : >"$work/$ex.err"
   "$work/router" demo "examples/$ex.yaml" --records 3000 --rate 150 --listen 127.0.0.1:0 --linger 1m --quiet >"$work/$ex.json" 2>"$work/$ex.err" &
   run_pids+=($!)
 done

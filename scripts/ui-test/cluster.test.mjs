@@ -38,6 +38,7 @@ const rows = (page) => page.$$eval("#cluster tr[data-instance]", (trs) => trs.ma
   status: tr.querySelector(".status").textContent,
   parts: tr.querySelector(".parts").textContent,
   lag: tr.querySelector(".lag").textContent,
+  in: tr.querySelector(".in").textContent,
   text: tr.textContent,
 })));
 
@@ -86,6 +87,10 @@ try {
   if (!all.find((r) => r.instance === instances[0]).text.includes("this page")) fail("the page's own instance is not marked");
   for (const r of all) if (!/^\d+$/.test(r.lag)) fail(`instance ${r.instance} shows no lag: ${r.lag}`);
   pass("every instance with its partitions and lag", all.map((r) => `${r.instance} [${r.parts}] lag ${r.lag}`).join("; "));
+  // Each consumes its share of the demo's records: its rate reaches the
+  // page from its own /ui/status.
+  const busy = await until(page, "every instance with a rate in", (rs) => instances.every((i) => rs.some((r) => r.instance === i && Number(r.in) > 0)), 30000);
+  pass("every instance's rate", busy.map((r) => `${r.instance} ${r.in}/s`).join("; "));
 
   // The charts have their first rates before the picture is taken.
   await page.waitForFunction(() => [...document.querySelectorAll("#charts .chart-foot span:nth-child(2)")].some((s) => !/^max 0\//.test(s.textContent)), null, { timeout: 30000 })

@@ -468,7 +468,7 @@ function updateCluster(c) {
       : el("td", { class: "status" }, "unreachable: " + in_.error);
     tr.append(name, el("td", {}, in_.url || in_.host || ""), status, el("td", { class: "parts" }, partsOf(in_)),
       el("td", { class: "num lag" }, st ? String(st.lag) : "-"),
-      el("td", { class: "num" }, st ? fmtRate(consumed(st.rates)) : "-"),
+      el("td", { class: "num in" }, st ? fmtRate(consumed(st.rates)) : "-"),
       el("td", { class: "num" }, st ? fmtRate(sumRates(st.rates, "route")) : "-"),
       el("td", { class: "num" }, st ? fmtRate(sumRates(st.rates, "dirty")) : "-"),
       el("td", { class: "num" }, st ? fmtRate(sumRates(st.rates, "late")) : "-"));
