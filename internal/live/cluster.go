@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,7 @@ type ClusterConfig struct {
 	Self string
 	// Members lists the group's members (kadm DescribeGroups).
 	Members func(ctx context.Context) ([]Member, error)
-	// Client asks the peers (nil: http.DefaultClient).
+	// Client asks the peers (nil: one that follows no redirect).
 	Client *http.Client
 }
 
@@ -183,10 +184,26 @@ func (c *Cluster) View(ctx context.Context, auth string) ClusterView {
 	return v
 }
 
+// peerClient asks the peers: it follows no redirect, so the caller's
+// credentials go to the template's address only.
+var peerClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// safeInstance and safeHost are what an instance id and the address the
+// broker saw may hold to be put into a URL the caller's credentials go
+// to: a member of the group chooses its own client id, and one like
+// "evil.example/" must not steer them elsewhere.
+var (
+	safeInstance = regexp.MustCompile(`^[A-Za-z0-9._:-]+$`)
+	safeHost     = regexp.MustCompile(`^/?[A-Za-z0-9._:\[\]-]*$`)
+)
+
 // ask reads one peer's Status.
 func (c *Cluster) ask(ctx context.Context, m Member, auth string) (*Status, error) {
 	if m.URL == "" {
 		return nil, fmt.Errorf("no address: set --owner-url-template (SIDESTREAM_OWNER_URL_TEMPLATE) so instances reach each other")
+	}
+	if !safeInstance.MatchString(m.Instance) || !safeHost.MatchString(m.Host) {
+		return nil, fmt.Errorf("not asked: its instance id %q or address %q has characters that do not belong in a host name", m.Instance, m.Host)
 	}
 	ctx, cancel := context.WithTimeout(ctx, peerTimeout)
 	defer cancel()
@@ -200,7 +217,7 @@ func (c *Cluster) ask(ctx context.Context, m Member, auth string) (*Status, erro
 	}
 	hc := c.c.Client
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = peerClient
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

@@ -47,10 +47,13 @@ func TestClusterView(t *testing.T) {
 		{Instance: "b", URL: up.URL + "/", Assigned: map[string][]int32{"logs": {2, 3}}},
 		{Instance: "a", Assigned: map[string][]int32{"logs": {0, 1}}},
 		{Instance: "d", Assigned: map[string][]int32{}}, // no URL: no template
+		// A member names itself: one whose id would steer the URL (and
+		// the caller's token) elsewhere is not asked.
+		{Instance: "e@evil.example/", URL: up.URL + "/", Assigned: map[string][]int32{}},
 	}
 	s.SetCluster(ClusterConfig{Self: "a", Members: func(context.Context) ([]Member, error) { return members, nil }})
 	v := s.Cluster(context.Background(), "Bearer tok")
-	if v.Error != "" || len(v.Instances) != 4 {
+	if v.Error != "" || len(v.Instances) != 5 {
 		t.Fatalf("view: %+v", v)
 	}
 	byName := map[string]InstanceView{}
@@ -74,6 +77,9 @@ func TestClusterView(t *testing.T) {
 	}
 	if d := byName["d"]; d.Reachable || !strings.Contains(d.Error, "--owner-url-template") {
 		t.Fatalf("peer d has no address: %+v", d)
+	}
+	if e := byName["e@evil.example/"]; e.Reachable || !strings.Contains(e.Error, "not asked") {
+		t.Fatalf("peer e with an unsafe id: %+v", e)
 	}
 	// The peers are asked with the caller's credentials: without them b
 	// refuses, and is unreachable too.
