@@ -91,7 +91,7 @@ type overrideFlags struct {
 type processFlags struct {
 	Listen             string        `default:"${listen}" env:"SIDESTREAM_LISTEN" help:"HTTP API address."`
 	InstanceID         string        `name:"instance-id" placeholder:"NAME" env:"SIDESTREAM_INSTANCE_ID" help:"Unique name of this process in the group (default: the host name)."`
-	OwnerURLTemplate   string        `name:"owner-url-template" env:"SIDESTREAM_OWNER_URL_TEMPLATE" placeholder:"URL" help:"How instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080."`
+	OwnerURLTemplate   string        `name:"owner-url-template" env:"SIDESTREAM_OWNER_URL_TEMPLATE" placeholder:"URL" help:"How instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere and the web view's cluster view: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080."`
 	StaticMembership   bool          `type:"envbool" env:"SIDESTREAM_STATIC_MEMBERSHIP" help:"Use the instance id as group.instance.id (the variable takes true or false, 1 or 0)."`
 	Workers            int           `placeholder:"N" help:"Partitions processed in parallel (0: GOMAXPROCS)."`
 	TransactionTimeout time.Duration `default:"${txn_timeout}" help:"Broker-side transaction timeout."`

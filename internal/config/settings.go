@@ -245,7 +245,7 @@ var processSettings = []Setting{
 	{Env: EnvConfig, Flag: "--config", Type: tString, Doc: "the topology file"},
 	{Env: EnvListen, Flag: "--listen", Type: tString, Default: ":8080", Doc: "the HTTP API's address (`router demo`: 127.0.0.1:8080)"},
 	{Env: EnvInstanceID, Flag: "--instance-id", Type: tString, Doc: "this process's unique name (default the host name); the transactional id is `application_id-instance_id`"},
-	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries"},
+	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries and the web view's cluster view"},
 	{Env: EnvStaticMembership, Flag: "--static-membership", Type: tBool, Default: "false", Doc: "the instance id as `group.instance.id`; the variable as strconv.ParseBool reads it"},
 	{Flag: "--workers", Type: tInt, Doc: "partitions of one poll processed in parallel (default GOMAXPROCS)"},
 	{Flag: "--transaction-timeout", Type: tDuration, Default: "10s", Doc: "the broker-side transaction timeout"},

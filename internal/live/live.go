@@ -44,12 +44,15 @@ type State struct {
 	red    *redact.Redactor
 	max    int // bytes of a sampled value shown
 
+	history *History
+
 	mu      sync.Mutex
 	samples map[string][]Sample // by kind, newest last
 	seq     int64
 	tickAt  time.Time
 	tick    map[string]float64
 	rates   map[string]float64
+	cluster *Cluster
 }
 
 // Options of New; zero values take the defaults.
@@ -70,7 +73,8 @@ func New(top *plan.Plan, m *metrics.Metrics, o Options) *State {
 	api := top.Settings.API
 	s := &State{top: top, m: m, tasks: o.Tasks, status: o.Status, n: o.Samples,
 		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{},
-		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes}
+		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes,
+		history: NewHistory(int(HistorySpan/HistoryInterval) + 1)}
 	if s.mode == "" {
 		s.mode = config.SamplesFull
 	}

@@ -244,6 +244,10 @@ type tp struct {
 // Metrics returns the processor's metrics.
 func (p *Processor) Metrics() *metrics.Metrics { return p.m }
 
+// InstanceID is this process's name in the group: its group member's
+// client id (and group.instance.id under static membership).
+func (p *Processor) InstanceID() string { return p.opts.instanceID }
+
 // TransactionalID is the producer's transactional ID under exactly-once.
 func (p *Processor) TransactionalID() string {
 	return p.top.Settings.ApplicationID + "-" + p.opts.instanceID

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,6 +57,15 @@ type UIView struct{ S *live.State }
 // UIView implements api.UIState.
 func (u UIView) UIView() any { return u.S.View() }
 
+// UIHistory implements api.UIHistory.
+func (u UIView) UIHistory() any { return u.S.History() }
+
+// UIStatus implements api.UICluster.
+func (u UIView) UIStatus() any { return u.S.Status() }
+
+// UICluster implements api.UICluster.
+func (u UIView) UICluster(ctx context.Context, auth string) any { return u.S.Cluster(ctx, auth) }
+
 // Run runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
 func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, hooks Hooks) error {
@@ -69,6 +79,11 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
+	stopView, err := clusterView(ctx, top, o, ui, proc.InstanceID())
+	if err != nil {
+		return err
+	}
+	defer stopView()
 	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
@@ -109,6 +124,26 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		log.Info("router stopped")
 	}
 	return runErr
+}
+
+// clusterView starts the web view's history and makes its cluster view
+// list the group's members; stop ends both (the view then shows this
+// instance alone).
+func clusterView(ctx context.Context, top *plan.Plan, o Options, ui *live.State, self string) (stop func(), err error) {
+	members, err := newGroupMembers(top, o)
+	if err != nil {
+		return nil, err
+	}
+	ui.SetCluster(live.ClusterConfig{Self: self, Members: members.Members})
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { ui.RunHistory(ctx, live.HistoryInterval) })
+	return func() {
+		cancel()
+		wg.Wait()
+		ui.SetCluster(live.ClusterConfig{Self: self})
+		members.Close()
+	}, nil
 }
 
 // processorOpts are the processor's options from o.
