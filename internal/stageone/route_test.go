@@ -117,8 +117,9 @@ func TestRouteMatch(t *testing.T) {
 			}
 			o.wantTopics(t, tc.want...)
 			for _, r := range o.outs {
-				if string(r.Key) != "k1" || string(r.Value) != v || !r.Timestamp.Equal(recordTime) || len(r.Headers) != 1 {
-					t.Errorf("output %+v: want the input's key, value, timestamp and headers untouched", r)
+				if string(r.Key) != "k1" || string(r.Value) != v || !r.Timestamp.Equal(recordTime) || len(r.Headers) != 2 ||
+					string(r.Headers[0].Key) != "h" || r.Headers[1].Key != wire.HeaderTopologyVersion || string(r.Headers[1].Value) != tc.top.Version {
+					t.Errorf("output %+v: want the input's key, value, timestamp and headers untouched, then the version", r)
 				}
 			}
 			for _, want := range tc.want {
