@@ -41,6 +41,9 @@ type Options struct {
 	SessionTimeout time.Duration // consumer group session timeout (0: franz-go's)
 	KgoOpts        []kgo.Opt     // client options of a test build (cmd/router/kip848.go); none in a release
 	Build          Build
+	// Reload: where the topology is reloaded from (SIGHUP, POST /reload,
+	// --watch); its zero value reloads nothing.
+	Reload Reload
 }
 
 // Hooks let the demo share the web view's state and learn the API's
@@ -69,6 +72,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
+	rl := NewReloader(top, loader(o.Reload), proc, m, log)
 	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
@@ -83,7 +87,8 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 	}
 	srv := api.Server(o.Listen, api.Handler(api.Config{
 		Probe:     proc,
-		Describer: top,
+		Describer: rl,
+		Reload:    reloadAPI(rl, o.Reload),
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        UIView{ui},
@@ -99,6 +104,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		}
 	}()
 	logStarted(log, top, o.Build, addr, tlsCfg != nil, proc.TransactionalID())
+	startReloads(ctx, rl, o.Reload)
 
 	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	// ctx has ended: the API gets its own few seconds to close.
@@ -109,6 +115,15 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		log.Info("router stopped")
 	}
 	return runErr
+}
+
+// reloadAPI is POST /reload's reloader: none when the router was not
+// started from a file.
+func reloadAPI(rl *Reloader, o Reload) api.Reloader {
+	if o.File == "" {
+		return nil
+	}
+	return rl
 }
 
 // processorOpts are the processor's options from o.
