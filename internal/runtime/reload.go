@@ -102,6 +102,6 @@ func (p *Processor) installRouting() {
 	if r := p.nextRouting.Swap(nil); r != nil {
 		p.routing.Store(r)
 		close(r.installed)
-		p.log.Info("topology version routing", "version", r.top.Version)
+		p.log.Debug("topology version routing", "version", r.top.Version)
 	}
 }
