@@ -39,8 +39,8 @@ type Reload struct {
 // processing, waiting for its brokers, never takes it).
 const reloadWait = 30 * time.Second
 
-// Outcome is what one reload did: GET-able as POST /reload's answer and
-// logged in one line.
+// Outcome is what one reload did: POST /reload's answer, and logged in
+// one line.
 type Outcome struct {
 	Outcome string `json:"outcome"` // metrics.Reload*: applied, unchanged, refused, invalid, failed
 	// Version is the version routing after the reload; From the one

@@ -300,3 +300,26 @@ func TestKeyString(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionHeader: a route's output names the plan's version once,
+// replacing an input's own (an upstream router's), and keeps the input's
+// other headers in order; the input record is not touched.
+func TestVersionHeader(t *testing.T) {
+	top := topo(t, tsMillis, "routing: {match: first, default: rest}\n", `routes:
+  - {name: rest, topic: out.rest}
+`)
+	in := input(`{"ts":1}`, "a", "1", wire.HeaderTopologyVersion, "upstream", "b", "2")
+	o := process(t, top, in)
+	o.wantTopics(t, "out.rest")
+	var got []string
+	for _, h := range o.outs[0].Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := []string{"a=1", "b=2", wire.HeaderTopologyVersion + "=" + top.Version}
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(top.Version) != 16 {
+		t.Fatalf("headers %q, want %q", got, want)
+	}
+	if len(in.Headers) != 3 || string(in.Headers[1].Value) != "upstream" {
+		t.Fatalf("the input's headers changed: %q", in.Headers)
+	}
+}
