@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -113,6 +114,7 @@ var testBuildKgoOpts []kgo.Opt
 type runCmd struct {
 	topologyArg
 	Brokers string `placeholder:"BROKERS" help:"Comma-separated brokers, overriding the file and SIDESTREAM_BROKERS."`
+	Watch   bool   `type:"envbool" env:"SIDESTREAM_WATCH" help:"Reload the topology when its file's content changes (a mounted ConfigMap), as SIGHUP and POST /reload do."`
 	overrideFlags
 	processFlags
 	logFlags
@@ -129,7 +131,9 @@ func (c *runCmd) Run(e runEnv) error {
 	if err != nil {
 		return err
 	}
-	return serve.Run(e.ctx, top, c.options(), log, metrics.New(), serve.Hooks{})
+	opts := c.options()
+	opts.Reload = serve.Reload{File: cmp.Or(c.File, c.Config), Overrides: o, Watch: c.Watch}
+	return serve.Run(e.ctx, top, opts, log, metrics.New(), serve.Hooks{})
 }
 
 type demoCmd struct {

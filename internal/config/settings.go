@@ -68,6 +68,7 @@ const (
 	EnvInstanceID       = "SIDESTREAM_INSTANCE_ID"
 	EnvOwnerURLTemplate = "SIDESTREAM_OWNER_URL_TEMPLATE"
 	EnvStaticMembership = "SIDESTREAM_STATIC_MEMBERSHIP"
+	EnvWatch            = "SIDESTREAM_WATCH"
 	EnvLogLevel         = "SIDESTREAM_LOG_LEVEL"
 	EnvLogFormat        = "SIDESTREAM_LOG_FORMAT"
 	EnvAuditMySQLDSN    = "SIDESTREAM_AUDIT_MYSQL_DSN"
@@ -247,6 +248,7 @@ var processSettings = []Setting{
 	{Env: EnvInstanceID, Flag: "--instance-id", Type: tString, Doc: "this process's unique name (default the host name); the transactional id is `application_id-instance_id`"},
 	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries and the web view's cluster view"},
 	{Env: EnvStaticMembership, Flag: "--static-membership", Type: tBool, Default: "false", Doc: "the instance id as `group.instance.id`; the variable as strconv.ParseBool reads it"},
+	{Env: EnvWatch, Flag: "--watch", Type: tBool, Default: "false", Doc: "`router run`: reload the topology when its file's content changes (polled every 2s: a mounted ConfigMap), as SIGHUP and `POST /reload` do; only live changes apply"},
 	{Flag: "--workers", Type: tInt, Doc: "partitions of one poll processed in parallel (default GOMAXPROCS)"},
 	{Flag: "--transaction-timeout", Type: tDuration, Default: "10s", Doc: "the broker-side transaction timeout"},
 	{Flag: "--session-timeout", Type: tDuration, Doc: "how soon a dead member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)"},

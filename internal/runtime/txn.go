@@ -178,6 +178,9 @@ func (l *commitLoop) run(ctx context.Context) error {
 	defer c.close()
 	interval := p.top.Settings.CommitInterval.D()
 	for {
+		// No interval is open: a reload's stage one takes over here, so
+		// one transaction's records are routed by one version.
+		p.installRouting()
 		if err := c.begin(); err != nil {
 			return err
 		}

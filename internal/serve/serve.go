@@ -42,6 +42,9 @@ type Options struct {
 	SessionTimeout time.Duration // consumer group session timeout (0: franz-go's)
 	KgoOpts        []kgo.Opt     // client options of a test build (cmd/router/kip848.go); none in a release
 	Build          Build
+	// Reload: where the topology is reloaded from (SIGHUP, POST /reload,
+	// --watch); its zero value reloads nothing.
+	Reload Reload
 }
 
 // Hooks let the demo share the web view's state and learn the API's
@@ -84,6 +87,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		return err
 	}
 	defer stopView()
+	rl := NewReloader(top, loader(o.Reload), proc, m, log)
 	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
@@ -98,7 +102,8 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 	}
 	srv := api.Server(o.Listen, api.Handler(api.Config{
 		Probe:     proc,
-		Describer: top,
+		Describer: rl,
+		Reload:    reloadAPI(rl, o.Reload),
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        UIView{ui},
@@ -114,6 +119,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		}
 	}()
 	logStarted(log, top, o.Build, addr, tlsCfg != nil, proc.TransactionalID())
+	startReloads(ctx, rl, o.Reload)
 
 	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	// ctx has ended: the API gets its own few seconds to close.
@@ -144,6 +150,15 @@ func clusterView(ctx context.Context, top *plan.Plan, o Options, ui *live.State,
 		ui.SetCluster(live.ClusterConfig{Self: self})
 		members.Close()
 	}, nil
+}
+
+// reloadAPI is POST /reload's reloader: none when the router was not
+// started from a file.
+func reloadAPI(rl *Reloader, o Reload) api.Reloader {
+	if o.File == "" {
+		return nil
+	}
+	return rl
 }
 
 // processorOpts are the processor's options from o.
