@@ -119,8 +119,11 @@ type WindowNode struct {
 	// Spec is the window section as written (defaults applied).
 	Spec config.Window
 	// State is the fingerprint of what its stored state depends on (type,
-	// size, advance, gap, group_by, aggregates).
-	State            string
+	// size, advance, gap, grace, emit, group_by, aggregates).
+	State string
+	// StateSpec is the canonical description State is the print of
+	// (StateSpec): stage two stores it with the state.
+	StateSpec        []byte
 	GroupBy          *config.Expr // nil: the input key
 	Aggregates       []CompiledAggregate
 	RepartitionTopic string
@@ -252,6 +255,7 @@ func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNod
 	wn := &WindowNode{
 		Spec:             *w,
 		State:            windowStatePrint(w),
+		StateSpec:        windowStateSpec(w),
 		RepartitionTopic: app + "-" + r.Name + "-repartition",
 		ChangelogTopic:   app + "-" + r.Name + "-changelog",
 		Direct:           w.Repartition != nil && !*w.Repartition,
@@ -399,8 +403,10 @@ type AssemblyNode struct {
 	// Spec is the assemble section as written (defaults applied).
 	Spec config.Assemble
 	// State is the fingerprint of what its stored state depends on (the
-	// ID, the parts and the completion rule).
-	State            string
+	// ID, the parts, the completion rule and the clock).
+	State string
+	// StateSpec is the canonical description State is the print of.
+	StateSpec        []byte
 	Parts            []*PartNode
 	RepartitionTopic string
 	ChangelogTopic   string
@@ -441,6 +447,7 @@ func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*conf
 	an := &AssemblyNode{
 		Spec:             *a,
 		State:            assemblyStatePrint(a),
+		StateSpec:        assemblyStateSpec(a),
 		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
 		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
 		Direct:           a.Repartition != nil && !*a.Repartition,

@@ -107,6 +107,8 @@ func routeClass(sub string) (string, string) {
 	switch sub {
 	case "window.type", "window.size", "window.advance", "window.gap", "window.group_by", "window.aggregates", "window.watermark", "window.repartition":
 		return Breaking, "the window state was written with the old value"
+	case "window.grace", "window.emit":
+		return Breaking, "the stored windows' timers are placed by the old value"
 	case "assemble.id", "assemble.parts", "assemble.complete_when", "assemble.time", "assemble.repartition":
 		return Breaking, "the open assemblies were stored with the old value"
 	case "topic_configs", "window.late_topic_configs":
@@ -270,6 +272,9 @@ func Remedies(changes []Change, newPath, appID string) []string {
 	}
 	sort.Strings(routes)
 	var out []string
+	for _, r := range routes {
+		out = append(out, RouteRemedies(r, newPath)...)
+	}
 	if len(routes) > 0 {
 		out = append(out, fmt.Sprintf("give each changed stateful route (%s) a new name in %s: it starts on new internal topics with empty state from the inputs' committed offsets, and the other routes keep theirs", strings.Join(routes, ", "), newPath))
 	}
@@ -277,6 +282,19 @@ func Remedies(changes []Change, newPath, appID string) []string {
 		fmt.Sprintf("reprocess from the start with empty state: stop every instance, then `router reset --config %s --dry-run` and `router reset --config %s` (application %s: its input offsets and all its internal topics)", newPath, newPath, appID),
 		fmt.Sprintf("or run %s under a new application_id: a new group that reads every input from its start position", newPath))
 	return out
+}
+
+// RouteRemedies are the ways out for one stateful route whose state
+// was written with another spec, each with its exact commands: its own
+// reset, or a new state version. Both router plan and a held route's
+// /readyz name them.
+func RouteRemedies(route, path string) []string {
+	return []string{
+		fmt.Sprintf("reset route %s alone: stop every instance, then `router reset --route %s --config %s --dry-run` and `router reset --route %s --config %s` "+
+			"(its state, changelog and repartition topics and their offsets; its state starts empty from the inputs' committed offsets, the other routes keep theirs)", route, route, path, route, path),
+		fmt.Sprintf("or raise the route's state_version in %s (routes[%s].state_version): it starts on new internal topics with empty state from the inputs' committed offsets; "+
+			"the old topics stay until `router reset --route %s` removes them", path, route, route),
+	}
 }
 
 func contains(ss []string, s string) bool {

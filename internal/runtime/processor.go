@@ -128,6 +128,10 @@ type Processor struct {
 	// commit with records (registryoutage.go), which resets it.
 	registryRetry *retry.Backoff
 	registryDown  bool
+	// held are the held routes' repartition topics by route (held.go),
+	// paused in every session's client.
+	heldMu sync.Mutex
+	held   map[string]string
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -186,6 +190,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+		held: map[string]string{},
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),

@@ -66,7 +66,7 @@ func newAssemblyStage(t *plan.Plan) (*assemblyStage, error) {
 		Set: tasks.New[*assemblyTask](changelogs)}
 	for _, r := range t.Assemblies() {
 		c := r.Assembly.Spec
-		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
+		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D(), Described: r.Assembly.StateSpec}
 		for _, p := range r.Assembly.Parts {
 			s.Parts = append(s.Parts, p.Name)
 		}

@@ -209,7 +209,7 @@ func windowSpec(w *plan.WindowNode) (window.Spec, error) {
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
-		Limits: stateLimits(c.Limits),
+		Limits: stateLimits(c.Limits), Described: w.StateSpec,
 	}
 	switch c.Type {
 	case plan.WindowTumbling:
