@@ -107,6 +107,10 @@ type RouteNode struct {
 	// Rules is the fingerprint of the route as written: a change to its
 	// predicate, key, projection, format or state changes it.
 	Rules string
+	// StateVersion is a window or assembly route's state_version: its
+	// internal topics' names carry it (stateTopic) and each result names
+	// it in a header (0: neither).
+	StateVersion int
 
 	src config.Route // the route as written, for Diff
 }
@@ -220,7 +224,7 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 // the fields they read.
 func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode, error) {
 	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
-		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), src: r}
+		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), StateVersion: r.StateVersion, src: r}
 	var err error
 	if r.When != "" {
 		if rn.When, err = t.compileExpr(r.When, true); err != nil {
@@ -256,8 +260,8 @@ func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNod
 		Spec:             *w,
 		State:            windowStatePrint(w),
 		StateSpec:        windowStateSpec(w),
-		RepartitionTopic: app + "-" + r.Name + "-repartition",
-		ChangelogTopic:   app + "-" + r.Name + "-changelog",
+		RepartitionTopic: stateTopic(app, r.Name, r.StateVersion, "repartition"),
+		ChangelogTopic:   stateTopic(app, r.Name, r.StateVersion, "changelog"),
 		Direct:           w.Repartition != nil && !*w.Repartition,
 	}
 	var err error
@@ -448,8 +452,8 @@ func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*conf
 		Spec:             *a,
 		State:            assemblyStatePrint(a),
 		StateSpec:        assemblyStateSpec(a),
-		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
-		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
+		RepartitionTopic: stateTopic(cfg.ApplicationID, rn.Name, rn.src.StateVersion, "repartition"),
+		ChangelogTopic:   stateTopic(cfg.ApplicationID, rn.Name, rn.src.StateVersion, "changelog"),
 		Direct:           a.Repartition != nil && !*a.Repartition,
 	}
 	var def *config.Expr

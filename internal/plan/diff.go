@@ -54,7 +54,7 @@ func Diff(old, new *Plan) []Change {
 			out = append(out, added(r))
 			continue
 		}
-		out = append(out, diffRoute(o, r)...)
+		out = append(out, newVersion(o, r, diffRoute(o, r))...)
 	}
 	for _, r := range old.Routes {
 		if !seen[r.Name] {
@@ -81,6 +81,22 @@ func removed(r *RouteNode) Change {
 		c.Note = "removed: its state is no longer kept; its repartition and changelog topics stay until deleted"
 	}
 	return c
+}
+
+// newVersion reclasses a route's breaking changes when its state_version
+// changed too: the route starts on new internal topics with empty state,
+// so nothing reads the state written under the old spec.
+func newVersion(o, n *RouteNode, changes []Change) []Change {
+	if o.src.StateVersion == n.src.StateVersion || !stateful(n) {
+		return changes
+	}
+	for i := range changes {
+		if changes[i].Class == Breaking {
+			changes[i].Class = NewState
+			changes[i].Note = "covered by the new state_version: " + changes[i].Note
+		}
+	}
+	return changes
 }
 
 // diffRoute compares one route field by field.
@@ -111,6 +127,9 @@ func routeClass(sub string) (string, string) {
 		return Breaking, "the stored windows' timers are placed by the old value"
 	case "assemble.id", "assemble.parts", "assemble.complete_when", "assemble.time", "assemble.repartition":
 		return Breaking, "the open assemblies were stored with the old value"
+	case "state_version":
+		return NewState, "a new state version: the route starts on new internal topics with empty state from the inputs' committed offsets; " +
+			"the old version's topics stay until `router reset --route NAME --stale` removes them"
 	case "topic_configs", "window.late_topic_configs":
 		return Live, "topic configs apply when the router creates a topic; an existing topic keeps its own"
 	}
@@ -293,7 +312,7 @@ func RouteRemedies(route, path string) []string {
 		fmt.Sprintf("reset route %s alone: stop every instance, then `router reset --route %s --config %s --dry-run` and `router reset --route %s --config %s` "+
 			"(its state, changelog and repartition topics and their offsets; its state starts empty from the inputs' committed offsets, the other routes keep theirs)", route, route, path, route, path),
 		fmt.Sprintf("or raise the route's state_version in %s (routes[%s].state_version): it starts on new internal topics with empty state from the inputs' committed offsets; "+
-			"the old topics stay until `router reset --route %s` removes them", path, route, route),
+			"the old topics stay until `router reset --route %s --stale --config %s` removes them", path, route, route, path),
 	}
 }
 

@@ -157,3 +157,37 @@ func DiffStateSpec(was, now []byte) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// stateTopic names a stateful route's internal topic (kind repartition
+// or changelog) of its state version: version 0 keeps the names of
+// before state_version existed.
+func stateTopic(app, route string, version int, kind string) string {
+	if version == 0 {
+		return app + "-" + route + "-" + kind
+	}
+	return fmt.Sprintf("%s-%s-v%d-%s", app, route, version, kind)
+}
+
+// IsStateTopicOf reports whether topic is an internal topic of the
+// stateful route of application app, of any state version (what
+// stateTopic makes). A route whose name is another's plus "-v2" makes
+// names this also matches: callers exclude the plan's own topics.
+func IsStateTopicOf(app, route, topic string) bool {
+	rest, ok := strings.CutPrefix(topic, app+"-"+route+"-")
+	if !ok {
+		return false
+	}
+	if rest == "repartition" || rest == "changelog" {
+		return true
+	}
+	v, kind, ok := strings.Cut(rest, "-")
+	if !ok || (kind != "repartition" && kind != "changelog") || len(v) < 2 || v[0] != 'v' {
+		return false
+	}
+	for _, c := range v[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -235,7 +235,7 @@ func (e *recordRunner) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, t
 		{Key: wire.HeaderAssemblyEvicted, Value: boolValue(a.Evicted)},
 	}
 	o.rec.Headers = o.hs[:]
-	return e.fit(ar, &o.rec, tally)
+	return e.fit(ar, withStateVersion(ar.rt, &o.rec), tally)
 }
 
 // assemblyOut is an emitted assembly's record and its headers, allocated

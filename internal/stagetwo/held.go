@@ -3,6 +3,11 @@ package stagetwo
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sidestream/sidestream/internal/wire"
 
 	"github.com/sidestream/sidestream/internal/plan"
 )
@@ -42,4 +47,14 @@ func heldError(err error, route, topic string, part int32, direct bool, now []by
 		return nil
 	}
 	return &HeldError{Route: route, Topic: topic, Partition: part, Direct: direct, Stored: sc.StoredSpec(), Now: now}
+}
+
+// withStateVersion adds the route's state version header to one of its
+// results (a route with state_version 0 writes none).
+func withStateVersion(rt *plan.RouteNode, r *kgo.Record) *kgo.Record {
+	if rt.StateVersion == 0 {
+		return r
+	}
+	r.Headers = append(r.Headers[:len(r.Headers):len(r.Headers)], kgo.RecordHeader{Key: wire.HeaderStateVersion, Value: strconv.AppendInt(nil, int64(rt.StateVersion), 10)})
+	return r
 }

@@ -376,7 +376,7 @@ func (e *recordRunner) windowResults(rt *plan.RouteNode, rs []window.Result, ts 
 			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		recs = append(recs, resultRecord(rt.Topic, res, value, ts))
+		recs = append(recs, withStateVersion(rt, resultRecord(rt.Topic, res, value, ts)))
 	}
 	return recs
 }
