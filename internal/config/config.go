@@ -368,6 +368,11 @@ type Route struct {
 	// TopicConfigs are topic configs for the route's topic when the
 	// router creates it, over topics.configs.
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
+	// StateVersion (window and assembly routes) names the route's state:
+	// a new value starts the route on new internal topics (their names
+	// carry it) with empty state from the inputs' committed offsets.
+	// 0, the default, keeps the unversioned names.
+	StateVersion int `yaml:"state_version"`
 }
 
 // Tombstone handling of a route.

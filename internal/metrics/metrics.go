@@ -671,6 +671,10 @@ const (
 	// NameInputGapStopped is 1 for a consumed partition whose gap stopped
 	// the router under on_gap: fail, by topic and partition.
 	NameInputGapStopped = "sidestream_input_gap_stopped"
+	// NameRouteHeld is 1 for a stateful route held because its stored
+	// state was written with another spec (a breaking change): it does
+	// not process while every other route goes on; 0 otherwise.
+	NameRouteHeld = "sidestream_route_held"
 	// NamePurged counts repartition records deleted below the group's
 	// committed offsets (DeleteRecords), by topic.
 	NamePurged = "sidestream_repartition_purged_records_total"
@@ -684,6 +688,7 @@ type faultMetrics struct {
 	AuthzRefused  *prometheus.CounterVec // topic
 	InputLost     *prometheus.CounterVec // topic, partition
 	InputGapStop  *prometheus.GaugeVec   // topic, partition
+	RouteHeld     *prometheus.GaugeVec   // route
 	Purged        *prometheus.CounterVec // topic
 	PurgeErrors   *prometheus.CounterVec // topic
 }
@@ -699,11 +704,13 @@ func newFaultMetrics(r *prometheus.Registry) faultMetrics {
 		Help: "Offsets of consumed partitions (inputs and repartition topics) the broker deleted before the router read them (retention, DeleteRecords), skipped under on_gap: skip, by topic and partition."}, []string{"topic", "partition"})
 	f.InputGapStop = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameInputGapStopped,
 		Help: "1 for a consumed partition whose deleted records stopped the router (on_gap: fail), by topic and partition."}, []string{"topic", "partition"})
+	f.RouteHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameRouteHeld,
+		Help: "1 for a stateful route held because its state was written with another spec (a breaking change; /readyz says what differs and the remedies), by route; 0 otherwise."}, []string{"route"})
 	f.Purged = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurged,
 		Help: "Repartition records deleted below the consumer group's committed offsets, by topic."}, []string{"topic"})
 	f.PurgeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurgeErrors,
 		Help: "Failed purges (offset fetch, list or DeleteRecords) of a repartition topic, by topic."}, []string{"topic"})
-	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.Purged, f.PurgeErrors)
+	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.RouteHeld, f.Purged, f.PurgeErrors)
 	return f
 }
 

@@ -19,7 +19,7 @@ func TestReloadRefusals(t *testing.T) {
 		{"new stateless route", "dirty:\n", "  - {name: big, topic: orders.big, when: amount > 100}\ndirty:\n", nil, ""},
 		{"window route's when", "  - name: revenue\n    topic: orders.revenue-per-minute\n", "  - name: revenue\n    when: amount > 0\n    topic: orders.revenue-per-minute\n", nil, ""},
 		{"routing", "match: all ", "match: first", nil, ""},
-		{"window grace (stage two)", "grace: 5m", "grace: 6m", []string{"routes[revenue].window.grace"}, "stage two"},
+		{"window grace (breaking: it places the stored timers)", "grace: 5m", "grace: 6m", []string{"routes[revenue].window.grace"}, "breaking"},
 		{"window topic (stage two)", "topic: orders.revenue-per-minute", "topic: orders.revenue", []string{"routes[revenue].topic"}, "stage two"},
 		{"aggregate (breaking)", "        - {name: largest, fn: max, of: amount}\n", "", []string{"routes[revenue].window.aggregates"}, "breaking"},
 		{"new window (new state)", "dirty:\n", "  - {name: w2, topic: o.w2, window: {type: tumbling, size: 1m, late_topic: o.late, aggregates: [{name: n, fn: count}]}}\ndirty:\n", []string{"routes[w2]"}, "new state"},

@@ -139,6 +139,10 @@ type Processor struct {
 	// started is set once Run has checked and created the topics: a
 	// reload creates its new outputs with it.
 	started atomic.Pointer[kadm.Client]
+	// held are the held routes' repartition topics by route (held.go),
+	// paused in every session's client.
+	heldMu sync.Mutex
+	held   map[string]string
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -197,6 +201,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+		held: map[string]string{},
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),

@@ -14,6 +14,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
 // committer is how one delivery guarantee opens and ends a commit
@@ -65,6 +66,9 @@ type committer interface {
 	// could not decode (registryoutage.go): it backs off; exactly-once
 	// goes on in the session, at-least-once ends it (an error).
 	registryAborted(ctx context.Context, err error) error
+	// held follows the abandon of a batch that met a held route
+	// (held.go): the route is paused and the session goes on.
+	held(ctx context.Context, he *stagetwo.HeldError) error
 	// endsWhenDrained says an interval ends early when a poll leaves no
 	// fetched record (commit_when_drained; exactly-once only: an
 	// at-least-once record is visible once produced, so an early offset
@@ -229,6 +233,9 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 		if registry.IsRetryable(err) {
 			return true, c.registryAborted(ctx, err)
 		}
+		if he := asHeld(err); he != nil {
+			return true, c.held(ctx, he)
+		}
 		return false, err
 	}
 	if ctx.Err() != nil || time.Since(start) >= interval || l.pending.Records() >= p.top.Settings.CommitRecords || l.perr.get() != nil || l.drained(start, interval) {
@@ -374,6 +381,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transactional client: %w", err)
 	}
+	p.pauseHeld(sess.Client())
 	l := newCommitLoop(ctx, p)
 	l.c = &eosCommitter{p: p, sess: sess, endCtx: l.endCtx,
 		watch: newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
@@ -531,6 +539,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	c.cl, l.c = cl, c
+	p.pauseHeld(cl)
 	return l.run(ctx)
 }
 

@@ -89,6 +89,11 @@ const (
 	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
 )
 
+// HeaderStateVersion is on every result of a window or assembly route
+// with a state_version (its decimal value): the version of the state the
+// result was computed from. Absent: version 0.
+const HeaderStateVersion = "sidestream.state_version"
+
 // Headers `router redrive` sets on every record it re-injects. The router
 // recognises a redriven record by HeaderRedriveOrigin, counts it
 // (sidestream_records_redriven_total) and, like every input header, keeps
