@@ -172,10 +172,6 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	if op.asmStores == nil {
 		op.asmStores = changelog.MemoryBuilder()
 	}
-	eng, err := newStageOne(top, op.metrics)
-	if err != nil {
-		return nil, err
-	}
 	p := &Processor{
 		src:  newSourceTracker(),
 		part: stagetwo.NewPartitioner(top),
@@ -183,12 +179,14 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Settings.ApplicationID),
 		m:    op.metrics,
-		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
+	}
+	if p.eng, err = newStageOne(top, op.metrics, newTopicResolver(p)); err != nil {
+		return nil, err
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
 		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})
