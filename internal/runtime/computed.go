@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
@@ -80,22 +80,45 @@ func (r *topicResolver) Resolve(ctx context.Context, route *plan.RouteNode, topi
 
 // lookup asks the brokers whether topic exists.
 func (r *topicResolver) lookup(ctx context.Context, topic string) (bool, error) {
-	adm := r.p.adm
-	if adm == nil {
-		return false, errors.New("computed topics: no admin client yet")
+	exists, _, err := r.metadata(ctx, topic)
+	return exists, err
+}
+
+// metadata asks the brokers about topic: whether it exists and whether
+// every partition has a leader. It sends the request itself: kadm's
+// ListTopics answers from the client's metadata cache, which would keep
+// a topic just created missing for metadata_min_age.
+func (r *topicResolver) metadata(ctx context.Context, topic string) (exists, led bool, err error) {
+	if r.p.admCl == nil {
+		return false, false, errors.New("computed topics: no admin client yet")
 	}
-	md, err := adm.ListTopics(ctx, topic)
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, r.p.admCl)
 	if err != nil {
-		return false, fmt.Errorf("list topic %q: %w", topic, err)
+		return false, false, fmt.Errorf("metadata of topic %q: %w", topic, err)
 	}
-	d, ok := md[topic]
-	switch {
-	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-		return false, nil
-	case d.Err != nil:
-		return false, fmt.Errorf("topic %q: %w", topic, d.Err)
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return false, false, nil
+		case errors.Is(err, kerr.LeaderNotAvailable):
+			return true, false, nil
+		case err != nil:
+			return false, false, fmt.Errorf("topic %q: %w", topic, err)
+		}
+		led = len(t.Partitions) > 0
+		for _, p := range t.Partitions {
+			led = led && p.Leader >= 0 && p.ErrorCode == 0
+		}
+		return true, led, nil
 	}
-	return true, nil
+	return false, false, nil
 }
 
 // create makes topic with the route's topic settings and waits until
@@ -126,11 +149,8 @@ func (r *topicResolver) create(ctx context.Context, route *plan.RouteNode, topic
 func (r *topicResolver) awaitLeaders(ctx context.Context, topic string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		md, err := r.p.adm.ListTopics(ctx, topic)
-		if err == nil {
-			if d, ok := md[topic]; ok && d.Err == nil && len(d.Partitions) > 0 && allLed(d.Partitions) {
-				return nil
-			}
+		if _, led, err := r.metadata(ctx, topic); err == nil && led {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("computed topic %q: created, but its partitions have no leader after 30s", topic)
@@ -138,18 +158,9 @@ func (r *topicResolver) awaitLeaders(ctx context.Context, topic string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func allLed(ps kadm.PartitionDetails) bool {
-	for _, p := range ps {
-		if p.Leader < 0 || p.Err != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // refusedCreate says whether a CreateTopics error is a refusal the
