@@ -89,9 +89,9 @@ type RouteNode struct {
 	// TopicFrom is set on a route whose topic is computed per record.
 	TopicFrom *TopicFromNode
 	When      *config.Expr // nil: always
-	Key     *config.Expr // nil: keep the input key
-	Value   string
-	Project []ProjectedField
+	Key       *config.Expr // nil: keep the input key
+	Value     string
+	Project   []ProjectedField
 	// Window is set on window routes.
 	Window *WindowNode
 	// Format is raw, json, connect-json or avro.

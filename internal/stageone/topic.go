@@ -26,7 +26,9 @@ var ErrTopicMissing = errors.New("topic does not exist")
 // (a create-topic policy, an authorization, a bad setting).
 type TopicRefusedError struct{ Err error }
 
-func (e *TopicRefusedError) Error() string { return "the brokers refused to create it: " + e.Err.Error() }
+func (e *TopicRefusedError) Error() string {
+	return "the brokers refused to create it: " + e.Err.Error()
+}
 func (e *TopicRefusedError) Unwrap() error { return e.Err }
 
 // WithTopics sets the resolver of computed topics. A topology with a
