@@ -213,6 +213,7 @@ type Metrics struct {
 	StateOverflow *prometheus.CounterVec
 	faultMetrics
 	buildMetrics
+	*computedMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -295,6 +296,7 @@ func New() *Metrics {
 	r.MustRegister(m.StateOverflow)
 	m.faultMetrics = newFaultMetrics(r)
 	m.buildMetrics = newBuildMetrics(r)
+	m.computedMetrics = newComputedMetrics(r)
 	return m
 }
 
@@ -355,6 +357,9 @@ type Tally struct {
 	// StateOverflow counts state limit decisions, by route and policy
 	// (nil until the first; see AddOverflow).
 	StateOverflow map[[2]string]int
+	// ComputedTopics counts the records of topic_from routes by route
+	// and computed topic (nil until the first; see AddComputedTopic).
+	ComputedTopics map[[2]string]int
 	// Gaps are the offsets of consumed partitions the broker deleted
 	// before they were read (nil until the first; see AddGap).
 	Gaps []Gap
@@ -408,6 +413,12 @@ func (t *Tally) Add(o *Tally) {
 	t.Gaps = append(t.Gaps, o.Gaps...)
 	for k, v := range o.StateOverflow {
 		t.AddOverflow(k[0], k[1], v)
+	}
+	for k, v := range o.ComputedTopics {
+		if t.ComputedTopics == nil {
+			t.ComputedTopics = map[[2]string]int{}
+		}
+		t.ComputedTopics[k] += v
 	}
 }
 
@@ -491,6 +502,7 @@ func (m *Metrics) Observe(t *Tally) {
 	}
 	m.observeAssemblies(t)
 	m.observeLimits(t)
+	m.observeComputed(t)
 	for _, g := range t.Gaps {
 		m.InputLost.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Add(float64(g.Offsets()))
 	}
