@@ -161,7 +161,21 @@ type Spec struct {
 	// made in record order from the stored state alone, so a replay or a
 	// restore decides the same way.
 	Limits statelimit.Limits
+	// Traces is the most trace contexts a window keeps (0: none) of the
+	// records applied to it that carried one (NextTrace), in arrival
+	// order, at most MaxTraces: each of its results hands them out
+	// (Result.Traces). They are opaque bytes here (the router keeps W3C
+	// contexts, 25 bytes each). Not part of the fingerprint: a change
+	// applies as windows take records; a window keeps what it holds.
+	Traces int
 }
+
+// MaxTraces bounds Spec.Traces; MaxTraceLen bounds one trace context
+// (NextTrace ignores a longer one).
+const (
+	MaxTraces   = 64
+	MaxTraceLen = 64
+)
 
 // ErrSpec is wrapped by every Spec validation error.
 var ErrSpec = errors.New("invalid window spec")
@@ -191,6 +205,7 @@ type params struct {
 	aggs               []Aggregation
 	fingerprint        uint64
 	lim                statelimit.Limits
+	traces             int
 }
 
 func (s Spec) compile() (params, error) {
@@ -265,6 +280,10 @@ func (s Spec) compile() (params, error) {
 		return p, err
 	}
 	p.lim = s.Limits
+	if s.Traces < 0 || s.Traces > MaxTraces {
+		return p, fmt.Errorf("%w: traces %d is outside [0, %d]", ErrSpec, s.Traces, MaxTraces)
+	}
+	p.traces = s.Traces
 	h := fnv.New64a()
 	fmt.Fprintf(h, "v1|%d|%d|%d|%d|%d|%d|%d", p.kind, p.size, p.advance, p.gap, p.ooo, p.grace, p.emit)
 	for _, a := range p.aggs {
