@@ -211,7 +211,7 @@ func windowSpec(w *plan.WindowNode, traces int) (window.Spec, error) {
 	c := w.Spec
 	s := window.Spec{
 		Traces: min(traces, window.MaxTraces),
-		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
+		Size:   c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
 		Limits: stateLimits(c.Limits),
 	}
