@@ -8,7 +8,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/sidestream/sidestream/internal/tracing"
 	"github.com/sidestream/sidestream/internal/wire"
 )
 
@@ -104,5 +107,69 @@ func TestAssemblyContinuesTrace(t *testing.T) {
 		if want := map[string]string{"o1": traceparentOf(8)}[string(rec.Key)]; wire.String(rec.Headers, wire.HeaderTraceparent) != want {
 			t.Errorf("plain route output %s: headers %v, want traceparent %q", rec.Key, rec.Headers, want)
 		}
+	}
+}
+
+// TestSpansThroughRouter: with a tracer sampling every record, the
+// router exports a route span per input under its traceparent and a
+// window span per result, a child of the first input's route span (its
+// repartitioned record carried that span's context) linked to the other
+// input's; the result carries the window span's context.
+func TestSpansThroughRouter(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(1, "keys"))
+	top := limitedTopology(t, c.ListenAddrs(), "{max_entries: 1000, overflow_topic: perkey.overflow}")
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	top.Settings.Tracing.Links = new(2)
+	produceTraced(t, c.ListenAddrs(),
+		tracedRecord("keys", `{"id":"a","ts":1000}`, 1),
+		tracedRecord("keys", `{"id":"a","ts":2000}`, 2),
+		tracedRecord("keys", `{"id":"flush","ts":100000000}`, 3),
+	)
+	r := start(t, top, "a", WithTracer(tracing.NewWithProvider(tp, top, 1)))
+	waitConsumed(t, r.p.Metrics(), 6, time.Minute)
+	r.stop(t)
+	routeSpans := map[string]sdktrace.ReadOnlySpan{} // by parent trace id
+	var window sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case tracing.SpanRoute:
+			routeSpans[s.Parent().TraceID().String()] = s
+		case tracing.SpanWindow:
+			if window != nil && window.SpanContext().TraceID() == s.SpanContext().TraceID() {
+				continue // an aborted and replayed batch made it again
+			}
+			window = s
+		}
+	}
+	first, ok := routeSpans[fmt.Sprintf("%032x", 2)]
+	if !ok || len(routeSpans) != 3 {
+		t.Fatalf("route spans by parent trace: %v", routeSpans)
+	}
+	if got := first.Parent().SpanID().String(); got != fmt.Sprintf("%016x", 2) {
+		t.Fatalf("route span parent span %s", got)
+	}
+	var routes []string
+	for _, kv := range first.Attributes() {
+		if kv.Key == tracing.AttrRoutes {
+			routes = kv.Value.AsStringSlice()
+		}
+	}
+	if len(routes) != 1 || routes[0] != "perkey" {
+		t.Fatalf("route span routes %v", routes)
+	}
+	if window == nil || window.Parent().SpanID() != first.SpanContext().SpanID() || len(window.Links()) != 1 ||
+		window.Links()[0].SpanContext.SpanID() != routeSpans[fmt.Sprintf("%032x", 3)].SpanContext().SpanID() {
+		t.Fatalf("window span %v: want a child of %v linked to the second input's route span", window, first.SpanContext())
+	}
+	var got string
+	for _, rr := range readCommitted(t, c.ListenAddrs(), "perkey.out") {
+		if string(rr.Key) == "a@0" {
+			got = wire.String(rr.Headers, wire.HeaderTraceparent)
+		}
+	}
+	if want := fmt.Sprintf("00-%s-%s-01", window.SpanContext().TraceID(), window.SpanContext().SpanID()); got != want {
+		t.Fatalf("result traceparent %q, want the window span's %q", got, want)
 	}
 }
