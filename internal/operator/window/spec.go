@@ -196,6 +196,17 @@ func (s Spec) Validate() error {
 	return err
 }
 
+// bounds checks what bounds a task's state: Limits and Traces.
+func bounds(s Spec, perRecord int64) (statelimit.Limits, int, error) {
+	if err := validateLimits(s.Limits, perRecord); err != nil {
+		return s.Limits, 0, err
+	}
+	if s.Traces < 0 || s.Traces > MaxTraces {
+		return s.Limits, 0, fmt.Errorf("%w: traces %d is outside [0, %d]", ErrSpec, s.Traces, MaxTraces)
+	}
+	return s.Limits, s.Traces, nil
+}
+
 // params is a validated Spec in milliseconds.
 type params struct {
 	kind               Kind
@@ -276,14 +287,9 @@ func (s Spec) compile() (params, error) {
 	if p.kind == Hopping {
 		perRecord = (p.size + p.advance - 1) / p.advance
 	}
-	if err := validateLimits(s.Limits, perRecord); err != nil {
+	if p.lim, p.traces, err = bounds(s, perRecord); err != nil {
 		return p, err
 	}
-	p.lim = s.Limits
-	if s.Traces < 0 || s.Traces > MaxTraces {
-		return p, fmt.Errorf("%w: traces %d is outside [0, %d]", ErrSpec, s.Traces, MaxTraces)
-	}
-	p.traces = s.Traces
 	h := fnv.New64a()
 	fmt.Fprintf(h, "v1|%d|%d|%d|%d|%d|%d|%d", p.kind, p.size, p.advance, p.gap, p.ooo, p.grace, p.emit)
 	for _, a := range p.aggs {
