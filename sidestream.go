@@ -22,6 +22,7 @@ import (
 	"github.com/sidestream/sidestream/internal/config"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/tracing"
 )
 
 // Option configures Load and Parse.
@@ -114,6 +115,12 @@ func (r *Router) Run(ctx context.Context) error {
 	if r.opts.instanceID != "" {
 		ro = append(ro, runtime.WithInstanceID(r.opts.instanceID))
 	}
+	tracer, err := tracing.New(ctx, r.plan)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tracer.Stop(ctx) }()
+	ro = append(ro, runtime.WithTracer(tracer))
 	p, err := runtime.New(r.plan, ro...)
 	if err != nil {
 		return err

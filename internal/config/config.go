@@ -79,6 +79,8 @@ type Config struct {
 	// SchemaRegistry is the registry of the avro, protobuf and
 	// json_schema inputs.
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
+	// Tracing adds OpenTelemetry spans of a sampled share of records.
+	Tracing Tracing `yaml:"tracing"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at

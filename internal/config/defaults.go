@@ -111,6 +111,12 @@ func setFromText(f reflect.Value, text string) error {
 			return err
 		}
 		f.SetInt(n)
+	case reflect.Float64:
+		v, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(v)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(text)
 		if err != nil {

@@ -87,6 +87,7 @@ const (
 	tConfigs  = "topic configs"
 	tProject  = "mapping"
 	tSection  = "section"
+	tNumber   = "number"
 	tItems    = "list of sections"
 )
 
@@ -241,6 +242,13 @@ var Settings = concat(
 		{Path: "schema_registry.tls.key_file", Type: tString, Env: EnvRegistryTLSKeyFile, Doc: "its unencrypted key (PEM); with `cert_file`"},
 		{Path: "schema_registry.fetch_timeout", Type: tDuration, Default: dur(DefaultRegistryFetchTimeout), OnRead: true, Env: EnvRegistryFetchTimeout, Doc: "bounds one schema fetch; past it the batch is retried, never dirty", Notes: "bounds one fetch of a schema and its references (a positive duration; else a problem at its line:col); past it the lookup is the registry's outage: the batch is aborted and processed again (see [Avro, Protobuf and JSON Schema inputs](../input-formats.md#avro-protobuf-and-json-schema-inputs)), never a dirty record. Keep it below the transaction timeout (`--transaction-timeout`). `router validate --registry` gives all lookups of one file 10 s whatever it is. Or `SIDESTREAM_SCHEMA_REGISTRY_FETCH_TIMEOUT`"},
 		{Path: "schema_registry.unknown_id_ttl", Type: tSpan, Default: dur(DefaultRegistryUnknownIDTTL), OnRead: true, Env: EnvRegistryUnknownIDTTL, Doc: "how long a 404 schema id is remembered; 0s asks every time", Notes: "how long a schema id the registry answered 404 for is remembered (its records go dirty with `unknown_schema_id` without asking again), so a stream of records with a bogus id costs one request per TTL; `0s` asks every time (a duration of 0s or more; else a problem at its line:col). Or `SIDESTREAM_SCHEMA_REGISTRY_UNKNOWN_ID_TTL`"},
+		{Path: "tracing", Type: tSection, Doc: "OpenTelemetry spans of a sampled share of records (trace contexts travel without it)"},
+		{Path: "tracing.spans", Type: tBool, Default: "false", Doc: "export spans over OTLP; off, the record path pays nothing for them", Notes: "export a span for a sampled share of input records (the route decision as attributes), of window results and assemblies (linked to their inputs) and of late records, over OTLP. Off, nothing is sampled and nothing allocated per record. The W3C `traceparent` of every input reaches what the router writes for it either way. See [Tracing](../tracing.md#tracing)"},
+		{Path: "tracing.sample_ratio", Type: tNumber, Default: "0.01", Min: "0", Max: "1", Doc: "the share of input records that get a span, by trace id", Notes: "the share of input records that get a span: decided by the record's trace id (the same decision as OpenTelemetry's `TraceIDRatioBased`, so every service sampling by ratio keeps the same traces), at random for a record without a `traceparent`; 0 to 1"},
+		{Path: "tracing.endpoint", Type: tString, Doc: "the OTLP collector (`host:port` for grpc, a URL for http); default the exporter's and `OTEL_EXPORTER_OTLP_*`"},
+		{Path: "tracing.protocol", Type: tString, Default: TracingGRPC, Enum: []string{TracingGRPC, TracingHTTP}, Doc: "OTLP over gRPC, or over HTTP (protobuf)"},
+		{Path: "tracing.insecure", Type: tBool, Default: "false", Doc: "send to the collector without TLS"},
+		{Path: "tracing.links", Type: tInt, Default: itoa(DefaultTraceLinks), Min: "0", Max: itoa(MaxTraceLinks), Doc: "inputs' contexts a window keeps beyond its first, for its result span's links (spans on only)", Notes: "how many inputs' trace contexts a window keeps beyond the first input's, for its result span's links; kept only with `spans: true`, 25 bytes each per open window in the state. The first input's context is always kept (it is the result's parent)"},
 	},
 	processSettings,
 )

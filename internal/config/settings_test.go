@@ -264,6 +264,8 @@ func TestSettingsTypes(t *testing.T) {
 			return []string{tInt}
 		case reflect.Bool:
 			return []string{tBool}
+		case reflect.Float64:
+			return []string{tNumber}
 		case reflect.Map:
 			return []string{tMap}
 		case reflect.Struct:
@@ -479,7 +481,11 @@ func step(bound string, by int64) string {
 	}
 	n, err := strconv.ParseInt(bound, 10, 64)
 	if err != nil {
-		panic(bound)
+		f, ferr := strconv.ParseFloat(bound, 64)
+		if ferr != nil {
+			panic(bound)
+		}
+		return strconv.FormatFloat(f+float64(by)/1000, 'g', -1, 64)
 	}
 	return itoa(n + by)
 }

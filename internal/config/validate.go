@@ -53,6 +53,7 @@ func (d *doc) validate() {
 	d.validateSecurity()
 	d.validateRegistry()
 	d.validateAPI()
+	d.validateTracing()
 }
 
 // validateBasics checks the top-level scalars: the application id, the

@@ -63,6 +63,9 @@ type Settings struct {
 	Client            config.Client
 	API               config.API
 	SchemaRegistry    config.SchemaRegistry
+	// Tracing is the tracing section (spans; the contexts travel
+	// without it).
+	Tracing config.Tracing
 	// Limits bound the records of every output but dirty (its topic's
 	// max.message.bytes, read at start, bounds them too).
 	Limits config.OutputLimits
@@ -78,6 +81,7 @@ func settingsOf(c *config.Config) Settings {
 		CommitWhenDrained: c.CommitWhenDrained != nil && *c.CommitWhenDrained,
 		Topics:            c.Topics, Shutdown: c.Shutdown, Security: c.Security, State: c.State,
 		Client: c.Client, API: c.API, SchemaRegistry: c.SchemaRegistry, Limits: c.Limits,
+		Tracing: c.Tracing,
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sidestream/sidestream/internal/registry"
 	"github.com/sidestream/sidestream/internal/retry"
 	"github.com/sidestream/sidestream/internal/stagetwo"
+	"github.com/sidestream/sidestream/internal/tracing"
 )
 
 // Opt configures a Processor.
@@ -44,6 +45,7 @@ type opts struct {
 	lossRecheck time.Duration
 	ownerURL    string
 	clock       func() time.Time
+	tracer      *tracing.Tracer
 }
 
 // WithLogger sets the logger (default: slog.Default()).
@@ -95,6 +97,10 @@ func WithOwnerURL(tmpl string) Opt { return func(o *opts) { o.ownerURL = tmpl } 
 // sources and quiet windows. Commit intervals, timeouts and backoffs
 // keep the real clock. router test drives a virtual one.
 func WithClock(now func() time.Time) Opt { return func(o *opts) { o.clock = now } }
+
+// WithTracer makes spans of a sampled share of records (tracing.New);
+// nil, the default, makes none and costs the record path nothing.
+func WithTracer(t *tracing.Tracer) Opt { return func(o *opts) { o.tracer = t } }
 
 // WithKgoOpts appends raw franz-go options (tests, a custom dialer). The
 // security settings of the topology are added by New (kclient.SecurityOpts).
@@ -208,8 +214,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	if p.eng, err = newStageOne(top, op.metrics, p.resolver); err != nil {
 		return nil, err
 	}
-	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
-		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})
+	p.stage, err = stagetwo.New(p.stageConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +223,18 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	// Every series a dashboard or an alert reads exists from the start.
 	p.m.Preset(observe.Series(top))
 	return p, nil
+}
+
+// stageConfig is what stage two is built from.
+func (p *Processor) stageConfig() stagetwo.Config {
+	op := p.opts
+	c := stagetwo.Config{Topology: p.top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
+		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock}
+	if op.tracer != nil {
+		// Never a nil *Tracer in the interface: stage two tests for nil.
+		c.Tracer, c.TraceLinks = op.tracer, p.top.Settings.Tracing.LinksOrDefault()
+	}
+	return c
 }
 
 // validate checks the options against the topology they run: all the
@@ -565,10 +582,18 @@ func (p *Processor) processInputPartition(ctx context.Context, eng *stageOne, ft
 		}
 	}
 	direct := p.stage.NewDirect(ftp.Partition, tally, produce)
+	tracer := p.opts.tracer
 	for _, r := range ftp.Records {
+		var span tracing.Pending
+		if tracer != nil {
+			span = tracer.Start(r)
+		}
 		outs, err := eng.ProcessFrom(ctx, r, srcMax, tally)
 		if err != nil {
 			return err // the registry's: the batch aborts (registryAborted)
+		}
+		if span.Sampled() {
+			tracer.End(span, r, outs)
 		}
 		for _, out := range outs {
 			if direct != nil && direct.Owns(out.Topic) {

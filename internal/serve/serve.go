@@ -20,6 +20,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/tracing"
 )
 
 // Build is what `router version` prints and sidestream_build_info
@@ -77,7 +78,12 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 	if ui == nil {
 		ui = live.New(top, m, live.Options{})
 	}
-	proc, err := runtime.New(top, processorOpts(top, o, log, m, ui)...)
+	tracer, err := tracing.New(ctx, top)
+	if err != nil {
+		return err
+	}
+	defer stopTracer(ctx, tracer, log)
+	proc, err := runtime.New(top, processorOpts(top, o, log, m, ui, tracer)...)
 	if err != nil {
 		return err
 	}
@@ -162,11 +168,12 @@ func reloadAPI(rl *Reloader, o Reload) api.Reloader {
 }
 
 // processorOpts are the processor's options from o.
-func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, ui *live.State) []runtime.Opt {
+func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, ui *live.State, tracer *tracing.Tracer) []runtime.Opt {
 	opts := []runtime.Opt{
 		runtime.WithLogger(log), runtime.WithMetrics(m),
 		runtime.WithInstanceID(o.InstanceID), runtime.WithStaticMembership(o.Static),
 		runtime.WithTransactionTimeout(o.TxnTimeout), runtime.WithOwnerURL(o.OwnerURL),
+		runtime.WithTracer(tracer),
 	}
 	if top.Settings.API.Samples != config.SamplesOff {
 		// Off keeps no record content in memory at all.
@@ -183,6 +190,14 @@ func processorOpts(top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metri
 		opts = append(opts, runtime.WithKgoOpts(o.KgoOpts...))
 	}
 	return opts
+}
+
+// stopTracer flushes the spans not exported yet, for at most 5 s after
+// ctx ended.
+func stopTracer(ctx context.Context, t *tracing.Tracer, log *slog.Logger) {
+	if err := t.Stop(ctx); err != nil {
+		log.Warn("tracing: spans not exported at shutdown", "err", err)
+	}
 }
 
 // logStarted logs the one "router started" line: build, API, brokers,

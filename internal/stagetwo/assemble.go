@@ -41,6 +41,7 @@ type assemblyTask struct {
 	mu    sync.Mutex
 	st    changelog.Store
 	op    *assembly.Operator
+	tcbuf [wire.TraceContextLen]byte // the part's trace context, binary
 }
 
 func (t *assemblyTask) Store() changelog.Store   { return t.st }
@@ -166,6 +167,9 @@ func (e *recordRunner) processAssembly(r *kgo.Record, t *assemblyTask, now time.
 		}
 		at = et
 	}
+	if tc, ok := wire.Traceparent(r.Headers); ok {
+		t.op.NextTrace(tc.AppendBinary(t.tcbuf[:0]))
+	}
 	out, err := t.op.Process(string(r.Key), part, at, r.Value)
 	if err != nil {
 		var re *assembly.RecordError
@@ -233,8 +237,13 @@ func (e *recordRunner) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, t
 		{Key: wire.HeaderAssemblyParts, Value: parts},
 		{Key: wire.HeaderMissing, Value: missing},
 		{Key: wire.HeaderAssemblyEvicted, Value: boolValue(a.Evicted)},
+		{},
 	}
-	o.rec.Headers = o.hs[:]
+	o.rec.Headers = o.hs[:5]
+	if tc, ok := e.continueTrace("assembly", name, topic, a.Traces); ok {
+		o.hs[5] = kgo.RecordHeader{Key: wire.HeaderTraceparent, Value: wire.AppendTraceparent(o.tp[:0], tc)}
+		o.rec.Headers = o.hs[:]
+	}
 	return e.fit(ar, withStateVersion(ar.rt, &o.rec), tally)
 }
 
@@ -242,7 +251,8 @@ func (e *recordRunner) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, t
 // together.
 type assemblyOut struct {
 	rec kgo.Record
-	hs  [5]kgo.RecordHeader
+	hs  [6]kgo.RecordHeader
+	tp  [wire.TraceparentLen]byte
 }
 
 // assemblyHeaderValues are an emitted assembly's key (its ID) and the

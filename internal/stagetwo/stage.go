@@ -26,6 +26,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/stageone"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // Runtime is what stage two needs of the processor that runs it.
@@ -85,6 +86,24 @@ type Config struct {
 	// (time: processing), the sources heard and the records seen for
 	// idle_timeout (default time.Now; router test drives a virtual one).
 	Clock func() time.Time
+	// Tracer makes the spans of window results, assemblies and late
+	// records; nil makes none (the trace contexts travel all the same).
+	Tracer Tracer
+	// TraceLinks is how many trace contexts a window keeps beyond its
+	// first input's, for its result span's links (0 with spans off).
+	TraceLinks int
+}
+
+// Tracer makes stage two's spans; internal/tracing implements it.
+type Tracer interface {
+	// Continue is the trace context a window result or an assembly
+	// (kind "window", "assembly") carries: parent, the first input's,
+	// when it makes no span; else that of the span it made, a child of
+	// parent linked to the other inputs' contexts (binary,
+	// wire.TraceContextFromBinary).
+	Continue(kind, route, topic string, parent wire.TraceContext, links [][]byte) wire.TraceContext
+	// Late notes a late record of route, as written to the late topic.
+	Late(route string, r *kgo.Record)
 }
 
 // Stage is stage two of one processor: its window and assembly tasks.
@@ -105,12 +124,13 @@ type Stage struct {
 // records, field decoding, aggregate values, the record size ceiling).
 type recordRunner struct {
 	*stageone.Engine
-	now func() time.Time // Config.Clock
+	now    func() time.Time // Config.Clock
+	tracer Tracer           // Config.Tracer, nil: no spans
 }
 
 // New builds the stage of a topology; it does not restore anything.
 func New(c Config) (*Stage, error) {
-	ws, err := newWindowStage(c.Topology, c.Stores)
+	ws, err := newWindowStage(c.Topology, c.Stores, 1+c.TraceLinks)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +142,7 @@ func New(c Config) (*Stage, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Stage{top: c.Topology, eng: &recordRunner{Engine: c.Engine, now: now}, rt: c.Runtime, log: c.Log, m: c.Metrics,
+	return &Stage{top: c.Topology, eng: &recordRunner{Engine: c.Engine, now: now, tracer: c.Tracer}, rt: c.Runtime, log: c.Log, m: c.Metrics,
 		part: c.Partitioner, asmStores: c.AssemblyStores, ownerURL: c.OwnerURL, ws: ws, as: as}, nil
 }
 

@@ -237,7 +237,7 @@ func withoutFields(b testing.TB, recs []*kgo.Record) []*kgo.Record {
 }
 
 func benchWindowTask(b testing.TB, top *plan.Plan) *windowTask {
-	ws, err := newWindowStage(top, nil)
+	ws, err := newWindowStage(top, nil, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -60,7 +60,7 @@ type statefulRun struct {
 
 func newStatefulRun(t testing.TB, top *plan.Plan, e *recordRunner) *statefulRun {
 	t.Helper()
-	ws, err := newWindowStage(top, changelog.MemoryBuilder())
+	ws, err := newWindowStage(top, changelog.MemoryBuilder(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ type windowTask struct {
 	// each made once (bounded: a foreign writer may name many topics, a
 	// route may have many keys).
 	scratch *stageone.WindowScratch
+	tcbuf   [wire.TraceContextLen]byte // the record's trace context, binary
 	topics  map[string]string
 	srcIDs  map[srcKey]string
 	keys    map[string]string
@@ -184,7 +185,7 @@ func (ws *windowStage) sourceIDs() []string {
 	return ws.sources
 }
 
-func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
+func newWindowStage(t *plan.Plan, b changelog.Builder, traces int) (*windowStage, error) {
 	changelogs := map[string]bool{}
 	for _, r := range t.Windows() {
 		changelogs[r.Window.ChangelogTopic] = true
@@ -192,7 +193,7 @@ func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
 	ws := &windowStage{routes: map[string]*windowRoute{}, direct: map[string]*windowRoute{},
 		Set: tasks.New[*windowTask](changelogs), builder: b}
 	for _, r := range t.Windows() {
-		spec, err := windowSpec(r.Window)
+		spec, err := windowSpec(r.Window, traces)
 		if err != nil {
 			return nil, fmt.Errorf("route %q: %w", r.Name, err)
 		}
@@ -204,10 +205,13 @@ func newWindowStage(t *plan.Plan, b changelog.Builder) (*windowStage, error) {
 	return ws, nil
 }
 
-func windowSpec(w *plan.WindowNode) (window.Spec, error) {
+// windowSpec is the operator's spec of a window route; each window keeps
+// the trace contexts of its first traces inputs that carried one.
+func windowSpec(w *plan.WindowNode, traces int) (window.Spec, error) {
 	c := w.Spec
 	s := window.Spec{
-		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
+		Traces: min(traces, window.MaxTraces),
+		Size:   c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
 		Limits: stateLimits(c.Limits), Described: w.StateSpec,
 	}
@@ -287,6 +291,9 @@ func (e *recordRunner) processWindow(r *kgo.Record, t *windowTask, tally *metric
 	if rerr != nil {
 		return []*kgo.Record{e.Dirty(asWritten(r), rerr, tally)}, nil
 	}
+	if tc, ok := wire.ParseTraceparent(h.Traceparent); ok {
+		t.op.NextTrace(tc.AppendBinary(t.tcbuf[:0]))
+	}
 	var out window.Output
 	var err error
 	if h.HasSourceMax {
@@ -328,6 +335,9 @@ func (e *recordRunner) processWindow(r *kgo.Record, t *windowTask, tally *metric
 			return append(recs, d), nil
 		}
 		tally.Late[rt.Name]++
+		if e.tracer != nil {
+			e.tracer.Late(rt.Name, lr)
+		}
 		recs = append(recs, lr)
 	} else {
 		tally.Aggregated[rt.Name]++
@@ -376,7 +386,8 @@ func (e *recordRunner) windowResults(rt *plan.RouteNode, rs []window.Result, ts 
 			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		recs = append(recs, withStateVersion(rt, resultRecord(rt.Topic, res, value, ts)))
+		tc, traced := e.continueTrace("window", rt.Name, rt.Topic, res.Traces)
+		recs = append(recs, withStateVersion(rt, resultRecord(rt.Topic, res, value, ts, tc, traced)))
 	}
 	return recs
 }
@@ -385,8 +396,25 @@ func (e *recordRunner) windowResults(rt *plan.RouteNode, rs []window.Result, ts 
 // its revision in one allocation.
 type resultRec struct {
 	rec kgo.Record
-	hs  [3]kgo.RecordHeader
+	hs  [4]kgo.RecordHeader
 	rev [20]byte
+	tp  [wire.TraceparentLen]byte
+}
+
+// continueTrace is the trace context a record of many inputs carries:
+// the first input's (traces[0]), or a span's the tracer made of it.
+// traced is false when no input carried one.
+func (e *recordRunner) continueTrace(kind, route, topic string, traces [][]byte) (tc wire.TraceContext, traced bool) {
+	if len(traces) == 0 {
+		return tc, false
+	}
+	if tc, traced = wire.TraceContextFromBinary(traces[0]); !traced {
+		return tc, false
+	}
+	if e.tracer != nil {
+		tc = e.tracer.Continue(kind, route, topic, tc, traces[1:])
+	}
+	return tc, true
 }
 
 // The values of the boolean headers, shared: nothing writes to a
@@ -396,7 +424,7 @@ var (
 	falseValue = []byte("false")
 )
 
-func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *kgo.Record {
+func resultRecord(topic string, res window.Result, value []byte, ts time.Time, tc wire.TraceContext, traced bool) *kgo.Record {
 	rr := &resultRec{}
 	final := falseValue
 	if res.Final {
@@ -408,6 +436,10 @@ func resultRecord(topic string, res window.Result, value []byte, ts time.Time) *
 	if res.Evicted {
 		rr.hs[2] = kgo.RecordHeader{Key: wire.HeaderEvicted, Value: trueValue}
 		n = 3
+	}
+	if traced {
+		rr.hs[n] = kgo.RecordHeader{Key: wire.HeaderTraceparent, Value: wire.AppendTraceparent(rr.tp[:0], tc)}
+		n++
 	}
 	rr.rec = kgo.Record{Topic: topic, Key: []byte(res.Key), Value: value, Timestamp: ts, Headers: rr.hs[:n:n]}
 	return &rr.rec

@@ -62,7 +62,7 @@ func TestResultRecord(t *testing.T) {
 		if res.Evicted {
 			want.Headers = append(want.Headers, kgo.RecordHeader{Key: wire.HeaderEvicted, Value: []byte("true")})
 		}
-		got := resultRecord("out", res, []byte("v"), ts)
+		got := resultRecord("out", res, []byte("v"), ts, wire.TraceContext{}, false)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%+v: record %+v, want %+v", res, got, want)
 		}

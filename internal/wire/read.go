@@ -68,6 +68,10 @@ type Repartition struct {
 	// Fields is the last HeaderFields value; HasFields: there is one.
 	Fields    []byte
 	HasFields bool
+	// Traceparent is the first HeaderTraceparent value (the input's own
+	// header, before the envelope), nil when none; ParseTraceparent
+	// reads it.
+	Traceparent []byte
 	// Err is the error of an envelope that does not decode (ErrEnvelope):
 	// the rest is then read from the seven headers, as if it had none.
 	Err error
@@ -78,7 +82,7 @@ type Repartition struct {
 func ReadRepartition(hs []kgo.RecordHeader) Repartition {
 	var r Repartition
 	var seenET, seenKey, seenTopic, seenPart, seenOff, seenEnv bool
-	var env []byte
+	var env, tp []byte
 	for i := range hs {
 		h := &hs[i]
 		switch h.Key {
@@ -118,12 +122,19 @@ func ReadRepartition(hs []kgo.RecordHeader) Repartition {
 			}
 		case HeaderFields:
 			r.Fields, r.HasFields = h.Value, true
+		case HeaderTraceparent:
+			if tp == nil {
+				tp = h.Value[:len(h.Value):len(h.Value)]
+			}
 		}
 	}
+	r.Traceparent = tp
 	if seenEnv {
 		e, err := ParseEnvelope(env)
 		if err == nil {
-			return fromEnvelope(&e)
+			r := fromEnvelope(&e)
+			r.Traceparent = tp
+			return r
 		}
 		r.Err = err
 	}

@@ -125,7 +125,13 @@ type Part struct {
 	Name  string          `json:"name"`
 	Time  int64           `json:"time_ms"`
 	Value json.RawMessage `json:"value"`
+	// Trace is the trace context the part's record carried (NextTrace),
+	// nil when none.
+	Trace []byte `json:"-"`
 }
+
+// MaxTraceLen bounds one trace context (NextTrace ignores a longer one).
+const MaxTraceLen = 64
 
 // Assembly is one emitted assembly: complete, or incomplete at its TTL.
 type Assembly struct {
@@ -140,6 +146,10 @@ type Assembly struct {
 	// Evicted: an incomplete assembly OverflowEvict emitted before its
 	// deadline (Done is the deadline it had); the value has "evicted":true.
 	Evicted bool
+	// Traces are the trace contexts of its parts' records, in the order
+	// the parts arrived (the first part's that carried one first), the
+	// caller's to keep; nil when none carried one.
+	Traces [][]byte
 }
 
 // Output is what one call produced. Assembled and Incomplete point into
@@ -220,6 +230,8 @@ type Operator struct {
 	dueErr error
 	// specDue: the store holds no description yet (checkSpec).
 	specDue bool
+	// trace is the next part's trace context (NextTrace).
+	trace []byte
 }
 
 // RecordError is a part the operator refuses; the caller sends the record
@@ -314,10 +326,21 @@ func (o *Operator) Clock() int64 { return o.clock }
 // Open is the number of open assemblies.
 func (o *Operator) Open() int { return o.open }
 
+// NextTrace sets the trace context of the part the next Process call
+// applies (opaque bytes, aliased until that call returns; nil or longer
+// than MaxTraceLen: none). The assembly keeps it with the part.
+func (o *Operator) NextTrace(tc []byte) {
+	if len(tc) > MaxTraceLen {
+		tc = nil
+	}
+	o.trace = tc
+}
+
 // Process applies one part (see the package doc). t is the part's time on
 // the TTL's clock; value is its JSON value.
 func (o *Operator) Process(id, part string, t int64, value []byte) (Output, error) {
 	var out Output
+	defer func() { o.trace = nil }()
 	pi, ok := o.index[part]
 	switch {
 	case !ok:
@@ -400,9 +423,9 @@ func (o *Operator) apply(id string, pi int, t int64, value []byte, out *Output) 
 		if o.s.Duplicates == FirstWins {
 			return nil
 		}
-		a.parts[i] = Part{Name: name, Time: t, Value: value}
+		a.parts[i] = Part{Name: name, Time: t, Value: value, Trace: o.trace}
 	default:
-		a.parts = append(a.parts, Part{Name: name, Time: t, Value: value})
+		a.parts = append(a.parts, Part{Name: name, Time: t, Value: value, Trace: o.trace})
 	}
 	a.last = t
 	if !ok && !o.complete(a) && o.s.Limits.Enabled() {
@@ -616,6 +639,7 @@ func (o *Operator) emit(id string, a state, complete, evicted bool, done int64) 
 	b = append(b, '}')
 	o.obuf = b
 	as.Value = bytes.Clone(b)
+	as.Traces = partTraces(a.parts)
 	for k := range as.Parts {
 		if len(as.Parts[k].Value) > 0 {
 			as.Parts[k].Value = as.Value[spans[k].from:spans[k].to:spans[k].to]
@@ -718,14 +742,55 @@ func (a state) append(b []byte) []byte {
 	b = binary.AppendVarint(b, a.last)
 	b = binary.AppendVarint(b, a.deadline)
 	b = binary.AppendUvarint(b, uint64(len(a.parts)))
+	traced := false
 	for _, p := range a.parts {
 		b = binary.AppendUvarint(b, uint64(len(p.Name)))
 		b = append(b, p.Name...)
 		b = binary.AppendVarint(b, p.Time)
 		b = binary.AppendUvarint(b, uint64(len(p.Value)))
 		b = append(b, p.Value...)
+		traced = traced || len(p.Trace) > 0
+	}
+	if traced {
+		b = append(b, tracesTag)
+		for _, p := range a.parts {
+			b = binary.AppendUvarint(b, uint64(len(p.Trace)))
+			b = append(b, p.Trace...)
+		}
 	}
 	return b
+}
+
+// tracesTag starts the optional part of a stored assembly after its
+// parts: each part's trace context, in the parts' order, as
+// uvarint(len) and its bytes (len 0: none). An assembly stored before
+// it, or whose parts carried none, ends with its parts and reads as
+// holding none; a build older than it reads one that holds any as
+// corrupt.
+const tracesTag = 1
+
+// partTraces are the parts' trace contexts in arrival order, copied
+// (the parts may alias the store), nil when none.
+func partTraces(parts []Part) [][]byte {
+	n, size := 0, 0
+	for _, p := range parts {
+		if len(p.Trace) > 0 {
+			n++
+			size += len(p.Trace)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([][]byte, 0, n)
+	buf := make([]byte, 0, size)
+	for _, p := range parts {
+		if len(p.Trace) > 0 {
+			buf = append(buf, p.Trace...)
+			out = append(out, buf[len(buf)-len(p.Trace):len(buf):len(buf)])
+		}
+	}
+	return out
 }
 
 // decode decodes a stored assembly into the operator's scratch: its
@@ -786,6 +851,22 @@ func decodeState(b []byte, parts []Part, names []string) (state, error) {
 			return a, errCorrupt
 		}
 		a.parts = append(a.parts, Part{Name: intern(name, names), Time: t, Value: v})
+	}
+	if len(b) > 0 {
+		if b[0] != tracesTag {
+			return a, errCorrupt
+		}
+		b = b[1:]
+		held := a.parts[len(a.parts)-int(n):]
+		for i := range held {
+			tc := rb()
+			if !ok || len(tc) > MaxTraceLen {
+				return a, errCorrupt
+			}
+			if len(tc) > 0 {
+				held[i].Trace = tc
+			}
+		}
 	}
 	if len(b) != 0 {
 		return a, errCorrupt

@@ -167,10 +167,63 @@ type win struct {
 	rev        int64
 	aggs       []aggState
 	size       int64 // StateBytes of the stored copy, 0 when not stored
+	// ntr trace contexts (Spec.Traces), each uvarint(len) then its
+	// bytes, in tr.
+	ntr int
+	tr  []byte
 }
 
+// addTrace keeps tc when w holds fewer than limit contexts.
+func (w *win) addTrace(tc []byte, limit int) {
+	if len(tc) == 0 || w.ntr >= limit {
+		return
+	}
+	w.tr = binary.AppendUvarint(w.tr, uint64(len(tc)))
+	w.tr = append(w.tr, tc...)
+	w.ntr++
+}
+
+// mergeTraces keeps o's contexts after w's own, up to limit.
+func (w *win) mergeTraces(o *win, limit int) {
+	eachTrace(o.tr, func(tc []byte) { w.addTrace(tc, limit) })
+}
+
+// eachTrace calls fn with each context of an encoded list (win.tr).
+func eachTrace(b []byte, fn func([]byte)) {
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return
+		}
+		fn(b[k : k+int(n)])
+		b = b[k+int(n):]
+	}
+}
+
+// traces are w's contexts as the caller's own copies, nil when none.
+func (w *win) traces() [][]byte {
+	if w.ntr == 0 {
+		return nil
+	}
+	out := make([][]byte, 0, w.ntr)
+	buf := make([]byte, 0, len(w.tr))
+	eachTrace(w.tr, func(tc []byte) {
+		buf = append(buf, tc...)
+		out = append(out, buf[len(buf)-len(tc):len(buf):len(buf)])
+	})
+	return out
+}
+
+// tracesTag starts the optional part of a stored window after its
+// aggregations: uvarint(n), then n trace contexts, each uvarint(len) and
+// its bytes. A window stored before it (or holding no context) ends with
+// its aggregations, and reads as holding none; a build older than it
+// reads a window that holds one as corrupt.
+const tracesTag = 1
+
 // encodeWindow appends the stored value of w: uvarint(end-start),
-// uvarint(rev), then each aggregation's state in Spec order.
+// uvarint(rev), then each aggregation's state in Spec order, then its
+// trace contexts when it holds any (tracesTag).
 func appendWindow(b []byte, w *win, aggs []Aggregation) []byte {
 	b = binary.AppendUvarint(b, uint64(w.end-w.start))
 	b = binary.AppendUvarint(b, uint64(w.rev))
@@ -198,6 +251,11 @@ func appendWindow(b []byte, w *win, aggs []Aggregation) []byte {
 				b = append(b, s...)
 			}
 		}
+	}
+	if w.ntr > 0 {
+		b = append(b, tracesTag)
+		b = binary.AppendUvarint(b, uint64(w.ntr))
+		b = append(b, w.tr...)
 	}
 	return b
 }
@@ -354,7 +412,7 @@ func (w *win) reset(key string, start, end int64, n int) {
 	for i := range aggs {
 		aggs[i] = aggState{fp: aggs[i].fp[:0]}
 	}
-	*w = win{key: key, start: start, end: end, aggs: aggs}
+	*w = win{key: key, start: start, end: end, aggs: aggs, tr: w.tr[:0]}
 }
 
 // decodeWindowInto is decodeWindow into w (reset first).
@@ -393,10 +451,39 @@ func decodeWindowInto(w *win, b []byte, key string, start int64, aggs []Aggregat
 			}
 		}
 	}
+	if !d.bad && len(d.b) > 0 {
+		d.traces(w)
+	}
 	if d.bad || len(d.b) != 0 || w.end <= w.start || w.rev < 0 {
 		return fmt.Errorf("%w: window %q@%d", errCorrupt, key, start)
 	}
 	return nil
+}
+
+// traces reads the trace contexts appendWindow wrote after tracesTag
+// into w, each checked (at most MaxTraces of at most MaxTraceLen bytes).
+func (d *decoder) traces(w *win) {
+	if d.b[0] != tracesTag {
+		d.bad = true
+		return
+	}
+	d.b = d.b[1:]
+	n := d.uvarint()
+	if d.bad || n == 0 || n > MaxTraces {
+		d.bad = true
+		return
+	}
+	from := d.b
+	for range n {
+		l := d.uvarint()
+		if d.bad || l == 0 || l > MaxTraceLen || l > uint64(len(d.b)) {
+			d.bad = true
+			return
+		}
+		d.b = d.b[l:]
+	}
+	w.tr = append(w.tr[:0], from[:len(from)-len(d.b)]...)
+	w.ntr = int(n)
 }
 
 // decodeWindowHeader reads only end and revision (session lookups).

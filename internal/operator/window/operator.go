@@ -61,6 +61,9 @@ type Operator struct {
 	lowOK    bool
 
 	in []value // normalized inputs of the current record
+	// trace is the current record's trace context (NextTrace), nil
+	// when it carried none.
+	trace []byte
 	// processFixed's windows of the current record, and the windows it
 	// decodes into (none outlives the call: results copy what they show).
 	targets []fixedTarget
@@ -132,6 +135,17 @@ func (o *Operator) Watermark() int64 { return o.wm }
 // OpenWindows is the number of windows (sessions) in the store.
 func (o *Operator) OpenWindows() int { return o.open }
 
+// NextTrace sets the trace context of the record the next Process or
+// ProcessAligned call applies (opaque bytes, aliased until that call
+// returns; nil or longer than MaxTraceLen: none). Each window the record
+// updates keeps a copy while it holds fewer than Spec.Traces.
+func (o *Operator) NextTrace(tc []byte) {
+	if len(tc) > MaxTraceLen {
+		tc = nil
+	}
+	o.trace = tc
+}
+
 // Process applies one record: key is the group key, eventTime in epoch
 // ms, vals one value per aggregation (nil is skipped; numbers as any Go
 // integer or float type or json.Number). It then advances the watermark
@@ -175,6 +189,7 @@ func (o *Operator) apply1(key string, eventTime int64, vals []any, judge int64) 
 		err = o.processFixed(key, eventTime, judge, &out)
 	}
 	clear(o.in)
+	o.trace = nil
 	return out, err
 }
 
@@ -218,6 +233,7 @@ func (o *Operator) apply(w *win, t int64) error {
 			return &RecordError{Reason: ReasonAggOverflow, Aggregate: a.Name, Detail: fmt.Sprintf("window %s would not be finite", OutputKey(w.key, w.start))}
 		}
 	}
+	w.addTrace(o.trace, o.p.traces)
 	return nil
 }
 
@@ -392,6 +408,7 @@ func (o *Operator) processSession(key string, t, judge int64, out *Output) error
 			return fmt.Errorf("%w: session %q@%d vanished", errCorrupt, key, c.start)
 		}
 		m.start, m.end, m.rev = min(m.start, w.start), max(m.end, w.end), max(m.rev, w.rev)
+		m.mergeTraces(w, o.p.traces)
 		comps[i].size = w.size
 		for i, a := range o.p.aggs {
 			if !m.aggs[i].merge(a.Kind, w.aggs[i]) {

@@ -48,6 +48,10 @@ type Result struct {
 	// it again (same Key, revision from 1).
 	Evicted bool
 	Value   []byte
+	// Traces are the trace contexts the window kept (Spec.Traces), the
+	// first record's that carried one first; the caller's to keep. Nil
+	// on a retraction.
+	Traces [][]byte
 }
 
 // Span is a window [Start, End).
@@ -96,6 +100,7 @@ func (o *Operator) result(w *win, final bool) Result {
 	return Result{
 		Key: OutputKey(w.key, w.start), GroupKey: w.key,
 		Start: w.start, End: w.end, Revision: w.rev, Final: final, Value: b,
+		Traces: w.traces(),
 	}
 }
 

@@ -167,7 +167,21 @@ type Spec struct {
 	// readable (equal bytes); else the fingerprint of the spec does. Nil:
 	// none is stored, the fingerprint decides.
 	Described []byte
+	// Traces is the most trace contexts a window keeps (0: none) of the
+	// records applied to it that carried one (NextTrace), in arrival
+	// order, at most MaxTraces: each of its results hands them out
+	// (Result.Traces). They are opaque bytes here (the router keeps W3C
+	// contexts, 25 bytes each). Not part of the fingerprint: a change
+	// applies as windows take records; a window keeps what it holds.
+	Traces int
 }
+
+// MaxTraces bounds Spec.Traces; MaxTraceLen bounds one trace context
+// (NextTrace ignores a longer one).
+const (
+	MaxTraces   = 64
+	MaxTraceLen = 64
+)
 
 // ErrSpec is wrapped by every Spec validation error.
 var ErrSpec = errors.New("invalid window spec")
@@ -188,6 +202,17 @@ func (s Spec) Validate() error {
 	return err
 }
 
+// bounds checks what bounds a task's state: Limits and Traces.
+func bounds(s Spec, perRecord int64) (statelimit.Limits, int, error) {
+	if err := validateLimits(s.Limits, perRecord); err != nil {
+		return s.Limits, 0, err
+	}
+	if s.Traces < 0 || s.Traces > MaxTraces {
+		return s.Limits, 0, fmt.Errorf("%w: traces %d is outside [0, %d]", ErrSpec, s.Traces, MaxTraces)
+	}
+	return s.Limits, s.Traces, nil
+}
+
 // params is a validated Spec in milliseconds.
 type params struct {
 	kind               Kind
@@ -198,6 +223,7 @@ type params struct {
 	fingerprint        uint64
 	lim                statelimit.Limits
 	described          []byte
+	traces             int
 }
 
 func (s Spec) compile() (params, error) {
@@ -268,10 +294,9 @@ func (s Spec) compile() (params, error) {
 	if p.kind == Hopping {
 		perRecord = (p.size + p.advance - 1) / p.advance
 	}
-	if err := validateLimits(s.Limits, perRecord); err != nil {
+	if p.lim, p.traces, err = bounds(s, perRecord); err != nil {
 		return p, err
 	}
-	p.lim = s.Limits
 	p.described = s.Described
 	h := fnv.New64a()
 	fmt.Fprintf(h, "v1|%d|%d|%d|%d|%d|%d|%d", p.kind, p.size, p.advance, p.gap, p.ooo, p.grace, p.emit)
