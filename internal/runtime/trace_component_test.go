@@ -54,14 +54,14 @@ func TestWindowResultContinuesTrace(t *testing.T) {
 		tracedRecord("keys", `{"id":"b","ts":3000}`, -1),
 	)
 	a := start(t, top, "a")
-	waitConsumed(t, a.p.Metrics(), 6, time.Minute)
+	waitConsumedAll(t, a.p.Metrics(), 6, time.Minute)
 	a.stop(t)
 	produceTraced(t, c.ListenAddrs(),
 		tracedRecord("keys", `{"id":"a","ts":4000}`, 2),
 		tracedRecord("keys", `{"id":"flush","ts":100000000}`, 3),
 	)
 	b := start(t, top, "a")
-	waitConsumed(t, b.p.Metrics(), 4, time.Minute)
+	waitConsumedAll(t, b.p.Metrics(), 4, time.Minute)
 	b.stop(t)
 	got := map[string]string{}
 	for _, r := range readCommitted(t, c.ListenAddrs(), "perkey.out") {
@@ -91,7 +91,7 @@ func TestAssemblyContinuesTrace(t *testing.T) {
 	)
 	r := start(t, top, "a")
 	// 6 inputs, 6 parts through stage two.
-	waitConsumed(t, r.p.Metrics(), 12, time.Minute)
+	waitConsumedAll(t, r.p.Metrics(), 12, time.Minute)
 	r.stop(t)
 	got := map[string]string{}
 	for _, rec := range readCommitted(t, c.ListenAddrs(), "orders.assembled") {
@@ -128,7 +128,7 @@ func TestSpansThroughRouter(t *testing.T) {
 		tracedRecord("keys", `{"id":"flush","ts":100000000}`, 3),
 	)
 	r := start(t, top, "a", WithTracer(tracing.NewWithProvider(tp, top, 1)))
-	waitConsumed(t, r.p.Metrics(), 6, time.Minute)
+	waitConsumedAll(t, r.p.Metrics(), 6, time.Minute)
 	r.stop(t)
 	routeSpans := map[string]sdktrace.ReadOnlySpan{} // by parent trace id
 	var window sdktrace.ReadOnlySpan
