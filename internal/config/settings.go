@@ -235,6 +235,7 @@ var Settings = concat(
 		{Path: "schema_registry.fetch_timeout", Type: tDuration, Default: dur(DefaultRegistryFetchTimeout), OnRead: true, Env: EnvRegistryFetchTimeout, Doc: "bounds one schema fetch; past it the batch is retried, never dirty", Notes: "bounds one fetch of a schema and its references (a positive duration; else a problem at its line:col); past it the lookup is the registry's outage: the batch is aborted and processed again (see [Avro, Protobuf and JSON Schema inputs](../input-formats.md#avro-protobuf-and-json-schema-inputs)), never a dirty record. Keep it below the transaction timeout (`--transaction-timeout`). `router validate --registry` gives all lookups of one file 10 s whatever it is. Or `SIDESTREAM_SCHEMA_REGISTRY_FETCH_TIMEOUT`"},
 		{Path: "schema_registry.unknown_id_ttl", Type: tSpan, Default: dur(DefaultRegistryUnknownIDTTL), OnRead: true, Env: EnvRegistryUnknownIDTTL, Doc: "how long a 404 schema id is remembered; 0s asks every time", Notes: "how long a schema id the registry answered 404 for is remembered (its records go dirty with `unknown_schema_id` without asking again), so a stream of records with a bogus id costs one request per TTL; `0s` asks every time (a duration of 0s or more; else a problem at its line:col). Or `SIDESTREAM_SCHEMA_REGISTRY_UNKNOWN_ID_TTL`"},
 	},
+	tableSettings,
 	processSettings,
 )
 

@@ -30,7 +30,11 @@ type Plan struct {
 	// Meta is every metadata variable any expression reads, sorted.
 	Meta []string
 
-	fns config.Functions // the embedding program's functions, compiled in
+	// Tables are the lookup tables, in config order.
+	Tables []*TableNode
+
+	fns    config.Functions // the embedding program's functions, compiled in
+	tables *tableBinding    // what lookup() reads (BindTables)
 	src *config.Config   // the model it was compiled from, for Diff
 }
 
@@ -169,6 +173,9 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		}
 		t.Inputs = append(t.Inputs, n)
 	}
+	if err := t.compileTables(cfg, dir); err != nil {
+		return nil, err
+	}
 	for i, r := range cfg.Routes {
 		rn, err := t.compileRoute(r, add)
 		if err != nil {
@@ -209,7 +216,8 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		Routing   config.Routing
 		Routes    []config.Route
 		Dirty     config.Dirty
-	}{cfg.Inputs, cfg.EventTime, cfg.Routing, cfg.Routes, cfg.Dirty})
+		Tables    []config.Table `json:",omitempty"`
+	}{cfg.Inputs, cfg.EventTime, cfg.Routing, cfg.Routes, cfg.Dirty, cfg.Tables})
 	return t, nil
 }
 
