@@ -183,6 +183,8 @@ type Metrics struct {
 	// Registry counts the schema registry lookups of the registry-backed
 	// inputs; pass it to registry.WithHooks.
 	SchemaRegistry *RegistryMetrics
+	// Tables are the lookup tables' collectors.
+	Tables *TableMetrics
 
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
@@ -258,6 +260,7 @@ func New() *Metrics {
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
 	r.MustRegister(m.Redriven)
 	m.SchemaRegistry = NewRegistryMetrics(r)
+	m.Tables = NewTableMetrics(r)
 	m.assemblyMetrics = newAssemblyMetrics(r)
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
