@@ -108,6 +108,7 @@ type Processor struct {
 	m       *metrics.Metrics
 	eng     *stageOne
 	obs     *observe.Observer // readiness, /healthz and /tasks
+	tables  *Tables           // the lookup tables, once loaded (nil without)
 	stage   *stagetwo.Stage   // stage two: the window and assembly tasks
 	src     *sourceTracker    // stage one's source progress (aligned watermarks)
 	part    kgo.Partitioner   // the producer's: state queries locate keys with it
@@ -273,6 +274,12 @@ func (p *Processor) Run(ctx context.Context) error {
 		return nilIfDone(ctx, err)
 	}
 	p.readOutputLimits(ctx, adm)
+	followTables, err := p.loadTables(ctx, adm)
+	if err != nil {
+		p.obs.NotReady(err.Error())
+		return nilIfDone(ctx, err)
+	}
+	followTables()
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
