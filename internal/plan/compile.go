@@ -35,7 +35,7 @@ type Plan struct {
 
 	fns    config.Functions // the embedding program's functions, compiled in
 	tables *tableBinding    // what lookup() reads (BindTables)
-	src *config.Config   // the model it was compiled from, for Diff
+	src    *config.Config   // the model it was compiled from, for Diff
 }
 
 // InputNode is a compiled input.
