@@ -107,15 +107,15 @@ type Processor struct {
 	log     *slog.Logger
 	m       *metrics.Metrics
 	eng     *stageOne
-	obs     *observe.Observer // readiness, /healthz and /tasks
-	tables  *Tables           // the lookup tables, once loaded (nil without)
-	stage   *stagetwo.Stage   // stage two: the window and assembly tasks
-	src     *sourceTracker    // stage one's source progress (aligned watermarks)
-	part    kgo.Partitioner   // the producer's: state queries locate keys with it
-	adm     *kadm.Client      // set by Run; used by restores
-	admCl   *kgo.Client       // the client under adm
-	samples *sideSamples      // nil without WithSideSampler
-	gaps    *gapTracker       // where each consumed partition's next record must be
+	obs     *observe.Observer      // readiness, /healthz and /tasks
+	tables  atomic.Pointer[Tables] // the lookup tables, once loaded (nil without)
+	stage   *stagetwo.Stage        // stage two: the window and assembly tasks
+	src     *sourceTracker         // stage one's source progress (aligned watermarks)
+	part    kgo.Partitioner        // the producer's: state queries locate keys with it
+	adm     *kadm.Client           // set by Run; used by restores
+	admCl   *kgo.Client            // the client under adm
+	samples *sideSamples           // nil without WithSideSampler
+	gaps    *gapTracker            // where each consumed partition's next record must be
 
 	// topicMax is each output topic's max.message.bytes, read by Run
 	// before the first session (readOutputLimits): the producer's batch

@@ -163,7 +163,6 @@ func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow fu
 	if err != nil {
 		return nil, err
 	}
-	p.tables = ts
 	var followers []func()
 	for _, n := range p.top.Tables {
 		f, err := p.loadTable(ctx, adm, ts.byName[n.Name])
@@ -173,6 +172,7 @@ func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow fu
 		followers = append(followers, f)
 	}
 	p.top.BindTables(ts.lookup)
+	p.tables.Store(ts)
 	return func() {
 		for _, f := range followers {
 			go f()
@@ -267,4 +267,17 @@ func (p *Processor) followTable(ctx context.Context, cl *kgo.Client, t *table) {
 
 // Tables are the loaded lookup tables (nil before the load, or without
 // tables): what GET /tables/{name}/{key} reads.
-func (p *Processor) Tables() *Tables { return p.tables }
+func (p *Processor) Tables() *Tables { return p.tables.Load() }
+
+// TableRow is GET /tables/{name}/{key}: key's row as of now.
+func (p *Processor) TableRow(name, key string) (row any, found, known, loaded bool) {
+	if p.top.Table(name) == nil {
+		return nil, false, false, false
+	}
+	ts := p.tables.Load()
+	if ts == nil {
+		return nil, false, true, false
+	}
+	r, found, _ := ts.Get(name, key)
+	return r, found, true, true
+}
