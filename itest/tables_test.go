@@ -34,9 +34,7 @@ tables:
   - name: merchants
     topic: APP.merchants
     key: id
-    mode: as_of
-    time: since
-    history: 24h
+    mode: current
 `
 
 // TestTablesAsOfAcrossKill: merchants change tier while payments flow;

@@ -133,7 +133,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return err
 	}
 	// The embedded broker: franz-go's kfake, in this process.
-	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...)}
+	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, append(inputTopics(cfg), tableTopics(cfg)...)...)}
 	if o.KafkaPort > 0 {
 		kopts = append(kopts, kfake.Ports(o.KafkaPort))
 	}
@@ -251,6 +251,9 @@ func runDemo(ctx context.Context, o Options, top *plan.Plan, brokers []string, r
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
+	if err := writeTables(ctx, brokers, top); err != nil {
+		return err
+	}
 	serveCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
@@ -339,6 +342,9 @@ func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []stri
 		if len(top.Assemblies()) > 0 {
 			kind = "parts"
 		}
+		if len(top.Tables) > 0 {
+			kind = "payments"
+		}
 	}
 	var expect expectation
 	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
@@ -370,6 +376,9 @@ func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []stri
 		return n, expect, err
 	case kind == "orders":
 		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, gen.NewOrders(o.Seed).Next)
+		return n, expect, err
+	case kind == "payments":
+		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, payments(o.Seed))
 		return n, expect, err
 	}
 	return 0, expect, cliexit.Usage("--generator %q: use logs, orders, parts or auto", kind)
