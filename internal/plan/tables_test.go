@@ -102,4 +102,8 @@ func TestDescribeTables(t *testing.T) {
 	if q.Version == p.Version {
 		t.Error("a table's change leaves the plan's version as it was")
 	}
+	ch := Diff(p, q)
+	if len(ch) != 1 || ch[0].Path != "tables" || ch[0].Class != Live {
+		t.Errorf("router plan on a table's change: %+v", ch)
+	}
 }
