@@ -34,7 +34,9 @@ tables:
   - name: merchants
     topic: APP.merchants
     key: id
-    mode: current
+    mode: as_of
+    time: since
+    history: 24h
 `
 
 // TestTablesAsOfAcrossKill: merchants change tier while payments flow;

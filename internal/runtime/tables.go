@@ -2,11 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/lookup"
@@ -188,8 +190,11 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 	if err != nil {
 		return nil, fmt.Errorf("table %q: the end offsets of %q: %w", name, topic, err)
 	}
-	if err := ends.Error(); err != nil {
+	if err := ends.Error(); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return nil, fmt.Errorf("table %q: the end offsets of %q: %w", name, topic, err)
+	}
+	if err := ends.Error(); err != nil || len(ends[topic]) == 0 {
+		return nil, fmt.Errorf("table %q: its topic %q does not exist (a table's topic is never created)", name, topic)
 	}
 	want := map[int32]int64{}
 	var total int64

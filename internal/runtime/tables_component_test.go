@@ -98,3 +98,25 @@ tables:
 		t.Errorf("rows (versions) %v", got)
 	}
 }
+
+// A table whose topic does not exist stops the start with its name.
+func TestTablesMissingTopic(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(3, "payments"))
+	top := compileAt(t, "pm.yaml", `application_id: pm
+inputs: [{topic: payments}]
+routing: {default: rest}
+routes: [{name: rest, topic: rest}]
+dirty: {topic: payments.dirty}
+tables: [{name: merchants, topic: merchants}]
+`, c.ListenAddrs(), "")
+	p, err := New(top, WithLogger(testLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = p.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), `table "merchants": its topic "merchants" does not exist`) {
+		t.Fatalf("run: %v", err)
+	}
+}
