@@ -24,8 +24,8 @@ const (
 
 // What an as_of lookup older than the history does (tables[].on_too_old).
 const (
-	// TooOldOldest gives the oldest version kept and marks the record
-	// with wire.HeaderTableTooOld.
+	// TooOldOldest gives the oldest version kept (counted as too_old;
+	// the record carries no mark of it).
 	TooOldOldest = "oldest"
 	// TooOldDirty sends the record to dirty (expression_error).
 	TooOldDirty = "dirty"
@@ -91,7 +91,7 @@ var tableSettings = []Setting{
 	{Path: "tables[].mode", Type: tString, Default: TableCurrent, Enum: []string{TableCurrent, TableAsOf}, Doc: "the latest row of each key, or the version valid at the record's event time"},
 	{Path: "tables[].time", Type: tString, Doc: "`as_of`: the field of a version's time (epoch ms); empty is the record's Kafka timestamp"},
 	{Path: "tables[].history", Type: tDuration, Default: dur(DefaultTableHistory), Doc: "`as_of`: how far behind the latest version time replaced versions are kept"},
-	{Path: "tables[].on_too_old", Type: tString, Default: TooOldOldest, Enum: []string{TooOldOldest, TooOldDirty}, Doc: "`as_of`: a lookup before the history: the oldest version kept (and a header), or dirty"},
+	{Path: "tables[].on_too_old", Type: tString, Default: TooOldOldest, Enum: []string{TooOldOldest, TooOldDirty}, Doc: "`as_of`: a lookup before the history: the oldest version kept (counted), or dirty"},
 	{Path: "tables[].limits", Type: tSection, Doc: "bound the table's memory; default no bound"},
 	{Path: "tables[].limits.max_entries", Type: tInt, Min: "0", Doc: "keys (`current`) or versions (`as_of`) kept; past it a new key is refused (counted)"},
 	{Path: "tables[].limits.max_bytes", Type: tInt, Min: "0", Doc: "estimated bytes of the kept rows; past it a new key is refused (counted)"},
