@@ -95,6 +95,9 @@ func newTables(top *plan.Plan, m *metrics.TableMetrics) (*Tables, error) {
 // JSON object, or lacks its key or time field, is counted and skipped:
 // the key keeps the row it had.
 func (t *table) apply(r *kgo.Record) {
+	if r.Attrs.IsControl() {
+		return
+	}
 	name := t.node.Name
 	at := r.Timestamp.UnixMilli()
 	if r.Value == nil {
@@ -206,7 +209,10 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 	})
 	opts := append(append([]kgo.Opt{}, p.opts.kgoOpts...), kgo.SeedBrokers(p.top.Settings.Brokers...),
 		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// The markers of a transactional writer come back as records, so
+		// a load sees its position pass a marker at the topic's end.
+		kgo.KeepControlRecords())
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: client: %w", name, err)

@@ -120,3 +120,48 @@ tables: [{name: merchants, topic: merchants}]
 		t.Fatalf("run: %v", err)
 	}
 }
+
+// A table written in transactions ends in a commit marker: the load
+// passes it and the router starts.
+func TestTablesTransactionalLoad(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(1, "payments", "merchants"))
+	brokers := c.ListenAddrs()
+	tx, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("merchants-writer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	ctx := context.Background()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "merchants", Key: []byte("m1"), Value: []byte(`{"tier":"vip"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	top := compileAt(t, "pm.yaml", `application_id: pm
+inputs: [{topic: payments}]
+routing: {default: rest}
+routes:
+  - {name: vip, topic: vip, when: 'lookup("merchants", merchant)?.tier == "vip"'}
+  - {name: rest, topic: rest}
+dirty: {topic: payments.dirty}
+tables: [{name: merchants, topic: merchants}]
+`, brokers, "")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte(`{"merchant":"m1"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	a := start(t, top, "a")
+	waitConsumed(t, a.p.Metrics(), 1, time.Minute)
+	a.stop(t)
+	if got := readCommitted(t, brokers, "vip"); len(got) != 1 {
+		t.Fatalf("vip: %d records", len(got))
+	}
+}
