@@ -199,12 +199,21 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 	if err := ends.Error(); err != nil || len(ends[topic]) == 0 {
 		return nil, fmt.Errorf("table %q: its topic %q does not exist (a table's topic is never created)", name, topic)
 	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("table %q: the start offsets of %q: %w", name, topic, err)
+	}
+	// A partition whose records were all deleted has nothing to read:
+	// waiting for its end would never end.
 	want := map[int32]int64{}
 	var total int64
 	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
+		if s, ok := starts.Lookup(topic, o.Partition); !ok || o.Offset > s.Offset {
 			want[o.Partition] = o.Offset
-			total += o.Offset
+			total += o.Offset - s.Offset
 		}
 	})
 	opts := append(append([]kgo.Opt{}, p.opts.kgoOpts...), kgo.SeedBrokers(p.top.Settings.Brokers...),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -163,5 +164,45 @@ tables: [{name: merchants, topic: merchants}]
 	a.stop(t)
 	if got := readCommitted(t, brokers, "vip"); len(got) != 1 {
 		t.Fatalf("vip: %d records", len(got))
+	}
+}
+
+// A table partition whose records were all deleted has nothing to load:
+// the router starts.
+func TestTablesDeletedRecordsLoad(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(1, "payments", "merchants"))
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "merchants", Key: []byte("m1"), Value: []byte(`{"tier":"vip"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: "merchants", Partition: 0, At: 1})
+	if res, err := adm.DeleteRecords(ctx, del); err != nil || res.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, res.Error())
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "payments", Value: []byte(`{"merchant":"m1"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	top := compileAt(t, "pm.yaml", `application_id: pm
+inputs: [{topic: payments}]
+routing: {default: rest}
+routes:
+  - {name: vip, topic: vip, when: 'lookup("merchants", merchant)?.tier == "vip"'}
+  - {name: rest, topic: rest}
+dirty: {topic: payments.dirty}
+tables: [{name: merchants, topic: merchants}]
+`, brokers, "")
+	a := start(t, top, "a")
+	waitConsumed(t, a.p.Metrics(), 1, time.Minute)
+	a.stop(t)
+	if got := readCommitted(t, brokers, "rest"); len(got) != 1 {
+		t.Fatalf("rest: %d records", len(got))
 	}
 }
