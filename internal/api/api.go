@@ -57,6 +57,13 @@ type Reloader interface {
 	ServeReload(ctx context.Context) (status int, outcome any)
 }
 
+// TableReader reads the lookup tables for GET /tables/{name}/{key}: a
+// row as of now (known false: no such table; loaded false: not loaded
+// yet; found false: the key has no row).
+type TableReader interface {
+	TableRow(table, key string) (row any, found, known, loaded bool)
+}
+
 // ErrUnknownFormat is what a Describer returns for a format it lacks.
 var ErrUnknownFormat = errors.New("unknown format")
 
@@ -71,6 +78,8 @@ type Config struct {
 	// State maps an operator name to its reader, for GET
 	// /state/{operator}?key=K. Nil or empty: every operator is unknown.
 	State map[string]StateReader
+	// Tables serves GET /tables/{name}/{key}; nil: no table is known.
+	Tables TableReader
 	// Auth guards every endpoint but the probes; the zero value is
 	// AuthNone.
 	Auth Auth
@@ -135,6 +144,9 @@ func Handler(c Config) http.Handler {
 		r.Get("/state/{operator}", func(w http.ResponseWriter, req *http.Request) {
 			serveState(w, req, c.State)
 		})
+		r.Get("/tables/{table}/{key}", func(w http.ResponseWriter, req *http.Request) {
+			serveTable(w, chi.URLParam(req, "table"), chi.URLParam(req, "key"), c.Tables)
+		})
 		// Anything else is a 404, but only for a caller with credentials:
 		// a stranger learns nothing of which paths exist.
 		r.NotFound(http.NotFound)
@@ -171,6 +183,25 @@ func serveState(w http.ResponseWriter, req *http.Request, readers map[string]Sta
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error()})
 	default:
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
+}
+
+func serveTable(w http.ResponseWriter, table, key string, tr TableReader) {
+	var row any
+	found, known, loaded := false, false, false
+	if tr != nil {
+		row, found, known, loaded = tr.TableRow(table, key)
+	}
+	switch {
+	case !known:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no table %q", table)})
+	case !loaded:
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("table %q is loading", table)})
+	case !found:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("table %q has no row for key %q", table, key), "table": table, "key": key})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"table": table, "key": key, "row": row})
 	}
 }
 

@@ -81,6 +81,8 @@ type Config struct {
 	SchemaRegistry SchemaRegistry `yaml:"schema_registry"`
 	// Tracing adds OpenTelemetry spans of a sampled share of records.
 	Tracing Tracing `yaml:"tracing"`
+	// Tables are the lookup tables expressions read (lookup()).
+	Tables []Table `yaml:"tables"`
 
 	// src is where the file's values stand, kept by Load so that checks
 	// made after the environment overrides (Apply) can still point at
@@ -92,6 +94,8 @@ type Config struct {
 	// fns are the embedding program's functions (LoadWith), which the
 	// plan compiles expressions with.
 	fns Functions
+	// tableFields are the closed schemas' fields of the tables, by name.
+	tableFields map[string]tableFields
 }
 
 // Warnings are what the file holds that is valid but likely not what was

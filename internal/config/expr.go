@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -112,6 +113,18 @@ func compileExpr(src string, asBool bool, ft *fieldTypes, fns Functions) (*Expr,
 		return nil, &ExprError{Msg: `$env can only be read with a constant field name, such as $env["@timestamp"] or $env.type: the router decodes only the fields that expressions name`}
 	}
 	fields, meta := c.result()
+	if et := fns.eventTimeNames(); et != nil && !slices.Contains(meta, MetaEventTime) {
+		for name := range c.callees {
+			if et[name] {
+				meta = append(meta, MetaEventTime)
+				sort.Strings(meta)
+				break
+			}
+		}
+	}
+	if ee := lookupCheck(src, &tree.Node, fns); ee != nil {
+		return nil, ee
+	}
 	if ee := typeCheck(src, asBool, bareField(tree.Node) != nil, ft, fns, fields); ee != nil {
 		return nil, ee
 	}

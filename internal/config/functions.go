@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 )
 
@@ -19,6 +20,14 @@ type Function struct {
 	Name  string
 	Fn    func(params ...any) (any, error)
 	Types []any
+
+	// eventTime: the record's event time (_event_time, epoch ms) is
+	// passed as one more, last argument; lookup's as_of reads it. Only
+	// the router's own functions set it (TableFunction).
+	eventTime bool
+	// tables are lookup's tables and their closed fields, for the
+	// checks of its calls (lookupCheck).
+	tables map[string]tableFields
 }
 
 // Functions are the functions a topology's expressions may call besides
@@ -61,6 +70,21 @@ func (fs Functions) has(name string) bool {
 	return false
 }
 
+// eventTimeNames are the functions that take the event time as their
+// last argument.
+func (fs Functions) eventTimeNames() map[string]bool {
+	var out map[string]bool
+	for _, f := range fs {
+		if f.eventTime {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[f.Name] = true
+		}
+	}
+	return out
+}
+
 // options are the functions as expr-lang compile options: each call is
 // compiled into the program, so the runtime's record environment needs
 // nothing more.
@@ -69,5 +93,24 @@ func (fs Functions) options() []expr.Option {
 	for _, f := range fs {
 		out = append(out, expr.Function(f.Name, f.Fn, f.Types...))
 	}
+	if names := fs.eventTimeNames(); names != nil {
+		out = append(out, expr.Patch(eventTimeArg(names)))
+	}
 	return out
+}
+
+// eventTimeArg appends the _event_time variable to every call of its
+// functions, so a function sees the record's event time without the
+// expression naming it.
+type eventTimeArg map[string]bool
+
+// Visit implements ast.Visitor for expr.Patch.
+func (e eventTimeArg) Visit(n *ast.Node) {
+	c, ok := (*n).(*ast.CallNode)
+	if !ok {
+		return
+	}
+	if id, ok := c.Callee.(*ast.IdentifierNode); ok && e[id.Value] {
+		c.Arguments = append(c.Arguments, &ast.IdentifierNode{Value: MetaEventTime})
+	}
 }

@@ -250,6 +250,7 @@ var Settings = concat(
 		{Path: "tracing.insecure", Type: tBool, Default: "false", Doc: "send to the collector without TLS"},
 		{Path: "tracing.links", Type: tInt, Default: itoa(DefaultTraceLinks), Min: "0", Max: itoa(MaxTraceLinks), Doc: "inputs' contexts a window keeps beyond its first, for its result span's links (spans on only)", Notes: "how many inputs' trace contexts a window keeps beyond the first input's, for its result span's links; kept only with `spans: true`, 25 bytes each per open window in the state. The first input's context is always kept (it is the result's parent)"},
 	},
+	tableSettings,
 	processSettings,
 )
 

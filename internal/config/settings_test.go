@@ -179,6 +179,10 @@ routes:
       allow: ["logs.*"]
 dirty:
   topic: out.dirty
+tables:
+  - name: merchants
+    topic: merchants
+    limits: {max_entries: 0, max_bytes: 0}
 `
 
 // onRead are the settings whose default their reader applies.

@@ -48,6 +48,8 @@ func (d *doc) validate() {
 	d.fields = d.withTypes(d.withSchemaFields(newFieldTypes(inSchemas), inSchemas), inSchemas)
 	d.validateEventTime()
 	d.checkEventTimeField()
+	d.validateTables(useTopic)
+	d.fns = d.withTables(d.fns)
 	d.validateRoutes(inSchemas, useTopic)
 	d.validateDirty(useTopic)
 	d.validateSecurity()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"slices"
 	"net"
 	"net/http"
 	"os"
@@ -142,7 +143,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		return err
 	}
 	// The embedded broker: franz-go's kfake, in this process.
-	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...)}
+	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, append(inputTopics(cfg), tableTopics(cfg)...)...)}
 	if o.KafkaPort > 0 {
 		kopts = append(kopts, kfake.Ports(o.KafkaPort))
 	}
@@ -260,6 +261,9 @@ func runDemo(ctx context.Context, o Options, top *plan.Plan, brokers []string, r
 	m := metrics.New()
 	ui := live.New(top, m, live.Options{})
 	uiAddr := make(chan string, 1)
+	if err := writeTables(ctx, brokers, top); err != nil {
+		return err
+	}
 	serveCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
@@ -366,6 +370,9 @@ func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []stri
 		if len(top.Assemblies()) > 0 {
 			kind = "parts"
 		}
+		if len(top.Tables) > 0 {
+			kind = "payments"
+		}
 	}
 	var expect expectation
 	avroIn := reg != nil && top.Inputs[0].Format == config.InputAvro
@@ -397,6 +404,9 @@ func generateKind(ctx context.Context, o Options, top *plan.Plan, brokers []stri
 		return n, expect, err
 	case kind == "orders":
 		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, gen.NewOrders(o.Seed).Next, prog)
+		return n, expect, err
+	case kind == "payments":
+		n, err := generate(ctx, brokers, top.InputTopics()[0], o.Records, o.Rate, payments(o.Seed), prog)
 		return n, expect, err
 	}
 	return 0, expect, cliexit.Usage("--generator %q: use logs, orders, parts or auto", kind)
@@ -472,12 +482,12 @@ func verdict(ctx context.Context, top *plan.Plan, m *metrics.Metrics, brokers []
 	}
 	var err error
 	var read map[string]int64
-	res.Routes, res.Dirty, res.DirtyReasons, res.Late, read, err = readBack(ctx, brokers, top, log)
+	res.Routes, res.Dirty, res.DirtyReasons, res.Late, read, err = readBack(ctx, brokers, top, computedTopics(top, s), log)
 	if err != nil {
 		return res, err
 	}
 	res.Conservation, res.Problems = conservation(res, s, top, float64(res.Consumed))
-	for _, t := range top.OutputTopics() {
+	for _, t := range append(top.OutputTopics(), slices.Sorted(maps.Keys(computedTopics(top, s)))...) {
 		if read[t] != res.Written[t] {
 			res.Problems = append(res.Problems, fmt.Sprintf("topic %s: read back %d, the router counted %d written", t, read[t], res.Written[t]))
 			res.Conservation = false
@@ -571,10 +581,14 @@ func produce(ctx context.Context, brokers []string, n int, rate float64, prog *p
 
 // readBack reads every output topic from the start with a read_committed
 // consumer and counts records per route and dirty reasons.
-func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, map[string]int64, error) {
+func readBack(ctx context.Context, brokers []string, top *plan.Plan, computed map[string]string, log *slog.Logger) (map[string]int64, int64, map[string]int64, int64, map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
+	topics := top.OutputTopics()
+	for t := range computed {
+		topics = append(topics, t)
+	}
+	recs, err := readback.ReadCommitted(ctx, brokers, topics...)
 	if err != nil {
 		return nil, 0, nil, 0, nil, err
 	}
@@ -582,7 +596,7 @@ func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.L
 	for _, r := range recs {
 		perTopic[r.Topic]++
 	}
-	byTopic := map[string]string{}
+	byTopic := maps.Clone(computed)
 	for _, r := range top.Routes {
 		byTopic[r.Topic] = r.Name
 		if r.Window != nil {
@@ -620,6 +634,18 @@ func readBack(ctx context.Context, brokers []string, top *plan.Plan, log *slog.L
 	}
 	log.Debug("read back", "records", len(recs))
 	return routes, dirty, reasons, late, perTopic, nil
+}
+
+// computedTopics are the topics the router wrote for routes whose topic
+// is computed per record, with their route: they are read back too.
+func computedTopics(top *plan.Plan, s metrics.Snapshot) map[string]string {
+	out := map[string]string{}
+	for t, route := range s.WrittenBy {
+		if r := top.Route(route); r != nil && r.TopicFrom != nil {
+			out[t] = route
+		}
+	}
+	return out
 }
 
 // conservation checks the demo's accounting: everything produced was

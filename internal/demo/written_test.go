@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestWrittenMetricEqualsReadBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...))
+			cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, append(inputTopics(cfg), tableTopics(cfg)...)...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +65,17 @@ func TestWrittenMetricEqualsReadBack(t *testing.T) {
 			res := verdictOf(t, out.String())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			recs, err := readback.ReadCommitted(ctx, brokers, top.OutputTopics()...)
+			// The output topics, and the computed topics the router
+			// wrote (each admitted by its route's allow-list).
+			topics := top.OutputTopics()
+			for topic := range res.Written {
+				for _, r := range top.ComputedRoutes() {
+					if r.TopicFrom.Allow.Allows(topic) && !slices.Contains(topics, topic) {
+						topics = append(topics, topic)
+					}
+				}
+			}
+			recs, err := readback.ReadCommitted(ctx, brokers, topics...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,15 +84,15 @@ func TestWrittenMetricEqualsReadBack(t *testing.T) {
 				read[r.Topic]++
 			}
 			var total int64
-			for _, topic := range top.OutputTopics() {
+			for _, topic := range topics {
 				got, ok := res.Written[topic]
 				if !ok || got != read[topic] {
 					t.Errorf("topic %s: written metric %d (present %v), read back %d", topic, got, ok, read[topic])
 				}
 				total += got
 			}
-			if total == 0 || len(res.Written) != len(top.OutputTopics()) {
-				t.Errorf("written %v for the output topics %v", res.Written, top.OutputTopics())
+			if total == 0 || len(res.Written) != len(topics) {
+				t.Errorf("written %v for the output topics %v", res.Written, topics)
 			}
 		})
 	}

@@ -205,6 +205,8 @@ type Metrics struct {
 	// Registry counts the schema registry lookups of the registry-backed
 	// inputs; pass it to registry.WithHooks.
 	SchemaRegistry *RegistryMetrics
+	// Tables are the lookup tables' collectors.
+	Tables *TableMetrics
 
 	// Redriven counts consumed input records that carry a redrive mark.
 	Redriven *prometheus.CounterVec // topic
@@ -290,6 +292,7 @@ func New() *Metrics {
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
 	r.MustRegister(m.Redriven)
 	m.SchemaRegistry = NewRegistryMetrics(r)
+	m.Tables = NewTableMetrics(r)
 	m.assemblyMetrics = newAssemblyMetrics(r)
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
@@ -473,7 +476,8 @@ func (m *Metrics) Observe(t *Tally) {
 		m.RouteRecords.WithLabelValues(k).Add(float64(v))
 	}
 	for k, v := range t.Written {
-		m.RouteWritten.WithLabelValues(k[0], k[1]).Add(float64(v))
+		// A computed topic's series are bounded as its route's are.
+		m.RouteWritten.WithLabelValues(k[0], m.topicLabel(k[0], k[1])).Add(float64(v))
 	}
 	for k, v := range t.Dirty {
 		m.Dirty.WithLabelValues(k[0], k[1]).Add(float64(v))
@@ -520,6 +524,9 @@ type Snapshot struct {
 	Routes        map[string]float64 `json:"routes"` // records in, by route
 	// Written is the records written and committed, by topic.
 	Written map[string]float64 `json:"written"`
+	// WrittenBy is the route that wrote each topic of Written (a computed
+	// topic's route among them).
+	WrittenBy map[string]string `json:"-"`
 	Dirty   float64            `json:"dirty"`
 	Dropped float64            `json:"dropped"`
 	Commits float64            `json:"commits"`
@@ -544,7 +551,7 @@ type Snapshot struct {
 
 // Snapshot gathers the registry and sums the record counters.
 func (m *Metrics) Snapshot() Snapshot {
-	s := Snapshot{Routes: map[string]float64{}, Written: map[string]float64{}, Results: map[string]float64{}, AssemblyParts: map[string]float64{}, Assemblies: map[string]float64{}}
+	s := Snapshot{Routes: map[string]float64{}, Written: map[string]float64{}, WrittenBy: map[string]string{}, Results: map[string]float64{}, AssemblyParts: map[string]float64{}, Assemblies: map[string]float64{}}
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		return s
@@ -563,6 +570,7 @@ func (m *Metrics) Snapshot() Snapshot {
 				s.Routes[label(mt, "route")] += v
 			case NameRouteWritten:
 				s.Written[label(mt, "topic")] += v
+				s.WrittenBy[label(mt, "topic")] = label(mt, "route")
 			case NameDirty:
 				s.Dirty += v
 			case NameDropped:

@@ -30,8 +30,12 @@ type Plan struct {
 	// Meta is every metadata variable any expression reads, sorted.
 	Meta []string
 
-	fns config.Functions // the embedding program's functions, compiled in
-	src *config.Config   // the model it was compiled from, for Diff
+	// Tables are the lookup tables, in config order.
+	Tables []*TableNode
+
+	fns    config.Functions // the embedding program's functions, compiled in
+	tables *tableBinding    // what lookup() reads (BindTables)
+	src    *config.Config   // the model it was compiled from, for Diff
 }
 
 // InputNode is a compiled input.
@@ -183,6 +187,9 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		}
 		t.Inputs = append(t.Inputs, n)
 	}
+	if err := t.compileTables(cfg, dir); err != nil {
+		return nil, err
+	}
 	for i, r := range cfg.Routes {
 		rn, err := t.compileRoute(r, add)
 		if err != nil {
@@ -224,7 +231,8 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		Routing   config.Routing
 		Routes    []config.Route
 		Dirty     config.Dirty
-	}{cfg.Inputs, cfg.EventTime, cfg.Routing, cfg.Routes, cfg.Dirty})
+		Tables    []config.Table `json:",omitempty"`
+	}{cfg.Inputs, cfg.EventTime, cfg.Routing, cfg.Routes, cfg.Dirty, cfg.Tables})
 	return t, nil
 }
 

@@ -38,6 +38,7 @@ const (
 	NodeDrop      = "drop"       // unmatched records dropped (routing.default: drop)
 	NodeTopic     = "topic"      // an output topic
 	NodeAssemble  = "assemble"   // an assembly: parts joined by ID
+	NodeTable     = "table"      // a lookup table, read by the router
 )
 
 // Description is a topology as data: what `router topology` prints and
@@ -64,6 +65,8 @@ type Description struct {
 	Fields []string    `json:"fields"`
 	Nodes  []GraphNode `json:"nodes"`
 	Edges  []GraphEdge `json:"edges"`
+	// Tables are the lookup tables, in config order (absent without).
+	Tables []DescribedTable `json:"tables,omitempty"`
 }
 
 // DescribedInput is one input topic.
@@ -268,6 +271,7 @@ func (t *Plan) Description() *Description {
 	// meets the stages, so each format lists the graph as a record travels.
 	g.inputs()
 	g.eventTime()
+	g.tables()
 	var assemblies []*RouteNode
 	for i, r := range t.Routes {
 		if g.route(i, r) {

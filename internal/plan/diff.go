@@ -245,7 +245,7 @@ func diffTop(o, n *config.Config) []Change {
 		{"dirty", o.Dirty, n.Dirty}, {"guarantee", o.Guarantee, n.Guarantee}, {"commit_interval", o.CommitInterval, n.CommitInterval},
 		{"commit_records", o.CommitRecords, n.CommitRecords}, {"topics", o.Topics, n.Topics}, {"state", o.State, n.State},
 		{"client", o.Client, n.Client}, {"schema_registry.url", o.SchemaRegistry.URL, n.SchemaRegistry.URL},
-		{"limits", o.Limits, n.Limits},
+		{"limits", o.Limits, n.Limits}, {"tables", o.Tables, n.Tables},
 	} {
 		if !reflect.DeepEqual(s.o, s.n) {
 			out = append(out, Change{Path: s.name, Class: Live, Was: s.o, Now: s.n, Note: topNote(s.name)})

@@ -175,3 +175,22 @@ func refusedCreate(err error) bool {
 	}
 	return false
 }
+
+// writerOf is the route that owns topic in the running version: a route
+// a reload added, or the computed route whose allow-list admits it; ""
+// when none does (a repartition topic, a mark's).
+func (p *Processor) writerOf(topic string) string {
+	rt := p.routing.Load()
+	if rt == nil {
+		return ""
+	}
+	if route, ok := rt.top.Writers()[topic]; ok {
+		return route
+	}
+	for _, r := range rt.top.ComputedRoutes() {
+		if r.TopicFrom.Allow.Allows(topic) && !r.TopicFrom.Reserved[topic] {
+			return r.Name
+		}
+	}
+	return ""
+}

@@ -113,14 +113,15 @@ type Processor struct {
 	log     *slog.Logger
 	m       *metrics.Metrics
 	eng     *stageOne
-	obs     *observe.Observer // readiness, /healthz and /tasks
-	stage   *stagetwo.Stage   // stage two: the window and assembly tasks
-	src     *sourceTracker    // stage one's source progress (aligned watermarks)
-	part    kgo.Partitioner   // the producer's: state queries locate keys with it
-	adm     *kadm.Client      // set by Run; used by restores
-	admCl   *kgo.Client       // the client under adm
-	samples *sideSamples      // nil without WithSideSampler
-	gaps    *gapTracker       // where each consumed partition's next record must be
+	obs     *observe.Observer      // readiness, /healthz and /tasks
+	tables  atomic.Pointer[Tables] // the lookup tables, once loaded (nil without)
+	stage   *stagetwo.Stage        // stage two: the window and assembly tasks
+	src     *sourceTracker         // stage one's source progress (aligned watermarks)
+	part    kgo.Partitioner        // the producer's: state queries locate keys with it
+	adm     *kadm.Client           // set by Run; used by restores
+	admCl   *kgo.Client            // the client under adm
+	samples *sideSamples           // nil without WithSideSampler
+	gaps    *gapTracker            // where each consumed partition's next record must be
 
 	// topicMax is each output topic's max.message.bytes, read by Run
 	// before the first session (readOutputLimits): the producer's batch
@@ -313,6 +314,12 @@ func (p *Processor) Run(ctx context.Context) error {
 		return nilIfDone(ctx, err)
 	}
 	p.readOutputLimits(ctx, adm)
+	followTables, err := p.loadTables(ctx, adm)
+	if err != nil {
+		p.obs.NotReady(err.Error())
+		return nilIfDone(ctx, err)
+	}
+	followTables()
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)

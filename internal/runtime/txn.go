@@ -100,11 +100,11 @@ type commitLoop struct {
 	produced func(*kgo.Record, error)
 	// written counts the interval's records the broker acknowledged, by
 	// output topic.
-	written written
+	written *written
 }
 
 func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
-	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally(), written: newWritten(p.top.Writers())}
+	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally(), written: newWritten(p.top.Writers(), p.writerOf)}
 	l.produced = func(r *kgo.Record, err error) {
 		if err != nil {
 			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
@@ -115,29 +115,48 @@ func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
 	return l
 }
 
-// written counts acknowledged records per output topic. Its map is
-// built once and only read after, so the promises (on the client's
-// goroutines) read it without a lock; each count is atomic. Records to
-// other topics (repartition records, marks) are not counted here.
-type written map[string]*writtenTopic
+// written counts acknowledged records per output topic. The topics the
+// processor started with are in a map built once and only read after, so
+// the promises (on the client's goroutines) read it without a lock; each
+// count is atomic. A topic outside it (a computed topic, a route a reload
+// added) is counted in extra, its route found once by routeOf; records to
+// topics no route owns (repartition records, marks) are not counted.
+type written struct {
+	static  map[string]*writtenTopic
+	extra   sync.Map // topic -> *writtenTopic
+	routeOf func(topic string) string
+}
 
 type writtenTopic struct {
 	route string
 	n     atomic.Int64
 }
 
-func newWritten(writers map[string]string) written {
-	w := written{}
+func newWritten(writers map[string]string, routeOf func(string) string) *written {
+	w := &written{static: map[string]*writtenTopic{}, routeOf: routeOf}
 	for topic, route := range writers {
-		w[topic] = &writtenTopic{route: route}
+		if topic != "" {
+			w.static[topic] = &writtenTopic{route: route}
+		}
 	}
 	return w
 }
 
-func (w written) acked(topic string) {
-	if c := w[topic]; c != nil {
+func (w *written) acked(topic string) {
+	if c := w.static[topic]; c != nil {
 		c.n.Add(1)
+		return
 	}
+	if c, ok := w.extra.Load(topic); ok {
+		c.(*writtenTopic).n.Add(1)
+		return
+	}
+	route := ""
+	if w.routeOf != nil {
+		route = w.routeOf(topic)
+	}
+	c, _ := w.extra.LoadOrStore(topic, &writtenTopic{route: route})
+	c.(*writtenTopic).n.Add(1)
 }
 
 // take moves the counts into t: after the flush every promise of the
@@ -145,17 +164,27 @@ func (w written) acked(topic string) {
 // only if the interval commits: records of an aborted transaction (or of
 // an at-least-once interval whose offsets were not committed) are never
 // counted.
-func (w written) take(t *metrics.Tally) {
-	for topic, c := range w {
+func (w *written) take(t *metrics.Tally) {
+	for topic, c := range w.static {
 		t.AddWritten(c.route, topic, int(c.n.Swap(0)))
 	}
+	w.extra.Range(func(k, v any) bool {
+		if c := v.(*writtenTopic); c.route != "" {
+			t.AddWritten(c.route, k.(string), int(c.n.Swap(0)))
+		}
+		return true
+	})
 }
 
 // reset drops what an abandoned interval left.
-func (w written) reset() {
-	for _, c := range w {
+func (w *written) reset() {
+	for _, c := range w.static {
 		c.n.Store(0)
 	}
+	w.extra.Range(func(_, v any) bool {
+		v.(*writtenTopic).n.Store(0)
+		return true
+	})
 }
 
 // produce sends an output or a mark; a failure fails the interval.

@@ -114,6 +114,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		Metrics:   m.Handler(),
 		UI:        UIView{ui},
 		State:     stateReadersFor(proc, top.Settings.API),
+		Tables:    proc,
 		Auth:      auth,
 	}))
 	if hooks.Listening != nil {

@@ -34,6 +34,9 @@ type File struct {
 	// the real time when the case starts.
 	Clock yaml.Node `yaml:"clock"`
 	Tests []Case    `yaml:"tests"`
+	// Tables are rows of the topology's lookup tables every case starts
+	// with, by table name, written in order before the router starts.
+	Tables map[string][]TableRow `yaml:"tables"`
 
 	path string
 	pos  positions
@@ -55,6 +58,8 @@ type Case struct {
 	// Wait moves the processing-time clock this much after the last
 	// step (as a last advance_time step): virtual, nothing sleeps.
 	Wait string `yaml:"wait"`
+	// Tables are this case's table rows, written after the file's.
+	Tables map[string][]TableRow `yaml:"tables"`
 
 	index int // in the file's tests
 }
@@ -145,8 +150,8 @@ func (p positions) at(path string) (line, col int) {
 
 // the keys a test file may use, by level.
 var (
-	fileKeys     = []string{"topology", "schemas", "partitions", "clock", "tests"}
-	caseKeys     = []string{"name", "partitions", "clock", "input", "expect", "wait"}
+	fileKeys     = []string{"topology", "schemas", "partitions", "clock", "tests", "tables"}
+	caseKeys     = []string{"name", "partitions", "clock", "input", "expect", "wait", "tables"}
 	inputKeys    = []string{"topic", "partition", "key", "value", "value_file", "value_base64", "schema_id", "headers", "timestamp", "advance_watermark", "advance_time"}
 	expectedKeys = []string{"key", "value", "reason", "error", "value_has"}
 )
@@ -269,6 +274,8 @@ func keysOf(path string) []string {
 		return inputKeys
 	case reExpected.MatchString(path):
 		return expectedKeys
+	case reTableRow.MatchString(path):
+		return tableKeys
 	case reExpect.MatchString(path):
 		return []string{"contains"}
 	}
@@ -380,6 +387,10 @@ func Check(path string) (*File, error) {
 		return tf, nil
 	}
 	fe := &FileError{File: path}
+	checkTables(tf, top, func(p, format string, args ...any) {
+		l, c := tf.pos.at(p)
+		fe.Problems = append(fe.Problems, Problem{Line: l, Col: c, Message: fmt.Sprintf(format, args...)})
+	})
 	for _, tc := range tf.Tests {
 		for _, name := range sortedKeys(tc.Expect) {
 			if _, err := sideroute.Resolve(top, name); err != nil {

@@ -271,7 +271,11 @@ func runCase(ctx context.Context, tf *File, tc Case, timeout time.Duration, stop
 	if n := cmpOr(tc.Partitions, tf.Partitions); n > 0 {
 		cfg.Topics.Partitions = n
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, inputTopics(cfg)...))
+	seeds := inputTopics(cfg)
+	for _, t := range cfg.Tables {
+		seeds = append(seeds, t.Topic)
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(cfg.Topics.Partitions, seeds...))
 	if err != nil {
 		return caseResult{}, fmt.Errorf("start the in-process Kafka: %w", err)
 	}
@@ -298,6 +302,11 @@ func runCase(ctx context.Context, tf *File, tc Case, timeout time.Duration, stop
 		return caseResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if err := writeTables(ctx, brokers, top, tf.Tables, tc.Tables); err != nil {
+		cancel()
+		cleanup()
+		return caseResult{}, err
+	}
 	h, err := prepare(tf, tc, top, brokers, reg)
 	if err != nil {
 		cancel()

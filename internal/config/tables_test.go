@@ -1,0 +1,129 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/expr-lang/expr"
+)
+
+// tablesSrc is a topology with a merchants table (mode, extra lines under
+// it) and a route whose when is given.
+func tablesSrc(when, table string) string {
+	return `application_id: t
+inputs:
+  - topic: payments
+routing:
+  default: rest
+routes:
+  - name: vip
+    topic: vip
+    when: '` + when + `'
+  - name: rest
+    topic: rest
+dirty:
+  topic: payments.dirty
+tables:
+  - name: merchants
+    topic: merchants
+` + table
+}
+
+func TestTablesValid(t *testing.T) {
+	c, err := Load("t.yaml", []byte(tablesSrc(`lookup("merchants", merchant_id)?.tier == "vip"`, "    mode: as_of\n    history: 1h\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := c.Tables[0]
+	if tb.Mode != TableAsOf || tb.History.D().Hours() != 1 || tb.Format != InputJSON || tb.OnTooOld != TooOldOldest {
+		t.Fatalf("table as loaded: %+v", tb)
+	}
+	d, _ := Load("t.yaml", []byte(tablesSrc(`lookup("merchants", merchant_id) != nil`, "")))
+	if d.Tables[0].Mode != TableCurrent || d.Tables[0].History.D() != DefaultTableHistory {
+		t.Fatalf("defaults: %+v", d.Tables[0])
+	}
+}
+
+// Each mistake is reported at its FILE:LINE:COL, inside the expression
+// where the value is one line.
+func TestTablesRefused(t *testing.T) {
+	for _, c := range []struct{ when, table, want string }{
+		{`lookup("shops", merchant_id) != nil`, "", `t.yaml:9:19: routes[0].when: no table "shops" (tables: merchants)`},
+		{`lookup(merchant_id) != nil`, "", `t.yaml:9:12: routes[0].when: lookup takes a table name and a key`},
+		{`lookup(table, merchant_id) != nil`, "", `t.yaml:9:19: routes[0].when: lookup's table must be a quoted name`},
+		{`true`, "    mode: latest\n", `t.yaml:17:11: tables[0].mode must be "current" or "as_of", got "latest"`},
+		{`true`, "    time: ts\n", `t.yaml:17:11: tables[0].time is read only in mode "as_of"`},
+		{`true`, "    on_too_old: fail\n", `t.yaml:17:17: tables[0].on_too_old must be "oldest" or "dirty"`},
+		{`true`, "    format: avro\n", `t.yaml:17:13: tables[0].format must be "json"`},
+		{`true`, "  - name: merchants\n    topic: m2\n", `t.yaml:17:11: table "merchants" is declared twice`},
+		{`true`, "  - name: Bad\n    topic: m2\n", `t.yaml:17:11: table name "Bad"`},
+		{`true`, "  - name: refunds\n    topic: payments\n", `t.yaml:18:12: input topic "payments" is listed twice`},
+		{`true`, "    limits: {max_entries: -1}\n", `tables[0].limits.max_entries must not be negative`},
+	} {
+		_, err := Load("t.yaml", []byte(tablesSrc(c.when, c.table)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q %q: got %v, want %s", c.when, c.table, err, c.want)
+		}
+	}
+}
+
+// A closed schema names the fields a row may have: reading another is
+// refused where it is written; an open schema leaves fields dynamic.
+func TestTablesSchemaFields(t *testing.T) {
+	dir := t.TempDir()
+	closed := `{"type":"object","properties":{"id":{"type":"string"},"tier":{"type":"string"}},"additionalProperties":false}`
+	open := `{"type":"object","properties":{"id":{"type":"string"}}}`
+	for name, s := range map[string]string{"closed.json": closed, "open.json": open} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "t.yaml")
+	load := func(when, schema string) error {
+		_, err := Load(path, []byte(tablesSrc(when, "    schema: "+schema+"\n")))
+		return err
+	}
+	if err := load(`lookup("merchants", merchant_id)?.tier == "vip"`, "closed.json"); err != nil {
+		t.Fatal(err)
+	}
+	err := load(`lookup("merchants", merchant_id)?.level == "vip"`, "closed.json")
+	if err == nil || !strings.Contains(err.Error(), `:9:46: routes[0].when: table "merchants" has no field "level" (its schema's fields: id, tier)`) {
+		t.Fatalf("closed schema, unknown field: %v", err)
+	}
+	if err := load(`lookup("merchants", merchant_id)?.level == "vip"`, "open.json"); err != nil {
+		t.Fatalf("open schema: %v", err)
+	}
+	if err := load(`true`, "missing.json"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("missing schema: %v", err)
+	}
+}
+
+// lookup reads the event time: the expression's metadata says so, and the
+// function receives it as its last argument.
+func TestTableFunctionEventTime(t *testing.T) {
+	c, err := Load("t.yaml", []byte(tablesSrc(`true`, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []any
+	fn := c.TableFunction(func(table string, key any, at int64) (any, error) {
+		got = []any{table, key, at}
+		return map[string]any{"tier": "vip"}, nil
+	})
+	e, err := CompileExprWith(`lookup("merchants", id).tier == "vip"`, true, Functions{fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Meta) != 1 || e.Meta[0] != MetaEventTime || len(e.Fields) != 1 || e.Fields[0] != "id" {
+		t.Fatalf("fields %v meta %v", e.Fields, e.Meta)
+	}
+	out, err := expr.Run(e.Program, map[string]any{"id": "m1", MetaEventTime: 42})
+	if err != nil || out != true {
+		t.Fatalf("run: %v %v", out, err)
+	}
+	if got[0] != "merchants" || got[1] != "m1" || got[2] != int64(42) {
+		t.Fatalf("lookup got %v", got)
+	}
+}

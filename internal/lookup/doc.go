@@ -1,0 +1,13 @@
+// Package lookup holds lookup tables: the rows of a compacted topic by
+// key, in the current mode (the latest row of each key; a tombstone
+// deletes it) or as of a time (each key's versions by their time, kept
+// for a history, a lookup answering with the version valid at the
+// record's event time).
+//
+// The store is pure: rows come in through Apply in the topic's order and
+// lookups read them, under one lock per table. It holds no client: the
+// runtime's loader (internal/runtime, tables.go) reads the topic and
+// applies what it reads. Its answers depend only on the rows applied,
+// never on when pruning ran, which the property test checks against a
+// brute-force oracle over the whole history.
+package lookup

@@ -1,0 +1,326 @@
+package lookup
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sidestream/sidestream/internal/operator/statelimit"
+	"github.com/sidestream/sidestream/internal/registry"
+)
+
+// Mode is how a table answers.
+type Mode uint8
+
+const (
+	// Current answers with the latest row of a key.
+	Current Mode = iota
+	// AsOf answers with the version valid at the lookup's time.
+	AsOf
+)
+
+// Result is what a lookup found.
+type Result uint8
+
+const (
+	// Hit: a row was found.
+	Hit Result = iota
+	// Miss: the key has no row (at that time).
+	Miss
+	// TooOld: the time is before the table's history and the key changed
+	// since; the row is the oldest version kept.
+	TooOld
+)
+
+func (r Result) String() string {
+	switch r {
+	case Hit:
+		return "hit"
+	case Miss:
+		return "miss"
+	}
+	return "too_old"
+}
+
+// Row is one row in the value model (registry.ExactNumbers): what an
+// expression reads of it.
+type Row = map[string]any
+
+// Spec is a table's mode, history and limits.
+type Spec struct {
+	Mode Mode
+	// History (AsOf): versions replaced longer ago than this, behind the
+	// latest version time the table has seen, are dropped.
+	History time.Duration
+	// Limits bound the kept entries (keys in Current, versions in AsOf)
+	// and their estimated bytes. Past a limit a new key is refused;
+	// a key already kept is still updated (statelimit's admission rule).
+	Limits statelimit.Limits
+}
+
+// version is one row of a key from its time on; row nil is a tombstone.
+type version struct {
+	at   int64
+	row  Row
+	size int64
+}
+
+// Table is one lookup table. Its methods are safe for concurrent use.
+type Table struct {
+	spec    Spec
+	history int64 // ms
+
+	mu      sync.RWMutex
+	keys    map[string][]version // AsOf: sorted by at; Current: one version
+	maxTime int64                // AsOf: the latest version time applied
+	swept   int64                // AsOf: maxTime at the last sweep
+	entries int
+	bytes   int64
+	refused uint64
+}
+
+// New returns an empty table.
+func New(spec Spec) (*Table, error) {
+	if err := spec.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Mode == AsOf && spec.History <= 0 {
+		return nil, errors.New("an as-of table needs a positive history")
+	}
+	return &Table{spec: spec, history: spec.History.Milliseconds(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
+}
+
+// entryOverhead is the bytes a kept version costs beyond its row's
+// encoded size and its key: the map entry, the slice, the version.
+const entryOverhead = 64
+
+// Apply applies one row of the table's topic, in the topic's order: the
+// row of key from time at (the as_of version time; Current ignores it),
+// row nil for a tombstone, size its encoded bytes. It reports false when
+// a limit refused a new key.
+func (t *Table) Apply(key string, at int64, row Row, size int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cost := int64(size+len(key)) + entryOverhead
+	vs, known := t.keys[key]
+	if t.spec.Mode == Current {
+		if row == nil {
+			if known {
+				t.drop(key, vs)
+			}
+			return true
+		}
+		if !known && !t.admit(cost) {
+			return false
+		}
+		if known {
+			t.bytes -= vs[0].size
+			t.entries--
+		}
+		t.keys[key] = []version{{row: row, size: cost}}
+		t.bytes += cost
+		t.entries++
+		return true
+	}
+	if !known && !t.admit(cost) {
+		t.advance(at)
+		return false
+	}
+	t.keys[key] = t.insert(vs, version{at: at, row: row, size: cost})
+	t.advance(at)
+	t.prune(key)
+	return true
+}
+
+// admit says whether a new key fits the limits.
+func (t *Table) admit(cost int64) bool {
+	l := t.spec.Limits
+	if !l.Enabled() {
+		return true
+	}
+	if (l.MaxEntries > 0 && t.entries+1 > l.MaxEntries) || (l.MaxBytes > 0 && t.bytes+cost > l.MaxBytes) {
+		t.refused++
+		return false
+	}
+	return true
+}
+
+// insert puts v in its place by time; one of the same time is replaced
+// (the later in the topic wins).
+func (t *Table) insert(vs []version, v version) []version {
+	i := sort.Search(len(vs), func(i int) bool { return vs[i].at >= v.at })
+	if i < len(vs) && vs[i].at == v.at {
+		t.bytes += v.size - vs[i].size
+		vs[i] = v
+		return vs
+	}
+	t.bytes += v.size
+	t.entries++
+	vs = append(vs, version{})
+	copy(vs[i+1:], vs[i:])
+	vs[i] = v
+	return vs
+}
+
+func (t *Table) drop(key string, vs []version) {
+	for _, v := range vs {
+		t.bytes -= v.size
+	}
+	t.entries -= len(vs)
+	delete(t.keys, key)
+}
+
+// horizon is the oldest time the table answers exactly for every key:
+// the latest version time less the history.
+func (t *Table) horizon() int64 {
+	if t.maxTime == math.MinInt64 {
+		return math.MinInt64
+	}
+	return t.maxTime - t.history
+}
+
+// advance moves the latest version time; every quarter history it moves,
+// every key is pruned, so memory follows the history and not only the
+// keys that change.
+func (t *Table) advance(at int64) {
+	if at <= t.maxTime {
+		return
+	}
+	t.maxTime = at
+	if t.swept != math.MinInt64 && t.maxTime-t.swept < max(t.history/4, 1) {
+		return
+	}
+	t.swept = t.maxTime
+	for k := range t.keys {
+		t.prune(k)
+	}
+}
+
+// prune drops what no lookup can read any more: the versions before the
+// one valid at the horizon, and that one too when it is a tombstone
+// (lookups before it then miss, as they do without it).
+func (t *Table) prune(key string) {
+	vs := t.keys[key]
+	h := t.horizon()
+	j := sort.Search(len(vs), func(i int) bool { return vs[i].at > h }) - 1 // the version valid at h
+	if j > 0 || (j == 0 && vs[0].row == nil) {
+		cut := j
+		if vs[j].row == nil {
+			cut = j + 1
+		}
+		for _, v := range vs[:cut] {
+			t.bytes -= v.size
+		}
+		t.entries -= cut
+		vs = append(vs[:0:0], vs[cut:]...)
+		if len(vs) == 0 {
+			delete(t.keys, key)
+			return
+		}
+		t.keys[key] = vs
+	}
+}
+
+// Get is the row of key at time at (epoch ms; Current ignores it).
+func (t *Table) Get(key string, at int64) (Row, Result) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	vs := t.keys[key]
+	if t.spec.Mode == Current {
+		if len(vs) == 0 {
+			return nil, Miss
+		}
+		return vs[0].row, Hit
+	}
+	return answer(vs, at, t.horizon())
+}
+
+// answer is the as-of rule over a key's versions (sorted by time) with
+// horizon h: at or after h, the version valid at at; before h, the
+// version valid at h when it was valid at at too, else that version
+// marked TooOld. A tombstone, or no version, is a miss.
+func answer(vs []version, at, h int64) (Row, Result) {
+	if at >= h {
+		i := sort.Search(len(vs), func(i int) bool { return vs[i].at > at }) - 1
+		if i < 0 || vs[i].row == nil {
+			return nil, Miss
+		}
+		return vs[i].row, Hit
+	}
+	i := sort.Search(len(vs), func(i int) bool { return vs[i].at > h }) - 1
+	switch {
+	case i < 0 || vs[i].row == nil:
+		return nil, Miss
+	case vs[i].at <= at:
+		return vs[i].row, Hit
+	}
+	return vs[i].row, TooOld
+}
+
+// Size is the entries kept (keys in Current, versions in AsOf) and their
+// estimated bytes.
+func (t *Table) Size() (entries int, bytes int64) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.entries, t.bytes
+}
+
+// Refused is how many new keys the limits refused.
+func (t *Table) Refused() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.refused
+}
+
+// Decode reads a JSON row into the value model, as stage one reads an
+// input's fields: a JSON object, numbers exact.
+func Decode(raw []byte) (Row, error) {
+	var v any
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("row is not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("row holds more than one JSON value")
+	}
+	row, ok := registry.ExactNumbers(v).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("row is a JSON %T, not an object", v)
+	}
+	return row, nil
+}
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// KeyString is a lookup key as rows are keyed (their Kafka key, or their
+// key field, as text): a string as it is, an integer in decimal, a
+// boolean as true or false. ok is false for nil and for values no row
+// key can equal (objects, lists, fractions).
+func KeyString(k any) (string, bool) {
+	switch v := k.(type) {
+	case string:
+		return v, true
+	case []byte:
+		return string(v), true
+	case int:
+		return strconv.Itoa(v), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return strconv.FormatInt(int64(v), 10), true
+		}
+	case bool:
+		return strconv.FormatBool(v), true
+	case json.Number:
+		return v.String(), true
+	}
+	return "", false
+}
