@@ -368,6 +368,8 @@ type Route struct {
 	// TopicConfigs are topic configs for the route's topic when the
 	// router creates it, over topics.configs.
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
+	// SLO is the route's objective (window routes: the late share).
+	SLO *RouteSLO `yaml:"slo"`
 }
 
 // Tombstone handling of a route.
@@ -468,6 +470,8 @@ type Dirty struct {
 	// TopicConfigs are topic configs for the dirty topic when the router
 	// creates it, over topics.configs.
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
+	// SLO is the dirty route's objective: the dirty share of the inputs.
+	SLO *DirtySLO `yaml:"slo"`
 }
 
 // Field is one projected output field.

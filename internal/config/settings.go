@@ -87,6 +87,7 @@ const (
 	tProject  = "mapping"
 	tSection  = "section"
 	tItems    = "list of sections"
+	tNumber   = "number"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -175,11 +176,17 @@ var Settings = concat(
 		{Path: "routes[].assemble.repartition", Type: tBool, Default: "true", Doc: "false: the input is already partitioned by the ID; no repartition topic"},
 		{Path: "routes[].tombstones", Type: tString, Default: TombstonesDirty, Enum: []string{TombstonesDirty, TombstonesForward}, Doc: "an input tombstone: dirty (`null_value`), or forwarded as it came (plain routes keeping the key)", Notes: "what an input tombstone (a keyed record with a null value, a delete on a compacted topic) does: `dirty` (reason `null_value`) or `forward`: written to this route's topic as it came (key, headers, null value), so an upsert sink deletes the row. Plain routes that keep the input key only. See [Tombstones](../dirty-route.md#tombstones-deletes-on-compacted-inputs)"},
 		{Path: "routes[].topic_configs", Type: tConfigs, Doc: "topic configs of the route's topic when created, over `topics.configs`", Notes: "topic configs of the route's topic when the router creates it, over `topics.configs` (e.g. `cleanup.policy: compact` for an upsert route)"},
+	},
+	sloSettings("routes[]", "max_late_share", "window routes: the largest share of the route's records that come too late for every window, 0 to 1"),
+	[]Setting{
 		{Path: "dirty", Type: tSection, Required: true, Doc: "the dirty route: records that fail, with their bytes and reasons"},
 		{Path: "dirty.topic", Type: tString, Required: true, Doc: "the dirty route's topic"},
 		{Path: "dirty.max_record_bytes", Type: tInt, Default: itoa(DefaultMaxRecordBytes), Min: "1025", Doc: "the largest record written to the dirty topic as-is; keep under its `max.message.bytes` (router run warns)", Notes: "the largest record written as-is to the **dirty topic** (keep it under the topic's `max.message.bytes`: `router run` reads it at start and warns when it is not); it bounds no other output (see `limits.max_record_bytes`)"},
 		{Path: "dirty.truncate_to", Type: tInt, Default: itoa(DefaultTruncateTo), Rule: "65536, at most `max_record_bytes` - 1024", Doc: "a too-large record goes to dirty with its value cut to this size", Notes: "a dirty record too large for `dirty.max_record_bytes` is written with its value cut to this size (and `sidestream.truncated.original_bytes`); `router redrive` refuses such a record"},
 		{Path: "dirty.topic_configs", Type: tConfigs, Doc: "topic configs of the dirty topic when created, over `topics.configs`"},
+	},
+	sloSettings("dirty", "max_dirty_share", "the largest share of the input records consumed that go to the dirty route, 0 to 1"),
+	[]Setting{
 		{Path: "shutdown_timeout", Type: tDuration, Default: dur(DefaultShutdown), Doc: "time to end the open transaction and leave the group on SIGTERM"},
 		{Path: "security", Type: tSection, Doc: "how every client connects to the brokers"},
 		{Path: "security.protocol", Type: tString, Default: ProtocolPlaintext, Env: EnvSecurityProtocol, Enum: []string{ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL}, Doc: "TLS and/or SASL; Kafka's upper-case names are accepted", Notes: "how every client of the router (group, admin, state restore) connects: `plaintext`, `ssl` (TLS), `sasl_plaintext` (SASL, no TLS) or `sasl_ssl` (SASL over TLS); Kafka's upper-case names are accepted. `router validate` checks each security field; the settings as a whole (what may come from the environment) are checked at `router run`, before it dials"},

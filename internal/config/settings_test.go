@@ -162,6 +162,9 @@ routes:
       limits:
         max_entries: 10
         overflow_topic: counts.overflow
+    slo:
+      max_late_share: 0.5
+      records: 1000
   - name: orders
     topic: orders
     assemble:
@@ -175,6 +178,9 @@ routes:
         overflow_topic: orders.overflow
 dirty:
   topic: out.dirty
+  slo:
+    max_dirty_share: 0.5
+    span: 1m
 `
 
 // onRead are the settings whose default their reader applies.
@@ -260,6 +266,8 @@ func TestSettingsTypes(t *testing.T) {
 			return []string{tInt}
 		case reflect.Bool:
 			return []string{tBool}
+		case reflect.Float64:
+			return []string{tNumber}
 		case reflect.Map:
 			return []string{tMap}
 		case reflect.Struct:
