@@ -51,6 +51,13 @@ type StateReader interface {
 	ReadState(ctx context.Context, key string) (any, error)
 }
 
+// Resumer ends a pause of the inputs an objective caused (POST
+// /resume): it reports whether the inputs were paused, and why (or why
+// there was nothing to resume).
+type Resumer interface {
+	Resume() (resumed bool, reason string)
+}
+
 // ErrUnknownFormat is what a Describer returns for a format it lacks.
 var ErrUnknownFormat = errors.New("unknown format")
 
@@ -68,6 +75,8 @@ type Config struct {
 	// Auth guards every endpoint but the probes; the zero value is
 	// AuthNone.
 	Auth Auth
+	// Resumer serves POST /resume; nil answers it 404.
+	Resumer Resumer
 }
 
 // Handler builds the router. The probes stay open whatever c.Auth says:
@@ -121,6 +130,12 @@ func Handler(c Config) http.Handler {
 		r.Get("/state/{operator}", func(w http.ResponseWriter, req *http.Request) {
 			serveState(w, req, c.State)
 		})
+		if c.Resumer != nil {
+			r.Post("/resume", func(w http.ResponseWriter, _ *http.Request) {
+				resumed, reason := c.Resumer.Resume()
+				writeJSON(w, http.StatusOK, map[string]any{"resumed": resumed, "reason": reason})
+			})
+		}
 		// Anything else is a 404, but only for a caller with credentials:
 		// a stranger learns nothing of which paths exist.
 		r.NotFound(http.NotFound)

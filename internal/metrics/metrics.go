@@ -191,6 +191,8 @@ type Metrics struct {
 	StateOverflow *prometheus.CounterVec
 	faultMetrics
 	buildMetrics
+	// Objectives are the slo gauges (objective.go).
+	Objectives *ObjectiveMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -264,6 +266,7 @@ func New() *Metrics {
 	r.MustRegister(m.StateOverflow)
 	m.faultMetrics = newFaultMetrics(r)
 	m.buildMetrics = newBuildMetrics(r)
+	m.Objectives = newObjectiveMetrics(r)
 	return m
 }
 

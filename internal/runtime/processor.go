@@ -128,6 +128,9 @@ type Processor struct {
 	// commit with records (registryoutage.go), which resets it.
 	registryRetry *retry.Backoff
 	registryDown  bool
+	// guard holds the objectives and their pause (objectives.go); nil
+	// without any.
+	guard *guard
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -189,6 +192,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
+		guard:         newGuard(top, op.metrics.Objectives),
 	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
 		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})

@@ -89,6 +89,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		UI:        UIView{ui},
 		State:     stateReadersFor(proc, top.Settings.API),
 		Auth:      auth,
+		Resumer:   proc,
 	}))
 	if hooks.Listening != nil {
 		hooks.Listening(addr.String())
