@@ -397,12 +397,32 @@ func TestBrokerBounceExactlyOnce(t *testing.T) {
 			idleNotReady.Round(time.Millisecond), stopTook.Round(time.Millisecond))
 	}
 	r.waitReady(2 * time.Minute)
+	s.checkWritten(r)
 
 	r.stop(40 * time.Second)
 	tl, aborted := s.verifyExactlyOnce()
 	s.report(tl, fmt.Sprintf("bounce=%s not_ready_polls=%d ready_again_after=%s idle_not_ready_after=%s aborted_invisible=%d stranded_offsets_repairs=%d",
 		bounceTook.Round(100*time.Millisecond), notReady, recovered.Round(100*time.Millisecond),
 		idleNotReady.Round(100*time.Millisecond), aborted, repairs))
+}
+
+// checkWritten compares, for every output topic, the router's
+// sidestream_route_records_written_total with the records a
+// read_committed reader finds there: the transactions the bounce aborted
+// had records the broker acknowledged, and they must not count. r is the
+// only router that wrote them (the counter is per process).
+func (s *scenario) checkWritten(r *router) {
+	s.t.Helper()
+	for route, topic := range s.topicOf {
+		want := float64(len(s.readTopics([]string{topic}, true, time.Minute)))
+		var got float64
+		// The last commit's counts are added just after the commit.
+		waitFor(s.t, 30*time.Second, "the written count of "+topic, func() (bool, string) {
+			got = r.metric(s.t, metrics.NameRouteWritten, fmt.Sprintf(`topic=%q`, topic))
+			return got == want, fmt.Sprintf("route %s topic %s: written metric %v, read back %v", route, topic, got, want)
+		})
+		s.t.Logf("route %s topic %s: written %v = read back %v", route, topic, got, want)
+	}
 }
 
 // kafka runs scripts/kafka.sh with args and fails the test on error.

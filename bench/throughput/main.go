@@ -37,6 +37,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -605,15 +606,15 @@ func benchFinished(top *plan.Plan, m *metrics.Metrics, n int) func() bool {
 			rep = append(rep, r.Assembly.RepartitionTopic)
 		}
 	}
-	consumed := func(topics []string) int {
-		c := 0
+	consumed := func(c *prometheus.CounterVec, topics []string) int {
+		n := 0
 		for _, t := range topics {
-			c += int(testutil.ToFloat64(m.Consumed.WithLabelValues(t)))
+			n += int(testutil.ToFloat64(c.WithLabelValues(t)))
 		}
-		return c
+		return n
 	}
 	finished := func() bool {
-		if consumed(top.InputTopics()) < n {
+		if consumed(m.Consumed, top.InputTopics()) < n {
 			return false
 		}
 		routed := 0
@@ -623,7 +624,7 @@ func benchFinished(top *plan.Plan, m *metrics.Metrics, n int) func() bool {
 		for _, r := range top.Assemblies() {
 			routed += int(m.Snapshot().Routes[r.Name])
 		}
-		return consumed(rep) >= routed
+		return consumed(m.Repartitioned, rep) >= routed
 	}
 	return finished
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -91,7 +92,7 @@ type overrideFlags struct {
 type processFlags struct {
 	Listen             string        `default:"${listen}" env:"SIDESTREAM_LISTEN" help:"HTTP API address."`
 	InstanceID         string        `name:"instance-id" placeholder:"NAME" env:"SIDESTREAM_INSTANCE_ID" help:"Unique name of this process in the group (default: the host name)."`
-	OwnerURLTemplate   string        `name:"owner-url-template" env:"SIDESTREAM_OWNER_URL_TEMPLATE" placeholder:"URL" help:"How instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080."`
+	OwnerURLTemplate   string        `name:"owner-url-template" env:"SIDESTREAM_OWNER_URL_TEMPLATE" placeholder:"URL" help:"How instances reach each other's HTTP API, for the owner URL of a state query answered elsewhere and the web view's cluster view: {instance} and {host} are the owner's instance id and address, e.g. http://{instance}.router-headless:8080."`
 	StaticMembership   bool          `type:"envbool" env:"SIDESTREAM_STATIC_MEMBERSHIP" help:"Use the instance id as group.instance.id (the variable takes true or false, 1 or 0)."`
 	Workers            int           `placeholder:"N" help:"Partitions processed in parallel (0: GOMAXPROCS)."`
 	TransactionTimeout time.Duration `default:"${txn_timeout}" help:"Broker-side transaction timeout."`
@@ -113,6 +114,7 @@ var testBuildKgoOpts []kgo.Opt
 type runCmd struct {
 	topologyArg
 	Brokers string `placeholder:"BROKERS" help:"Comma-separated brokers, overriding the file and SIDESTREAM_BROKERS."`
+	Watch   bool   `type:"envbool" env:"SIDESTREAM_WATCH" help:"Reload the topology when its file's content changes (a mounted ConfigMap), as SIGHUP and POST /reload do."`
 	overrideFlags
 	processFlags
 	logFlags
@@ -129,7 +131,9 @@ func (c *runCmd) Run(e runEnv) error {
 	if err != nil {
 		return err
 	}
-	return serve.Run(e.ctx, top, c.options(), log, metrics.New(), serve.Hooks{})
+	opts := c.options()
+	opts.Reload = serve.Reload{File: cmp.Or(c.File, c.Config), Overrides: o, Watch: c.Watch}
+	return serve.Run(e.ctx, top, opts, log, metrics.New(), serve.Hooks{})
 }
 
 type demoCmd struct {

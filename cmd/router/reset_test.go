@@ -135,7 +135,7 @@ func TestResetReprocesses(t *testing.T) {
 		rep := top.Route("per-service").Window.RepartitionTopic
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 			m := r.p.Metrics()
-			if testutil.ToFloat64(m.Consumed.WithLabelValues("logs")) >= n && testutil.ToFloat64(m.Consumed.WithLabelValues(rep)) >= n {
+			if testutil.ToFloat64(m.Consumed.WithLabelValues("logs")) >= n && testutil.ToFloat64(m.Repartitioned.WithLabelValues(rep)) >= n {
 				return
 			}
 			if time.Now().After(deadline) {

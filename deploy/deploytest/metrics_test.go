@@ -193,7 +193,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 		}
 	}
 	// What the dashboard is for.
-	for _, m := range []string{"sidestream_records_consumed_total", "sidestream_route_records_total",
+	for _, m := range []string{"sidestream_records_consumed_total", "sidestream_route_records_written_total", "sidestream_repartition_records_consumed_total",
 		"sidestream_records_dirty_total", "sidestream_consumer_lag_records", "sidestream_commit_duration_seconds_bucket",
 		"sidestream_txn_aborts_total", "sidestream_ready", "sidestream_assigned_partitions",
 		"sidestream_changelog_loss_total", "sidestream_state_overflow_total", "sidestream_assembly_parts_total"} {

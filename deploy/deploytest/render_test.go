@@ -489,6 +489,41 @@ func TestChecksumRollsOnTopologyChangeOnly(t *testing.T) {
 	}
 }
 
+// TestTopologyReloadWatch: router.topologyReload: watch passes --watch
+// and rolls the pods only for a change of the schemas, never of the
+// topology, which the router reloads in place.
+func TestTopologyReloadWatch(t *testing.T) {
+	requireHelm(t)
+	watch := func(args ...string) string {
+		t.Helper()
+		r := render(t, append([]string{"--set", "router.topologyReload=watch"}, args...)...)
+		ann := r.w.Spec.Template.Metadata.Annotations
+		if _, ok := ann["checksum/config"]; ok {
+			t.Fatalf("watch: the checksum/config roll is still there: %v", ann)
+		}
+		if !slices.Contains(r.c.Args, "--watch") {
+			t.Fatalf("watch: args %q lack --watch", r.c.Args)
+		}
+		return ann["checksum/schemas"]
+	}
+	topA := `topology={"application_id":"a","inputs":[{"topic":"logs"}],"routing":{"default":"drop"},"dirty":{"topic":"d"}}`
+	topB := `topology={"application_id":"a","inputs":[{"topic":"logs"}],"routing":{"default":"drop"},"dirty":{"topic":"d2"}}`
+	schemas := `schemas={"x.json":{"type":"object"}}`
+	base := watch("--set-json", topA, "--set-json", schemas)
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(base) {
+		t.Fatalf("checksum/schemas %q, want a sha256", base)
+	}
+	if got := watch("--set-json", topB, "--set-json", schemas); got != base {
+		t.Error("watch: a topology change rolls the pods (checksum/schemas changed)")
+	}
+	if got := watch("--set-json", topA, "--set-json", `schemas={"x.json":{"type":"array"}}`); got == base {
+		t.Error("watch: checksum/schemas did not change with the schemas")
+	}
+	if r := render(t); slices.Contains(r.c.Args, "--watch") {
+		t.Errorf("the default (roll) passes --watch: %q", r.c.Args)
+	}
+}
+
 func TestDeploymentMode(t *testing.T) {
 	requireHelm(t)
 	r := render(t, valueSetArgs(t, "deployment")...)

@@ -58,6 +58,12 @@ type Resumer interface {
 	Resume() (resumed bool, reason string)
 }
 
+// Reloader reloads the topology (POST /reload): the outcome as a
+// JSON-encodable value and its HTTP status.
+type Reloader interface {
+	ServeReload(ctx context.Context) (status int, outcome any)
+}
+
 // ErrUnknownFormat is what a Describer returns for a format it lacks.
 var ErrUnknownFormat = errors.New("unknown format")
 
@@ -77,6 +83,8 @@ type Config struct {
 	Auth Auth
 	// Resumer serves POST /resume; nil answers it 404.
 	Resumer Resumer
+	// Reload answers POST /reload; nil leaves it out.
+	Reload Reloader
 }
 
 // Handler builds the router. The probes stay open whatever c.Auth says:
@@ -124,6 +132,12 @@ func Handler(c Config) http.Handler {
 		r.Get("/tasks", func(w http.ResponseWriter, _ *http.Request) {
 			writeJSON(w, http.StatusOK, c.Tasks.TaskList())
 		})
+		if c.Reload != nil {
+			r.Post("/reload", func(w http.ResponseWriter, req *http.Request) {
+				code, outcome := c.Reload.ServeReload(req.Context())
+				writeJSON(w, code, outcome)
+			})
+		}
 		if c.UI != nil {
 			mountUIData(r, c.UI)
 		}

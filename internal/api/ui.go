@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,21 @@ var uiFiles embed.FS
 // UIState gives the web view its state as a JSON-encodable value.
 type UIState interface {
 	UIView() any
+}
+
+// UIHistory, when a UIState implements it, serves /ui/history: the rates
+// of the last minutes, for the web view's charts.
+type UIHistory interface {
+	UIHistory() any
+}
+
+// UICluster, when a UIState implements it, serves /ui/status (this
+// instance, for its peers) and /ui/cluster (every instance of the
+// application). auth is the request's Authorization header, which the
+// peers are asked with.
+type UICluster interface {
+	UIStatus() any
+	UICluster(ctx context.Context, auth string) any
 }
 
 // uiInterval is how often /ui/events sends the state.
@@ -57,6 +73,22 @@ func mountUIData(r chi.Router, st UIState) {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, st.UIView())
 	})
+	if h, ok := st.(UIHistory); ok {
+		r.Get("/ui/history", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, h.UIHistory())
+		})
+	}
+	if c, ok := st.(UICluster); ok {
+		r.Get("/ui/status", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, c.UIStatus())
+		})
+		r.Get("/ui/cluster", func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, c.UICluster(req.Context(), req.Header.Get("Authorization")))
+		})
+	}
 	r.Get("/ui/events", func(w http.ResponseWriter, req *http.Request) {
 		fl, ok := w.(http.Flusher)
 		if !ok {

@@ -113,3 +113,62 @@ func TestUIEventsStreamAndShutdown(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body) // the stream ends
 }
+
+// clusterUI is a UI state with history and a cluster view; it remembers
+// the Authorization its cluster view was asked with.
+type clusterUI struct {
+	fakeUI
+	auth atomic.Value
+}
+
+func (c *clusterUI) UIHistory() any { return map[string]any{"times": []int64{1, 2}} }
+func (c *clusterUI) UIStatus() any  { return map[string]any{"instance": "a"} }
+func (c *clusterUI) UICluster(_ context.Context, auth string) any {
+	c.auth.Store(auth)
+	return map[string]any{"instances": []string{"a", "b"}}
+}
+
+// TestUIHistoryAndCluster: the endpoints are behind the API's auth, and
+// the cluster view is handed the caller's credentials for the peers.
+func TestUIHistoryAndCluster(t *testing.T) {
+	toks, err := NewTokens("", []string{"s3cret-token-0123456789"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui := &clusterUI{}
+	h := Handler(Config{Probe: fakeProbe{}, Describer: fakeDescriber{}, Tasks: fakeTasks{}, Metrics: http.NotFoundHandler(),
+		UI: ui, Auth: Auth{Mode: AuthBearer, Tokens: toks}})
+	get := func(path, auth string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, p := range []string{"/ui/history", "/ui/status", "/ui/cluster"} {
+		if rec := get(p, ""); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("%s without a token: %d", p, rec.Code)
+		}
+	}
+	const bearer = "Bearer s3cret-token-0123456789"
+	for p, want := range map[string]string{"/ui/history": `"times":[1,2]`, "/ui/status": `"instance":"a"`, "/ui/cluster": `"instances":["a","b"]`} {
+		if rec := get(p, bearer); rec.Code != 200 || !strings.Contains(rec.Body.String(), want) || rec.Header().Get("Cache-Control") != "no-store" {
+			t.Fatalf("%s: %d %s", p, rec.Code, rec.Body)
+		}
+	}
+	if got := ui.auth.Load(); got != bearer {
+		t.Fatalf("the cluster view was asked with %q, want the caller's %q", got, bearer)
+	}
+	// A state without them serves neither.
+	if rec := uiRec(uiHandler(&fakeUI{}), "/ui/history"); rec.Code != 404 {
+		t.Fatalf("/ui/history of a plain state: %d", rec.Code)
+	}
+}
+
+func uiRec(h http.Handler, path string) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return rec
+}

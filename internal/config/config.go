@@ -370,6 +370,11 @@ type Route struct {
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
 	// SLO is the route's objective (window routes: the late share).
 	SLO *RouteSLO `yaml:"slo"`
+	// StateVersion (window and assembly routes) names the route's state:
+	// a new value starts the route on new internal topics (their names
+	// carry it) with empty state from the inputs' committed offsets.
+	// 0, the default, keeps the unversioned names.
+	StateVersion int `yaml:"state_version"`
 }
 
 // Tombstone handling of a route.

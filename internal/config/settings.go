@@ -68,6 +68,7 @@ const (
 	EnvInstanceID       = "SIDESTREAM_INSTANCE_ID"
 	EnvOwnerURLTemplate = "SIDESTREAM_OWNER_URL_TEMPLATE"
 	EnvStaticMembership = "SIDESTREAM_STATIC_MEMBERSHIP"
+	EnvWatch            = "SIDESTREAM_WATCH"
 	EnvLogLevel         = "SIDESTREAM_LOG_LEVEL"
 	EnvLogFormat        = "SIDESTREAM_LOG_FORMAT"
 	EnvAuditMySQLDSN    = "SIDESTREAM_AUDIT_MYSQL_DSN"
@@ -179,6 +180,7 @@ var Settings = concat(
 	},
 	sloSettings("routes[]", "max_late_share", "window routes: the largest share of the route's records that come too late for every window, 0 to 1"),
 	[]Setting{
+		{Path: "routes[].state_version", Type: tInt, Default: "0", Min: "0", Doc: "window and assembly routes: a new value starts the route on new internal topics with empty state", Notes: "window and assembly routes: the version of the route's state. A new value starts the route on new internal topics (`<application_id>-<route>-v<N>-repartition` and `-changelog`; 0 keeps the unversioned names) with empty state from the inputs' committed offsets, and each result carries the header `sidestream.state_version`; the old topics stay until `router reset --route NAME --stale` removes them. The remedy for a breaking change that keeps the router running (see [Changing a running topology](../changing-topology.md))"},
 		{Path: "dirty", Type: tSection, Required: true, Doc: "the dirty route: records that fail, with their bytes and reasons"},
 		{Path: "dirty.topic", Type: tString, Required: true, Doc: "the dirty route's topic"},
 		{Path: "dirty.max_record_bytes", Type: tInt, Default: itoa(DefaultMaxRecordBytes), Min: "1025", Doc: "the largest record written to the dirty topic as-is; keep under its `max.message.bytes` (router run warns)", Notes: "the largest record written as-is to the **dirty topic** (keep it under the topic's `max.message.bytes`: `router run` reads it at start and warns when it is not); it bounds no other output (see `limits.max_record_bytes`)"},
@@ -252,8 +254,9 @@ var processSettings = []Setting{
 	{Env: EnvConfig, Flag: "--config", Type: tString, Doc: "the topology file"},
 	{Env: EnvListen, Flag: "--listen", Type: tString, Default: ":8080", Doc: "the HTTP API's address (`router demo`: 127.0.0.1:8080)"},
 	{Env: EnvInstanceID, Flag: "--instance-id", Type: tString, Doc: "this process's unique name (default the host name); the transactional id is `application_id-instance_id`"},
-	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries"},
+	{Env: EnvOwnerURLTemplate, Flag: "--owner-url-template", Type: tString, Doc: "how instances reach each other's API (`{instance}`, `{host}`), for state queries and the web view's cluster view"},
 	{Env: EnvStaticMembership, Flag: "--static-membership", Type: tBool, Default: "false", Doc: "the instance id as `group.instance.id`; the variable as strconv.ParseBool reads it"},
+	{Env: EnvWatch, Flag: "--watch", Type: tBool, Default: "false", Doc: "`router run`: reload the topology when its file's content changes (polled every 2s: a mounted ConfigMap), as SIGHUP and `POST /reload` do; only live changes apply"},
 	{Flag: "--workers", Type: tInt, Doc: "partitions of one poll processed in parallel (default GOMAXPROCS)"},
 	{Flag: "--transaction-timeout", Type: tDuration, Default: "10s", Doc: "the broker-side transaction timeout"},
 	{Flag: "--session-timeout", Type: tDuration, Doc: "how soon a dead member's partitions move (default franz-go's 45s; the broker allows 6s to 30m)"},

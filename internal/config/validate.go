@@ -280,6 +280,12 @@ func (d *doc) validateRoute(p string, r Route, inSchemas []inputSchema, useTopic
 		d.validateSLO(p, "max_late_share", r.SLO.MaxLateShare, r.SLO.Window())
 	}
 	switch {
+	case r.StateVersion < 0:
+		d.at(p+".state_version", "%s.state_version must be at least 0, got %d", p, r.StateVersion)
+	case r.StateVersion != 0 && r.Window == nil && r.Assemble == nil:
+		d.at(p+".state_version", "%s.state_version: only a window or assembly route has state", p)
+	}
+	switch {
 	case r.Window != nil:
 		d.validateWindow(p, r, useTopic)
 	case r.Assemble != nil:

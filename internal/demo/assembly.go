@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/gen"
@@ -50,7 +49,7 @@ func partsOfRecords(top *plan.Plan, records int, seed uint64) ([]gen.Part, gen.A
 
 // generateParts writes the parts of about records input records (whole
 // orders), at rate records per second (0: as fast as possible).
-func generateParts(ctx context.Context, brokers []string, top *plan.Plan, records int, rate float64, seed uint64) (int64, gen.AssemblyExpect, error) {
+func generateParts(ctx context.Context, brokers []string, top *plan.Plan, records int, rate float64, seed uint64, prog *progress) (int64, gen.AssemblyExpect, error) {
 	parts, exp := partsOfRecords(top, records, seed)
 	recs := make([]*kgo.Record, len(parts))
 	for i, p := range parts {
@@ -59,33 +58,8 @@ func generateParts(ctx context.Context, brokers []string, top *plan.Plan, record
 			recs[i].Timestamp = time.UnixMilli(p.TS)
 		}
 	}
-	n, err := produceAll(ctx, brokers, recs, rate)
+	n, err := produceAll(ctx, brokers, recs, rate, prog)
 	return n, exp, err
-}
-
-// assembliesDone reports whether every part went through stage two and,
-// with closeAll, no assembly is still open (processing-time TTLs have
-// fired).
-func assembliesDone(top *plan.Plan, m *metrics.Metrics, closeAll bool) bool {
-	for _, r := range top.Assemblies() {
-		if testutil.ToFloat64(m.Consumed.WithLabelValues(r.Assembly.RepartitionTopic)) < testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name)) {
-			return false
-		}
-	}
-	if !closeAll {
-		return true
-	}
-	mfs, _ := m.Registry.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == metrics.NameAssembliesOpen {
-			for _, mt := range mf.GetMetric() {
-				if mt.GetGauge().GetValue() != 0 {
-					return false
-				}
-			}
-		}
-	}
-	return true
 }
 
 // checkAssemblies reads the assembly outputs back read_committed and

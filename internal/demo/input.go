@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -81,35 +79,6 @@ func readLines(topic, file string) ([]inputRecord, error) {
 
 // produceAll writes recs at rate records per second (0: as fast as
 // possible) and returns how many the broker acknowledged.
-func produceAll(ctx context.Context, brokers []string, recs []*kgo.Record, rate float64) (int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	var failed error
-	start := time.Now()
-	for i, r := range recs {
-		if rate > 0 {
-			if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
-				select {
-				case <-ctx.Done():
-					return 0, ctx.Err()
-				case <-time.After(wait):
-				}
-			}
-		}
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-			if err != nil && failed == nil {
-				failed = err
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		return 0, err
-	}
-	if failed != nil {
-		return 0, fmt.Errorf("generator: %w", failed)
-	}
-	return int64(len(recs)), nil
+func produceAll(ctx context.Context, brokers []string, recs []*kgo.Record, rate float64, prog *progress) (int64, error) {
+	return produce(ctx, brokers, len(recs), rate, prog, func(i int) *kgo.Record { return recs[i] })
 }

@@ -44,12 +44,15 @@ type State struct {
 	red    *redact.Redactor
 	max    int // bytes of a sampled value shown
 
+	history *History
+
 	mu      sync.Mutex
 	samples map[string][]Sample // by kind, newest last
 	seq     int64
 	tickAt  time.Time
 	tick    map[string]float64
 	rates   map[string]float64
+	cluster *Cluster
 }
 
 // Options of New; zero values take the defaults.
@@ -70,7 +73,8 @@ func New(top *plan.Plan, m *metrics.Metrics, o Options) *State {
 	api := top.Settings.API
 	s := &State{top: top, m: m, tasks: o.Tasks, status: o.Status, n: o.Samples,
 		kinds: map[string]string{top.Dirty.Topic: sideroute.KindDirty}, samples: map[string][]Sample{},
-		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes}
+		mode: api.Samples, red: redact.New(api.Redact), max: api.SampleMaxBytes,
+		history: NewHistory(int(HistorySpan/HistoryInterval) + 1)}
 	if s.mode == "" {
 		s.mode = config.SamplesFull
 	}
@@ -196,11 +200,13 @@ type View struct {
 	Now           int64  `json:"now"` // epoch ms
 	Ready         *bool  `json:"ready,omitempty"`
 	Reason        string `json:"reason,omitempty"`
-	// Counters are totals of committed work: "consumed/TOPIC",
-	// "route/NAME", "dirty", "dirty_stage/STAGE", "dirty_reason/REASON",
-	// "late/ROUTE", "dropped", "redriven/TOPIC", "results/ROUTE",
-	// "commits", "aborts". Rates are the same keys per second, over the
-	// last second or more.
+	// Counters are totals of committed work: "consumed/TOPIC" (input
+	// records), "route/NAME" (records the route took), "written/TOPIC"
+	// (records written to an output topic), "dirty",
+	// "dirty_stage/STAGE", "dirty_reason/REASON", "late/ROUTE",
+	// "dropped", "redriven/TOPIC", "results/ROUTE", "commits",
+	// "aborts". Rates are the same keys per second, over the last second
+	// or more.
 	Counters map[string]float64  `json:"counters"`
 	Rates    map[string]float64  `json:"rates"`
 	Routes   []RouteView         `json:"routes"`
@@ -284,18 +290,8 @@ func (s *State) View() View {
 		v.Rates[k] = r
 	}
 	for _, t := range sideroute.Targets(s.top) {
-		c := "route/" + t.Name
-		switch t.Kind {
-		case sideroute.KindDirty:
-			c = "dirty"
-		case sideroute.KindLate:
-			c = "late/" + t.Window
-		case sideroute.KindIncomplete:
-			c = "incomplete/" + t.Assembly
-		case sideroute.KindDuplicate:
-			c = "duplicate/" + t.Assembly
-		}
-		v.Routes = append(v.Routes, RouteView{Target: t, Counter: c})
+		// Every route's row and topic show what was written to its topic.
+		v.Routes = append(v.Routes, RouteView{Target: t, Counter: "written/" + t.Topic})
 	}
 	if s.tasks != nil {
 		for _, t := range s.tasks() {
@@ -327,13 +323,12 @@ func (s *State) gather() map[string]float64 {
 			out["late/"+r.Name] = 0
 			out["results/"+r.Name] = 0
 		}
-		if r.Assembly != nil {
-			out["incomplete/"+r.Name] = 0
-			out["duplicate/"+r.Name] = 0
-		}
 	}
 	for _, t := range s.top.InputTopics() {
 		out["consumed/"+t] = 0
+	}
+	for _, t := range s.top.OutputTopics() {
+		out["written/"+t] = 0
 	}
 	mfs, err := s.m.Registry.Gather()
 	if err != nil {
@@ -346,8 +341,10 @@ func (s *State) gather() map[string]float64 {
 			switch mf.GetName() {
 			case metrics.NameConsumed:
 				out["consumed/"+l["topic"]] += v
-			case metrics.NameRouteWritten:
+			case metrics.NameRouteIn:
 				out["route/"+l["route"]] += v
+			case metrics.NameRouteWritten:
+				out["written/"+l["topic"]] += v
 			case metrics.NameDirty:
 				out["dirty"] += v
 				out["dirty_stage/"+l["stage"]] += v
@@ -358,14 +355,6 @@ func (s *State) gather() map[string]float64 {
 				out["late/"+l["route"]] += v
 			case metrics.NameWindowResults:
 				out["results/"+l["route"]] += v
-			case metrics.NameAssemblies:
-				if l["result"] == metrics.ResultExpired {
-					out["incomplete/"+l["route"]] += v
-				}
-			case metrics.NameAssemblyParts:
-				if l["outcome"] == metrics.PartCompleted {
-					out["duplicate/"+l["route"]] += v
-				}
 			case metrics.NameRedriven:
 				out["redriven/"+l["topic"]] += v
 			case metrics.NameCommits:

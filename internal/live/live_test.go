@@ -65,7 +65,7 @@ func TestSamplesBoundedAndSafe(t *testing.T) {
 	for _, r := range v.Routes {
 		names = append(names, r.Name+"="+r.Counter)
 	}
-	if got := strings.Join(names, " "); got != "orders=route/orders revenue=route/revenue dirty=dirty revenue.late=late/revenue" {
+	if got := strings.Join(names, " "); got != "orders=written/orders.clean revenue=written/orders.revenue-per-minute dirty=written/orders.dirty revenue.late=written/orders.late" {
 		t.Fatalf("routes: %s", got)
 	}
 }
@@ -80,11 +80,13 @@ func TestCountersAndRates(t *testing.T) {
 	tl := metrics.NewTally()
 	tl.Consumed["logs"] = 10
 	tl.Routes["main"] = 7
+	tl.AddWritten("main", "logs.main", 7)
+	tl.AddWritten("dirty", "logs.dirty", 3)
 	tl.Dirty[[2]string{"schema", "schema_violation"}] = 3
 	tl.Redriven["logs"] = 2
 	m.Observe(tl)
 	v := s.View()
-	for k, want := range map[string]float64{"consumed/logs": 10, "route/main": 7, "route/error": 0, "dirty": 3, "dirty_stage/schema": 3, "dirty_reason/schema_violation": 3, "redriven/logs": 2} {
+	for k, want := range map[string]float64{"consumed/logs": 10, "route/main": 7, "route/error": 0, "written/logs.main": 7, "written/logs.error": 0, "written/logs.dirty": 3, "dirty": 3, "dirty_stage/schema": 3, "dirty_reason/schema_violation": 3, "redriven/logs": 2} {
 		if v.Counters[k] != want {
 			t.Errorf("counter %s = %v, want %v", k, v.Counters[k], want)
 		}
@@ -103,12 +105,17 @@ func TestCountersAndRates(t *testing.T) {
 }
 
 // TestIncompleteSamples: an assembly route's incomplete records are
-// sampled with the parts they miss, and its side routes have counters.
+// sampled with the parts they miss, and its side routes count what was
+// written to their topics.
 func TestIncompleteSamples(t *testing.T) {
 	top := load(t, "../../examples/assemble-orders.yaml")
 	m := metrics.New()
 	m.Assemblies.WithLabelValues("assembled", metrics.ResultExpired).Add(3)
 	m.AssemblyParts.WithLabelValues("assembled", metrics.PartCompleted).Add(2)
+	m.RouteWritten.WithLabelValues("assembled", "orders.incomplete").Add(4) // 3 expired, 1 evicted
+	m.RouteWritten.WithLabelValues("assembled", "orders.duplicate").Add(2)
+	m.RouteWritten.WithLabelValues("assembled", "orders.assembled").Add(5)
+	m.RouteIn.WithLabelValues("assembled").Add(17) // parts, not assemblies
 	s := New(top, m, Options{})
 	s.Sample([]*kgo.Record{
 		{Topic: "orders.incomplete", Key: []byte("o-9"), Value: []byte(`{"id":"o-9","parts":{"lines":{"total":3}}}`), Headers: []kgo.RecordHeader{
@@ -127,11 +134,13 @@ func TestIncompleteSamples(t *testing.T) {
 	for _, r := range v.Routes {
 		counters[r.Name] = r.Counter
 	}
-	if counters["assembled.incomplete"] != "incomplete/assembled" || counters["assembled.duplicate"] != "duplicate/assembled" {
+	if counters["assembled.incomplete"] != "written/orders.incomplete" || counters["assembled.duplicate"] != "written/orders.duplicate" || counters["assembled"] != "written/orders.assembled" {
 		t.Fatalf("side route counters: %v", counters)
 	}
-	if v.Counters["incomplete/assembled"] != 3 || v.Counters["duplicate/assembled"] != 2 {
-		t.Fatalf("counters: incomplete %v, duplicate %v", v.Counters["incomplete/assembled"], v.Counters["duplicate/assembled"])
+	for k, want := range map[string]float64{"written/orders.incomplete": 4, "written/orders.duplicate": 2, "written/orders.assembled": 5, "route/assembled": 17} {
+		if v.Counters[k] != want {
+			t.Errorf("counter %s = %v, want %v", k, v.Counters[k], want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/plugin/kprom"
 )
 
@@ -22,15 +23,33 @@ const Namespace = "sidestream"
 
 // Metric names, in one place. The conservation invariant reads:
 //
-//	sum(consumed) = routed + sum(dirty) + sum(dropped)
+//	sum(consumed) + sum(repartition consumed) = routed + sum(dirty) + sum(dropped)
+//	    + aggregated + late + assembly parts + overflowed
 //
 // All record counters count only committed work: under exactly-once a
 // transaction's counts are added when it commits, so an aborted and
 // replayed batch is never counted twice.
 const (
-	NameConsumed        = "sidestream_records_consumed_total"
-	NameRouted          = "sidestream_records_routed_total"
-	NameRouteWritten    = "sidestream_route_records_total"
+	// NameConsumed counts input records only; a repartition topic's
+	// records are NameRepartitionConsumed.
+	NameConsumed = "sidestream_records_consumed_total"
+	// NameRepartitionConsumed counts the records stage two read from
+	// window and assembly repartition topics (marks aside).
+	NameRepartitionConsumed = "sidestream_repartition_records_consumed_total"
+	NameRouted              = "sidestream_records_routed_total"
+	// NameRouteIn counts the records each route took at stage one: a
+	// plain route's outputs, a window route's records, an assembly
+	// route's parts (a fan-out record counts once per route).
+	NameRouteIn = "sidestream_route_records_in_total"
+	// NameRouteWritten counts the records the router wrote to each
+	// topic, by the route that owns the topic (its own topic and its
+	// side topics; "dirty" for the dirty topic): counted per record
+	// acknowledged by the broker, added once the interval commits.
+	NameRouteWritten = "sidestream_route_records_written_total"
+	// NameRouteRecords is NameRouteIn under its old name, deprecated in
+	// 0.1.0 and removed in 0.2.0: it was documented as records written,
+	// which it never was for window and assembly routes.
+	NameRouteRecords    = "sidestream_route_records_total"
 	NameDirty           = "sidestream_records_dirty_total"
 	NameDropped         = "sidestream_records_dropped_total"
 	NameDirtyTruncated  = "sidestream_dirty_truncated_total"
@@ -145,9 +164,12 @@ const (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	Consumed       *prometheus.CounterVec // topic
+	Consumed       *prometheus.CounterVec // topic (inputs)
+	Repartitioned  *prometheus.CounterVec // topic (repartition topics)
 	Routed         prometheus.Counter
-	RouteWritten   *prometheus.CounterVec // route
+	RouteIn        *prometheus.CounterVec // route
+	RouteWritten   *prometheus.CounterVec // route, topic
+	RouteRecords   *prometheus.CounterVec // route (deprecated: RouteIn)
 	Dirty          *prometheus.CounterVec // stage, reason
 	Dropped        *prometheus.CounterVec // reason
 	DirtyTruncated prometheus.Counter
@@ -202,13 +224,22 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry: r,
 		Consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameConsumed, Help: "Input records consumed and committed, by input topic.",
+			Name: NameConsumed, Help: "Input records consumed and committed, by input topic (repartition topics apart).",
+		}, []string{"topic"}),
+		Repartitioned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRepartitionConsumed, Help: "Records of window and assembly repartition topics consumed by stage two and committed, by topic (watermark marks apart).",
 		}, []string{"topic"}),
 		Routed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: NameRouted, Help: "Input records that went to at least one route (default route included).",
 		}),
+		RouteIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRouteIn, Help: "Records each route took at stage one: a plain route's outputs, a window route's records, an assembly route's parts (a fan-out record counts once per route), committed.",
+		}, []string{"route"}),
 		RouteWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameRouteWritten, Help: "Records written to each route's topic (a fan-out record counts once per route).",
+			Name: NameRouteWritten, Help: "Records written to each output topic and acknowledged, by topic and the route that owns it (dirty: the dirty topic), counted once the interval commits (exactly-once: committed transactions only).",
+		}, []string{"route", "topic"}),
+		RouteRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: NameRouteRecords, Help: "Deprecated in 0.1.0: use sidestream_route_records_in_total (the same count) or sidestream_route_records_written_total; removed in 0.2.0.",
 		}, []string{"route"}),
 		Dirty: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: NameDirty, Help: "Input records sent to the dirty route, by stage and reason.",
@@ -254,7 +285,7 @@ func New() *Metrics {
 		Help: "Transactions re-ended to release input offsets left pending by a lost transaction marker, by the outcome re-applied (commit, abort).",
 	}, []string{"outcome"})
 	m.registerStateMetrics(r)
-	r.MustRegister(m.Consumed, m.Routed, m.RouteWritten, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped, m.Marks,
+	r.MustRegister(m.Consumed, m.Repartitioned, m.Routed, m.RouteIn, m.RouteWritten, m.RouteRecords, m.Dirty, m.Dropped, m.DirtyTruncated, m.Clamped, m.Marks,
 		m.BatchDuration, m.CommitDuration, m.Commits, m.Aborts, m.ConsumerLag, m.Ready, m.Assigned, m.StrandedRepairs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Redriven = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameRedriven, Help: "Input records consumed and committed that carry a redrive mark (router redrive), by input topic; they are also counted in consumed."}, []string{"topic"})
@@ -299,9 +330,14 @@ func (m *Metrics) Handler() http.Handler {
 // Tally is the counts of one commit: added to the counters only once the
 // commit succeeds.
 type Tally struct {
-	Consumed  map[string]int // topic
-	Routed    int
-	Routes    map[string]int // route
+	Consumed map[string]int // input topic
+	// Repartitioned counts stage two's records, by repartition topic.
+	Repartitioned map[string]int
+	Routed        int
+	Routes        map[string]int // route: records in
+	// Written counts the records acknowledged, by route and topic (the
+	// loop adds them after its flush; see AddWritten).
+	Written   map[[2]string]int
 	Dirty     map[[2]string]int
 	Dropped   map[string]int
 	Truncated int
@@ -346,7 +382,7 @@ func (t *Tally) AddGap(g Gap) { t.Gaps = append(t.Gaps, g) }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{Consumed: map[string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{},
+	return &Tally{Consumed: map[string]int{}, Repartitioned: map[string]int{}, Written: map[[2]string]int{}, Routes: map[string]int{}, Dirty: map[[2]string]int{}, Dropped: map[string]int{},
 		Aggregated: map[string]int{}, Late: map[string]int{}, WindowResults: map[[2]string]int{}, Changelog: map[string]int{}, Redriven: map[string]int{},
 		AssemblyParts: map[[2]string]int{}, Assemblies: map[[2]string]int{}}
 }
@@ -359,7 +395,9 @@ func (t *Tally) Add(o *Tally) {
 	t.MarksWritten += o.MarksWritten
 	t.MarksRead += o.MarksRead
 	addCounts(t.Consumed, o.Consumed)
+	addCounts(t.Repartitioned, o.Repartitioned)
 	addCounts(t.Routes, o.Routes)
+	addCounts(t.Written, o.Written)
 	addCounts(t.Dirty, o.Dirty)
 	addCounts(t.Dropped, o.Dropped)
 	addCounts(t.Aggregated, o.Aggregated)
@@ -389,13 +427,28 @@ func (t *Tally) Empty() bool {
 		t.MarksWritten == 0 && t.MarksRead == 0 && len(t.Gaps) == 0
 }
 
-// Records is the number of input records the tally covers.
+// Records is the number of consumed records the tally covers: input
+// and repartitioned records.
 func (t *Tally) Records() int {
 	n := 0
 	for _, v := range t.Consumed {
 		n += v
 	}
+	for _, v := range t.Repartitioned {
+		n += v
+	}
 	return n
+}
+
+// AddWritten counts n records of route acknowledged on topic.
+func (t *Tally) AddWritten(route, topic string, n int) {
+	if n == 0 {
+		return
+	}
+	if t.Written == nil {
+		t.Written = map[[2]string]int{}
+	}
+	t.Written[[2]string{route, topic}] += n
 }
 
 // Observe adds a committed tally to the counters.
@@ -403,9 +456,16 @@ func (m *Metrics) Observe(t *Tally) {
 	for k, v := range t.Consumed {
 		m.Consumed.WithLabelValues(k).Add(float64(v))
 	}
+	for k, v := range t.Repartitioned {
+		m.Repartitioned.WithLabelValues(k).Add(float64(v))
+	}
 	m.Routed.Add(float64(t.Routed))
 	for k, v := range t.Routes {
-		m.RouteWritten.WithLabelValues(k).Add(float64(v))
+		m.RouteIn.WithLabelValues(k).Add(float64(v))
+		m.RouteRecords.WithLabelValues(k).Add(float64(v))
+	}
+	for k, v := range t.Written {
+		m.RouteWritten.WithLabelValues(k[0], k[1]).Add(float64(v))
 	}
 	for k, v := range t.Dirty {
 		m.Dirty.WithLabelValues(k[0], k[1]).Add(float64(v))
@@ -443,14 +503,19 @@ func (m *Metrics) Observe(t *Tally) {
 // labels where a single number is wanted. The demo's live summary and
 // the tests read it.
 type Snapshot struct {
-	Consumed float64            `json:"consumed"`
-	Routed   float64            `json:"routed"`
-	Routes   map[string]float64 `json:"routes"`
-	Dirty    float64            `json:"dirty"`
-	Dropped  float64            `json:"dropped"`
-	Commits  float64            `json:"commits"`
-	Aborts   float64            `json:"aborts"`
-	Lag      float64            `json:"lag"`
+	Consumed float64 `json:"consumed"` // input records
+	// Repartitioned is stage two's records (window and assembly
+	// repartition topics).
+	Repartitioned float64            `json:"repartitioned"`
+	Routed        float64            `json:"routed"`
+	Routes        map[string]float64 `json:"routes"` // records in, by route
+	// Written is the records written and committed, by topic.
+	Written map[string]float64 `json:"written"`
+	Dirty   float64            `json:"dirty"`
+	Dropped float64            `json:"dropped"`
+	Commits float64            `json:"commits"`
+	Aborts  float64            `json:"aborts"`
+	Lag     float64            `json:"lag"`
 	// Window stage.
 	Aggregated float64            `json:"aggregated"`
 	Late       float64            `json:"late"`
@@ -470,7 +535,7 @@ type Snapshot struct {
 
 // Snapshot gathers the registry and sums the record counters.
 func (m *Metrics) Snapshot() Snapshot {
-	s := Snapshot{Routes: map[string]float64{}, Results: map[string]float64{}, AssemblyParts: map[string]float64{}, Assemblies: map[string]float64{}}
+	s := Snapshot{Routes: map[string]float64{}, Written: map[string]float64{}, Results: map[string]float64{}, AssemblyParts: map[string]float64{}, Assemblies: map[string]float64{}}
 	mfs, err := m.Registry.Gather()
 	if err != nil {
 		return s
@@ -481,14 +546,14 @@ func (m *Metrics) Snapshot() Snapshot {
 			switch mf.GetName() {
 			case NameConsumed:
 				s.Consumed += v
+			case NameRepartitionConsumed:
+				s.Repartitioned += v
 			case NameRouted:
 				s.Routed += v
+			case NameRouteIn:
+				s.Routes[label(mt, "route")] += v
 			case NameRouteWritten:
-				for _, l := range mt.GetLabel() {
-					if l.GetName() == "route" {
-						s.Routes[l.GetValue()] += v
-					}
-				}
+				s.Written[label(mt, "topic")] += v
 			case NameDirty:
 				s.Dirty += v
 			case NameDropped:
@@ -535,18 +600,28 @@ func (m *Metrics) Snapshot() Snapshot {
 }
 
 // Conserved reports whether every consumed record is accounted for:
-// consumed = routed + dirty + dropped + aggregated + late + assembly
-// parts + overflowed (repartitioned records a state limit sent to an
-// overflow route). Consumed counts input and repartition records: a record routed
-// to a window route or taken as a part counts as routed at stage one, and
-// its repartitioned copy as aggregated, late, an assembly part (any
-// outcome) or dirty at stage two.
+// consumed + repartitioned = routed + dirty + dropped + aggregated +
+// late + assembly parts + overflowed (repartitioned records a state
+// limit sent to an overflow route). A record routed to a window route or
+// taken as a part counts as routed at stage one, and its repartitioned
+// copy as aggregated, late, an assembly part (any outcome) or dirty at
+// stage two.
 func (s Snapshot) Conserved() bool {
 	parts := 0.0
 	for _, v := range s.AssemblyParts {
 		parts += v
 	}
-	return s.Consumed == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts+s.Overflowed
+	return s.Consumed+s.Repartitioned == s.Routed+s.Dirty+s.Dropped+s.Aggregated+s.Late+parts+s.Overflowed
+}
+
+// label is the value of a metric's label name ("" when it has none).
+func label(mt *dto.Metric, name string) string {
+	for _, l := range mt.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // State limits (limits: on window and assembly routes).
@@ -599,6 +674,10 @@ const (
 	// NameInputGapStopped is 1 for a consumed partition whose gap stopped
 	// the router under on_gap: fail, by topic and partition.
 	NameInputGapStopped = "sidestream_input_gap_stopped"
+	// NameRouteHeld is 1 for a stateful route held because its stored
+	// state was written with another spec (a breaking change): it does
+	// not process while every other route goes on; 0 otherwise.
+	NameRouteHeld = "sidestream_route_held"
 	// NamePurged counts repartition records deleted below the group's
 	// committed offsets (DeleteRecords), by topic.
 	NamePurged = "sidestream_repartition_purged_records_total"
@@ -612,6 +691,7 @@ type faultMetrics struct {
 	AuthzRefused  *prometheus.CounterVec // topic
 	InputLost     *prometheus.CounterVec // topic, partition
 	InputGapStop  *prometheus.GaugeVec   // topic, partition
+	RouteHeld     *prometheus.GaugeVec   // route
 	Purged        *prometheus.CounterVec // topic
 	PurgeErrors   *prometheus.CounterVec // topic
 }
@@ -627,11 +707,13 @@ func newFaultMetrics(r *prometheus.Registry) faultMetrics {
 		Help: "Offsets of consumed partitions (inputs and repartition topics) the broker deleted before the router read them (retention, DeleteRecords), skipped under on_gap: skip, by topic and partition."}, []string{"topic", "partition"})
 	f.InputGapStop = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameInputGapStopped,
 		Help: "1 for a consumed partition whose deleted records stopped the router (on_gap: fail), by topic and partition."}, []string{"topic", "partition"})
+	f.RouteHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameRouteHeld,
+		Help: "1 for a stateful route held because its state was written with another spec (a breaking change; /readyz says what differs and the remedies), by route; 0 otherwise."}, []string{"route"})
 	f.Purged = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurged,
 		Help: "Repartition records deleted below the consumer group's committed offsets, by topic."}, []string{"topic"})
 	f.PurgeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NamePurgeErrors,
 		Help: "Failed purges (offset fetch, list or DeleteRecords) of a repartition topic, by topic."}, []string{"topic"})
-	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.Purged, f.PurgeErrors)
+	r.MustRegister(f.ChangelogLoss, f.AuthzRefused, f.InputLost, f.InputGapStop, f.RouteHeld, f.Purged, f.PurgeErrors)
 	return f
 }
 

@@ -51,6 +51,10 @@ type TaskStatus struct {
 	// repartition topic (repartition: false): it runs inside the input
 	// partition of the same number, whose position it shares.
 	Direct bool `json:"direct,omitempty"`
+	// RouteHeld says why the partition's route is held (a breaking
+	// change: its state was written with another spec): it is not
+	// consumed, its offset stays where the route stopped.
+	RouteHeld string `json:"route_held,omitempty"`
 
 	// active is when the task was assigned or last made progress.
 	active time.Time
@@ -121,6 +125,10 @@ type Observer struct {
 	// paused is why an objective paused the inputs (on_breach: pause),
 	// "" when they are not: the router is not ready meanwhile.
 	paused string
+	// held are the held routes by name (held.go) and routeHeld their
+	// gauge, sidestream_route_held.
+	held      map[string]heldRoute
+	routeHeld *prometheus.GaugeVec
 }
 
 type tp struct {
@@ -134,8 +142,11 @@ type tp struct {
 func New(t *plan.Plan, m *metrics.Metrics) *Observer {
 	s := &Observer{tasks: map[tp]*TaskStatus{}, lost: map[tp]string{}, gapStop: map[tp]string{}, gapHist: map[tp]*TaskStatus{},
 		direct: map[tp]*TaskStatus{}, directRoutes: map[string]string{}, inputs: t.InputTopics(),
-		assignedGauge: m.Assigned, lagGauge: m.ConsumerLag}
+		assignedGauge: m.Assigned, lagGauge: m.ConsumerLag, held: map[string]heldRoute{}, routeHeld: m.RouteHeld}
 	s.ready = newReadiness(m.Ready, &s.mu)
+	for _, r := range append(t.Windows(), t.Assemblies()...) {
+		m.RouteHeld.WithLabelValues(r.Name).Set(0)
+	}
 	for _, r := range t.Windows() {
 		if r.Window.Direct {
 			s.directRoutes[r.Window.RepartitionTopic] = r.Name
@@ -195,6 +206,7 @@ func (o *Observer) Assign(topic string, parts []int32) {
 			if h := o.gapHist[k]; h != nil {
 				o.tasks[k].Lost, o.tasks[k].Gaps = h.Lost, h.Gaps
 			}
+			o.tasks[k].RouteHeld = o.heldTopicLocked(topic)
 		}
 		if !slices.Contains(o.inputs, topic) {
 			continue
@@ -544,6 +556,10 @@ func (o *Observer) ReadyAfterCommit(member bool, group string) {
 		return
 	}
 	if why := o.lostReasonLocked(); why != "" {
+		o.ready.setLocked(false, why)
+		return
+	}
+	if why := o.heldReasonLocked(); why != "" {
 		o.ready.setLocked(false, why)
 		return
 	}

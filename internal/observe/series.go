@@ -17,6 +17,10 @@ const (
 	// the batch is given up uncommitted, as AbortAuthorization and
 	// AbortProduceError are for a produce failure).
 	AbortRegistryUnavailable = "registry_unavailable"
+	// AbortRouteHeld: a batch met a route whose state was written with
+	// another spec; it is processed again with the route held (counted
+	// once per held route, under both guarantees).
+	AbortRouteHeld = "route_held"
 )
 
 // dirtyPairs are the stage and reason pairs records can reach the dirty
@@ -60,7 +64,12 @@ var (
 func Series(top *plan.Plan) metrics.Series {
 	var s metrics.Series
 	rep, _ := top.InternalTopics()
-	s.Consumed = append(top.InputTopics(), rep...)
+	s.Consumed = top.InputTopics()
+	s.Repartitioned = rep
+	writers := top.Writers()
+	for _, t := range top.OutputTopics() {
+		s.Written = append(s.Written, [2]string{writers[t], t})
+	}
 	s.Redriven = top.InputTopics()
 	s.Authz = top.OutputTopics()
 	s.Dirty = append(s.Dirty, dirtyPairs...)
@@ -71,6 +80,9 @@ func Series(top *plan.Plan) metrics.Series {
 	} else {
 		// An at-least-once interval a produce failure left uncommitted.
 		s.Aborts = []string{AbortAuthorization, AbortProduceError}
+	}
+	if len(top.Windows())+len(top.Assemblies()) > 0 {
+		s.Aborts = append(s.Aborts, AbortRouteHeld)
 	}
 	if registryInputs(top) {
 		s.Dirty = append(s.Dirty, registryDirtyPairs...)

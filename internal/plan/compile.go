@@ -111,6 +111,10 @@ type RouteNode struct {
 	// Rules is the fingerprint of the route as written: a change to its
 	// predicate, key, projection, format or state changes it.
 	Rules string
+	// StateVersion is a window or assembly route's state_version: its
+	// internal topics' names carry it (stateTopic) and each result names
+	// it in a header (0: neither).
+	StateVersion int
 
 	src config.Route // the route as written, for Diff
 }
@@ -123,8 +127,11 @@ type WindowNode struct {
 	// Spec is the window section as written (defaults applied).
 	Spec config.Window
 	// State is the fingerprint of what its stored state depends on (type,
-	// size, advance, gap, group_by, aggregates).
-	State            string
+	// size, advance, gap, grace, emit, group_by, aggregates).
+	State string
+	// StateSpec is the canonical description State is the print of
+	// (StateSpec): stage two stores it with the state.
+	StateSpec        []byte
 	GroupBy          *config.Expr // nil: the input key
 	Aggregates       []CompiledAggregate
 	RepartitionTopic string
@@ -221,7 +228,7 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 // the fields they read.
 func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode, error) {
 	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
-		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), src: r}
+		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), StateVersion: r.StateVersion, src: r}
 	var err error
 	if r.When != "" {
 		if rn.When, err = t.compileExpr(r.When, true); err != nil {
@@ -256,8 +263,9 @@ func (t *Plan) compileWindow(r config.Route, add func(*config.Expr)) (*WindowNod
 	wn := &WindowNode{
 		Spec:             *w,
 		State:            windowStatePrint(w),
-		RepartitionTopic: app + "-" + r.Name + "-repartition",
-		ChangelogTopic:   app + "-" + r.Name + "-changelog",
+		StateSpec:        windowStateSpec(w),
+		RepartitionTopic: stateTopic(app, r.Name, r.StateVersion, "repartition"),
+		ChangelogTopic:   stateTopic(app, r.Name, r.StateVersion, "changelog"),
 		Direct:           w.Repartition != nil && !*w.Repartition,
 	}
 	var err error
@@ -403,8 +411,10 @@ type AssemblyNode struct {
 	// Spec is the assemble section as written (defaults applied).
 	Spec config.Assemble
 	// State is the fingerprint of what its stored state depends on (the
-	// ID, the parts and the completion rule).
-	State            string
+	// ID, the parts, the completion rule and the clock).
+	State string
+	// StateSpec is the canonical description State is the print of.
+	StateSpec        []byte
 	Parts            []*PartNode
 	RepartitionTopic string
 	ChangelogTopic   string
@@ -445,8 +455,9 @@ func (t *Plan) compileAssembly(rn *RouteNode, a *config.Assemble, add func(*conf
 	an := &AssemblyNode{
 		Spec:             *a,
 		State:            assemblyStatePrint(a),
-		RepartitionTopic: cfg.ApplicationID + "-" + rn.Name + "-repartition",
-		ChangelogTopic:   cfg.ApplicationID + "-" + rn.Name + "-changelog",
+		StateSpec:        assemblyStateSpec(a),
+		RepartitionTopic: stateTopic(cfg.ApplicationID, rn.Name, rn.src.StateVersion, "repartition"),
+		ChangelogTopic:   stateTopic(cfg.ApplicationID, rn.Name, rn.src.StateVersion, "changelog"),
 		Direct:           a.Repartition != nil && !*a.Repartition,
 	}
 	var def *config.Expr

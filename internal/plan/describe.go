@@ -45,8 +45,11 @@ const (
 // add, never rename. Every list is in config order or sorted, never in map
 // order, so two describes of one config are byte-identical.
 type Description struct {
-	ApplicationID string           `json:"application_id"`
-	Guarantee     config.Guarantee `json:"guarantee"`
+	ApplicationID string `json:"application_id"`
+	// Version is the plan's content fingerprint (Plan.Version): what the
+	// sidestream.topology.version header of every output names.
+	Version   string           `json:"version"`
+	Guarantee config.Guarantee `json:"guarantee"`
 	// CommitInterval is a Go duration string, e.g. "100ms".
 	CommitInterval string       `json:"commit_interval"`
 	Match          config.Match `json:"match"`
@@ -231,6 +234,7 @@ func (t *Plan) Describe(format string) ([]byte, error) {
 // Description returns the topology as data, graph included.
 func (t *Plan) Description() *Description {
 	d := &Description{
+		Version:   t.Version,
 		Match:     t.Match,
 		Default:   config.DropDefault,
 		Inputs:    []DescribedInput{},

@@ -54,7 +54,7 @@ func Diff(old, new *Plan) []Change {
 			out = append(out, added(r))
 			continue
 		}
-		out = append(out, diffRoute(o, r)...)
+		out = append(out, newVersion(o, r, diffRoute(o, r))...)
 	}
 	for _, r := range old.Routes {
 		if !seen[r.Name] {
@@ -83,6 +83,22 @@ func removed(r *RouteNode) Change {
 	return c
 }
 
+// newVersion reclasses a route's breaking changes when its state_version
+// changed too: the route starts on new internal topics with empty state,
+// so nothing reads the state written under the old spec.
+func newVersion(o, n *RouteNode, changes []Change) []Change {
+	if o.src.StateVersion == n.src.StateVersion || !stateful(n) {
+		return changes
+	}
+	for i := range changes {
+		if changes[i].Class == Breaking {
+			changes[i].Class = NewState
+			changes[i].Note = "covered by the new state_version: " + changes[i].Note
+		}
+	}
+	return changes
+}
+
 // diffRoute compares one route field by field.
 func diffRoute(o, n *RouteNode) []Change {
 	var out []Change
@@ -107,8 +123,13 @@ func routeClass(sub string) (string, string) {
 	switch sub {
 	case "window.type", "window.size", "window.advance", "window.gap", "window.group_by", "window.aggregates", "window.watermark", "window.repartition":
 		return Breaking, "the window state was written with the old value"
+	case "window.grace", "window.emit":
+		return Breaking, "the stored windows' timers are placed by the old value"
 	case "assemble.id", "assemble.parts", "assemble.complete_when", "assemble.time", "assemble.repartition":
 		return Breaking, "the open assemblies were stored with the old value"
+	case "state_version":
+		return NewState, "a new state version: the route starts on new internal topics with empty state from the inputs' committed offsets; " +
+			"the old version's topics stay until `router reset --route NAME --stale` removes them"
 	case "topic_configs", "window.late_topic_configs":
 		return Live, "topic configs apply when the router creates a topic; an existing topic keeps its own"
 	}
@@ -270,6 +291,9 @@ func Remedies(changes []Change, newPath, appID string) []string {
 	}
 	sort.Strings(routes)
 	var out []string
+	for _, r := range routes {
+		out = append(out, RouteRemedies(r, newPath)...)
+	}
 	if len(routes) > 0 {
 		out = append(out, fmt.Sprintf("give each changed stateful route (%s) a new name in %s: it starts on new internal topics with empty state from the inputs' committed offsets, and the other routes keep theirs", strings.Join(routes, ", "), newPath))
 	}
@@ -277,6 +301,19 @@ func Remedies(changes []Change, newPath, appID string) []string {
 		fmt.Sprintf("reprocess from the start with empty state: stop every instance, then `router reset --config %s --dry-run` and `router reset --config %s` (application %s: its input offsets and all its internal topics)", newPath, newPath, appID),
 		fmt.Sprintf("or run %s under a new application_id: a new group that reads every input from its start position", newPath))
 	return out
+}
+
+// RouteRemedies are the ways out for one stateful route whose state
+// was written with another spec, each with its exact commands: its own
+// reset, or a new state version. Both router plan and a held route's
+// /readyz name them.
+func RouteRemedies(route, path string) []string {
+	return []string{
+		fmt.Sprintf("reset route %s alone: stop every instance, then `router reset --route %s --config %s --dry-run` and `router reset --route %s --config %s` "+
+			"(its state, changelog and repartition topics and their offsets; its state starts empty from the inputs' committed offsets, the other routes keep theirs)", route, route, path, route, path),
+		fmt.Sprintf("or raise the route's state_version in %s (routes[%s].state_version): it starts on new internal topics with empty state from the inputs' committed offsets; "+
+			"the old topics stay until `router reset --route %s --stale --config %s` removes them", path, route, route, path),
+	}
 }
 
 func contains(ss []string, s string) bool {

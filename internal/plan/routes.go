@@ -101,3 +101,34 @@ func (t *Plan) GapPolicy(topic string) string {
 	}
 	return policy
 }
+
+// DirtyRoute is the route name the dirty topic's written records are
+// counted under.
+const DirtyRoute = "dirty"
+
+// Writers maps every topic the topology writes records to (OutputTopics)
+// to the route that owns it: a route's own topic, its late, overflow,
+// incomplete and duplicate topics are the route's, the dirty topic is
+// DirtyRoute's. Validation lets one part only write to a topic, so the
+// map is one-to-one on topics.
+func (t *Plan) Writers() map[string]string {
+	out := map[string]string{t.Dirty.Topic: DirtyRoute}
+	for _, r := range t.Routes {
+		out[r.Topic] = r.Name
+		if r.Window != nil && r.Window.Spec.LateTopic != "" {
+			out[r.Window.Spec.LateTopic] = r.Name
+		}
+		if ot := r.OverflowTopic(); ot != "" {
+			out[ot] = r.Name
+		}
+		if a := r.Assembly; a != nil {
+			if a.Spec.IncompleteTopic != "" {
+				out[a.Spec.IncompleteTopic] = r.Name
+			}
+			if a.Spec.DuplicateTopic != "" {
+				out[a.Spec.DuplicateTopic] = r.Name
+			}
+		}
+	}
+	return out
+}

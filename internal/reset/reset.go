@@ -56,7 +56,11 @@ type Offset struct {
 
 // Plan is what a reset does; Apply does it.
 type Plan struct {
-	Group  string   `json:"group"`
+	Group string `json:"group"`
+	// Route is the one stateful route a route reset resets (NewRoutePlan);
+	// empty for the application's reset. A route reset moves no input
+	// offset (Inputs is empty, To "unchanged").
+	Route  string   `json:"route,omitempty"`
 	To     string   `json:"to"`
 	Inputs []Offset `json:"inputs"`
 	// Topics are the internal topics that exist, to delete.
@@ -206,6 +210,9 @@ func (plan *Plan) Apply(ctx context.Context, adm *kadm.Client) error {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+	}
+	if len(plan.Inputs) == 0 {
+		return nil
 	}
 	offs := kadm.Offsets{}
 	for _, in := range plan.Inputs {

@@ -77,8 +77,15 @@ func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 	if err := p.ensureInternalTopics(ctx, adm, md); err != nil {
 		return err
 	}
+	return p.ensureOutputs(ctx, adm, p.top, md)
+}
+
+// ensureOutputs creates top's missing output topics (md: their
+// metadata) with the configured partitions and replication factor.
+func (p *Processor) ensureOutputs(ctx context.Context, adm *kadm.Client, top *plan.Plan, md kadm.TopicDetails) error {
+	cfg := top.Settings
 	var missing []string
-	for _, t := range outputs {
+	for _, t := range top.OutputTopics() {
 		d, ok := md[t]
 		switch {
 		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
@@ -94,7 +101,7 @@ func (p *Processor) ensureTopics(ctx context.Context, adm *kadm.Client) error {
 		return fmt.Errorf("output topics %v do not exist and topics.create is false", missing)
 	}
 	for _, t := range missing {
-		configs := p.top.CreateConfigs(t)
+		configs := top.CreateConfigs(t)
 		r, err := adm.CreateTopic(ctx, cfg.Topics.Partitions, cfg.Topics.ReplicationFactor, configs, t)
 		if err == nil {
 			err = r.Err
@@ -254,16 +261,27 @@ const batchOverhead = 512
 // answer leaves the limits of the config (logged): the records are
 // still bounded, by limits.max_record_bytes or dirty.max_record_bytes.
 func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
-	repartition, _ := p.top.InternalTopics()
-	topics := append(p.top.OutputTopics(), repartition...)
-	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	limits, topicMax, err := p.outputLimits(ctx, adm, p.top)
 	if err != nil {
 		p.log.Warn("could not read the output topics' max.message.bytes; outputs are bounded by the config alone", "err", err)
 		return
 	}
-	topicMax := map[string]int{}
-	limits := map[string]int{}
-	cfgMax := p.top.Settings.Limits.MaxRecordBytes
+	p.topicMax = topicMax
+	p.eng.SetOutputLimits(limits)
+	p.log.Info("output record limits", "limits", limits)
+}
+
+// outputLimits reads the limits of top's outputs (readOutputLimits): by
+// topic, the record limits and the topics' max.message.bytes.
+func (p *Processor) outputLimits(ctx context.Context, adm *kadm.Client, top *plan.Plan) (limits, topicMax map[string]int, err error) {
+	repartition, _ := top.InternalTopics()
+	topics := append(top.OutputTopics(), repartition...)
+	rcs, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		return nil, nil, err
+	}
+	topicMax, limits = map[string]int{}, map[string]int{}
+	cfgMax := top.Settings.Limits.MaxRecordBytes
 	for _, rc := range rcs {
 		if rc.Err != nil {
 			p.log.Warn("could not read a topic's max.message.bytes", "topic", rc.Name, "err", rc.Err)
@@ -275,8 +293,8 @@ func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
 				continue
 			}
 			topicMax[rc.Name] = n
-			if rc.Name == p.top.Dirty.Topic {
-				if mr := p.top.Dirty.MaxRecordBytes; mr > n-batchOverhead {
+			if rc.Name == top.Dirty.Topic {
+				if mr := top.Dirty.MaxRecordBytes; mr > n-batchOverhead {
 					p.log.Warn("dirty.max_record_bytes is over the dirty topic's max.message.bytes: a dirty record that large would be refused; lower it, or raise the topic's",
 						"topic", rc.Name, "max_record_bytes", mr, "max_message_bytes", n)
 				}
@@ -288,9 +306,7 @@ func (p *Processor) readOutputLimits(ctx context.Context, adm *kadm.Client) {
 			}
 		}
 	}
-	p.topicMax = topicMax
-	p.eng.SetOutputLimits(limits)
-	p.log.Info("output record limits", "limits", limits)
+	return limits, topicMax, nil
 }
 
 // batchMaxBytes is the producer's batch bound for topic: the topic's

@@ -51,8 +51,8 @@ func assemblyDone(top *plan.Plan, ms []*metrics.Metrics, inputs int) bool {
 			in += testutil.ToFloat64(m.Consumed.WithLabelValues(tp))
 		}
 		for _, r := range top.Assemblies() {
-			written += testutil.ToFloat64(m.RouteWritten.WithLabelValues(r.Name))
-			staged += testutil.ToFloat64(m.Consumed.WithLabelValues(r.Assembly.RepartitionTopic))
+			written += testutil.ToFloat64(m.RouteIn.WithLabelValues(r.Name))
+			staged += testutil.ToFloat64(m.Repartitioned.WithLabelValues(r.Assembly.RepartitionTopic))
 		}
 	}
 	for _, r := range top.Assemblies() {
@@ -170,8 +170,8 @@ func TestAssembleOrdersExample(t *testing.T) {
 	a := start(t, top, "a", WithMaxPollRecords(500))
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		m := a.p.Metrics()
-		written := testutil.ToFloat64(m.RouteWritten.WithLabelValues("assembled"))
-		staged := testutil.ToFloat64(m.Consumed.WithLabelValues(top.Assemblies()[0].Assembly.RepartitionTopic))
+		written := testutil.ToFloat64(m.RouteIn.WithLabelValues("assembled"))
+		staged := testutil.ToFloat64(m.Repartitioned.WithLabelValues(top.Assemblies()[0].Assembly.RepartitionTopic))
 		if int(testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts"))) >= half && staged >= written {
 			break
 		}

@@ -95,8 +95,8 @@ func waitCaughtUp(t *testing.T, top *plan.Plan, inputs int, rs ...*running) {
 		for _, r := range rs {
 			m := r.p.Metrics()
 			in += testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts"))
-			written += testutil.ToFloat64(m.RouteWritten.WithLabelValues(rt.Name))
-			staged += testutil.ToFloat64(m.Consumed.WithLabelValues(rt.Assembly.RepartitionTopic))
+			written += testutil.ToFloat64(m.RouteIn.WithLabelValues(rt.Name))
+			staged += testutil.ToFloat64(m.Repartitioned.WithLabelValues(rt.Assembly.RepartitionTopic))
 		}
 		if int(in) >= inputs && staged >= written {
 			return
@@ -331,7 +331,7 @@ func TestAssemblyDirectChangelogLoss(t *testing.T) {
 			if ok || !strings.Contains(why, "changelog "+rt.Assembly.ChangelogTopic+" partition ") {
 				t.Fatalf("readyz = %v %q", ok, why)
 			}
-			if n := testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rt.Assembly.RepartitionTopic)); n != 0 {
+			if n := testutil.ToFloat64(b.p.Metrics().Repartitioned.WithLabelValues(rt.Assembly.RepartitionTopic)); n != 0 {
 				t.Fatalf("the direct assembly committed %v parts past a changelog loss", n)
 			}
 			b.stop(t)

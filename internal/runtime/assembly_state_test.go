@@ -31,7 +31,7 @@ func TestAssemblyStateQuery(t *testing.T) {
 	h := stateHandler(a.p)
 	rep := top.Assemblies()[0].Assembly.RepartitionTopic
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if n := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues(rep)); n >= float64(len(parts)) {
+		if n := testutil.ToFloat64(a.p.Metrics().Repartitioned.WithLabelValues(rep)); n >= float64(len(parts)) {
 			break
 		}
 		if time.Now().After(deadline) {

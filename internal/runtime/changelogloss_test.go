@@ -66,7 +66,7 @@ func TestChangelogLoss(t *testing.T) {
 			if h, _ := b.p.Healthy(); !h {
 				t.Fatal("a router waiting on a changelog loss must stay healthy")
 			}
-			if n := testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rep)); n != 0 {
+			if n := testutil.ToFloat64(b.p.Metrics().Repartitioned.WithLabelValues(rep)); n != 0 {
 				t.Fatalf("stage two committed %v records past a changelog loss", n)
 			}
 			b.stop(t)
@@ -105,7 +105,7 @@ func drainAll(t *testing.T, inputs int, rs ...*running) {
 			m := r.p.Metrics()
 			in += testutil.ToFloat64(m.Consumed.WithLabelValues("logs"))
 			routed += float64(m.Snapshot().Routed)
-			stage2 += testutil.ToFloat64(m.Consumed.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
+			stage2 += testutil.ToFloat64(m.Repartitioned.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
 		}
 		if int(in) >= inputs && stage2 >= routed {
 			return
@@ -172,7 +172,7 @@ func TestChangelogLossAssembly(t *testing.T) {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
 		m := a.p.Metrics()
 		if testutil.ToFloat64(m.Consumed.WithLabelValues("order-parts")) >= float64(half) &&
-			testutil.ToFloat64(m.Consumed.WithLabelValues(ar.Assembly.RepartitionTopic)) >= testutil.ToFloat64(m.RouteWritten.WithLabelValues(ar.Name)) &&
+			testutil.ToFloat64(m.Repartitioned.WithLabelValues(ar.Assembly.RepartitionTopic)) >= testutil.ToFloat64(m.RouteIn.WithLabelValues(ar.Name)) &&
 			sumGauge(m, ar.Name) > 0 {
 			break
 		}

@@ -121,6 +121,21 @@ func waitConsumed(t *testing.T, m *metrics.Metrics, n int, limit time.Duration) 
 	t.Fatalf("consumed %v of %d records within %s", m.Snapshot().Consumed, n, limit)
 }
 
+// waitConsumedAll waits until n records are consumed in all: input and
+// repartitioned records.
+func waitConsumedAll(t *testing.T, m *metrics.Metrics, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if s := m.Snapshot(); int(s.Consumed+s.Repartitioned) >= n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s := m.Snapshot()
+	t.Fatalf("consumed %v input and %v repartitioned records, want %d in all, within %s", s.Consumed, s.Repartitioned, n, limit)
+}
+
 type running struct {
 	p      *Processor
 	cancel context.CancelFunc

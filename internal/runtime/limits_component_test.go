@@ -78,7 +78,7 @@ func TestWindowLimitsComponent(t *testing.T) {
 			top := limitedTopology(t, c.ListenAddrs(), limits)
 			produceKeys(t, c.ListenAddrs(), n)
 			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), 2*(n+1), time.Minute) // inputs + repartitioned
+			waitConsumedAll(t, r.p.Metrics(), 2*(n+1), time.Minute) // inputs + repartitioned
 			r.stop(t)
 			m := r.p.Metrics()
 			s := m.Snapshot()
@@ -190,9 +190,9 @@ dirty: {topic: joined.dirty}
 			// order in which the task sees them is fixed.
 			produceParts(t, c.ListenAddrs(), parts)
 			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), 2*len(parts), time.Minute)
+			waitConsumedAll(t, r.p.Metrics(), 2*len(parts), time.Minute)
 			produceParts(t, c.ListenAddrs(), payments)
-			waitConsumed(t, r.p.Metrics(), 2*(len(parts)+len(payments)), time.Minute)
+			waitConsumedAll(t, r.p.Metrics(), 2*(len(parts)+len(payments)), time.Minute)
 			r.stop(t)
 			m := r.p.Metrics()
 			s := m.Snapshot()

@@ -55,7 +55,7 @@ func drain(t *testing.T, r *running, inputs int) {
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		s := r.p.Metrics().Snapshot()
 		in := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues("logs"))
-		stage2 := testutil.ToFloat64(r.p.Metrics().Consumed.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
+		stage2 := testutil.ToFloat64(r.p.Metrics().Repartitioned.WithLabelValues(r.p.top.Routes[0].Window.RepartitionTopic))
 		if int(in) >= inputs && stage2 >= s.Routed && marksRead(r) {
 			return
 		}

@@ -131,6 +131,21 @@ type Processor struct {
 	// guard holds the objectives and their pause (objectives.go); nil
 	// without any.
 	guard *guard
+
+	// routing is the stage one batches route with (p.eng until a reload):
+	// read once per batch; the commit loop installs a reload's (nextRouting)
+	// where no interval is open (reload.go). p.top stays the plan the
+	// processor started with: its settings, inputs and stage two, which
+	// a reload never changes.
+	routing     atomic.Pointer[routing]
+	nextRouting atomic.Pointer[routing]
+	// started is set once Run has checked and created the topics: a
+	// reload creates its new outputs with it.
+	started atomic.Pointer[kadm.Client]
+	// held are the held routes' repartition topics by route (held.go),
+	// paused in every session's client.
+	heldMu sync.Mutex
+	held   map[string]string
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -189,6 +204,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
+		held: map[string]string{},
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
@@ -200,6 +216,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		return nil, err
 	}
 	p.samples = newSideSamples(p)
+	p.routing.Store(&routing{top: top, eng: eng})
 	// Every series a dashboard or an alert reads exists from the start.
 	p.m.Preset(observe.Series(top))
 	return p, nil
@@ -248,6 +265,10 @@ type tp struct {
 // Metrics returns the processor's metrics.
 func (p *Processor) Metrics() *metrics.Metrics { return p.m }
 
+// InstanceID is this process's name in the group: its group member's
+// client id (and group.instance.id under static membership).
+func (p *Processor) InstanceID() string { return p.opts.instanceID }
+
 // TransactionalID is the producer's transactional ID under exactly-once.
 func (p *Processor) TransactionalID() string {
 	return p.top.Settings.ApplicationID + "-" + p.opts.instanceID
@@ -281,6 +302,8 @@ func (p *Processor) Run(ctx context.Context) error {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	p.started.Store(adm)
+	defer p.started.Store(nil)
 	purgeCtx, stopPurge := context.WithCancel(ctx)
 	var purging sync.WaitGroup
 	purging.Go(func() { p.purgeRepartition(purgeCtx, adm) })
@@ -466,13 +489,14 @@ func (p *Processor) processFetches(ctx context.Context, fetches kgo.Fetches, pro
 	if len(parts) == 0 {
 		return total, nil
 	}
+	eng := p.routing.Load().eng // one version per batch: swapped only between intervals
 	if err := p.loadSources(ctx, parts); err != nil {
 		return total, err
 	}
 	var taskErr error
 	var taskErrOnce sync.Once
 	p.eachPartition(parts, total, func(ftp kgo.FetchTopicPartition, tally *metrics.Tally) {
-		if err := p.processPartition(ctx, ftp, tally, produce); err != nil {
+		if err := p.processPartition(ctx, eng, ftp, tally, produce); err != nil {
 			taskErrOnce.Do(func() { taskErr = err })
 		}
 	})
@@ -509,7 +533,7 @@ func (p *Processor) eachPartition(parts []kgo.FetchTopicPartition, total *metric
 // processPartition is one polled partition: its input gap, then stage two
 // of a window or an assembly route (a repartition topic) or stage one (an
 // input), then its progress. A failed partition does not advance.
-func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+func (p *Processor) processPartition(ctx context.Context, eng *stageOne, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
 	if g, ok := p.gaps.check(ftp); ok {
 		if err := p.inputGap(g, tally); err != nil {
 			return err
@@ -521,7 +545,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 	if p.stage.IsRepartition(ftp.Topic) {
 		err = p.stage.ProcessRepartition(ctx, ftp.Topic, ftp.Partition, ftp.Records, tally, produce)
 	} else {
-		err = p.processInputPartition(ctx, ftp, tally, produce)
+		err = p.processInputPartition(ctx, eng, ftp, tally, produce)
 	}
 	if err != nil {
 		return err
@@ -535,7 +559,7 @@ func (p *Processor) processPartition(ctx context.Context, ftp kgo.FetchTopicPart
 // processInputPartition is stage one for one input partition; the
 // outputs of routes without a repartition topic go straight to their
 // task of this partition (the direct runner).
-func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
+func (p *Processor) processInputPartition(ctx context.Context, eng *stageOne, ftp kgo.FetchTopicPartition, tally *metrics.Tally, produce func(*kgo.Record)) error {
 	var srcMax *int64
 	if p.stage.HasWindows() {
 		if sp := p.src.get(ftp.Topic, ftp.Partition); sp != nil {
@@ -544,7 +568,7 @@ func (p *Processor) processInputPartition(ctx context.Context, ftp kgo.FetchTopi
 	}
 	direct := p.stage.NewDirect(ftp.Partition, tally, produce)
 	for _, r := range ftp.Records {
-		outs, err := p.eng.ProcessFrom(ctx, r, srcMax, tally)
+		outs, err := eng.ProcessFrom(ctx, r, srcMax, tally)
 		if err != nil {
 			return err // the registry's: the batch aborts (registryAborted)
 		}

@@ -396,10 +396,10 @@ func waitStageTwo(t *testing.T, r *running, top *plan.Plan, inputs int, limit ti
 	deadline := time.Now().Add(limit)
 	for {
 		in := testutil.ToFloat64(m.Consumed.WithLabelValues("events"))
-		ws := testutil.ToFloat64(m.Consumed.WithLabelValues(win.Window.RepartitionTopic))
-		ww := testutil.ToFloat64(m.RouteWritten.WithLabelValues(win.Name))
-		as := testutil.ToFloat64(m.Consumed.WithLabelValues(asm.Assembly.RepartitionTopic))
-		aw := testutil.ToFloat64(m.RouteWritten.WithLabelValues(asm.Name))
+		ws := testutil.ToFloat64(m.Repartitioned.WithLabelValues(win.Window.RepartitionTopic))
+		ww := testutil.ToFloat64(m.RouteIn.WithLabelValues(win.Name))
+		as := testutil.ToFloat64(m.Repartitioned.WithLabelValues(asm.Assembly.RepartitionTopic))
+		aw := testutil.ToFloat64(m.RouteIn.WithLabelValues(asm.Name))
 		if int(in) >= inputs && ws >= ww && as >= aw && ww > 0 && aw > 0 {
 			return
 		}

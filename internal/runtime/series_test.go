@@ -22,6 +22,9 @@ func TestSeriesExistAtStart(t *testing.T) {
 			`sidestream_txn_aborts_total{reason="produce_error"}`,
 			`sidestream_records_consumed_total{topic="logs"}`,
 			`sidestream_route_records_total{route="warn"}`,
+			`sidestream_route_records_in_total{route="warn"}`,
+			`sidestream_route_records_written_total{route="warn",topic="logs.warn"}`,
+			`sidestream_route_records_written_total{route="dirty",topic="logs.dirty"}`,
 			`sidestream_records_dirty_total{reason="schema_violation",stage="schema"}`,
 			`sidestream_authorization_refused_total{topic="logs.dirty"}`,
 		}},
@@ -31,10 +34,15 @@ func TestSeriesExistAtStart(t *testing.T) {
 			`sidestream_window_results_total{kind="final",route="revenue"}`,
 			`sidestream_changelog_loss_total{action="fail",reason="records_deleted",route="revenue"}`,
 			`sidestream_changelog_records_total{route="revenue"}`,
+			`sidestream_route_records_written_total{route="revenue",topic="orders.revenue-per-minute"}`,
+			`sidestream_route_records_written_total{route="revenue",topic="orders.late"}`,
+			`sidestream_repartition_records_consumed_total{topic="late-orders-revenue-repartition"}`,
 		}},
 		{"assemble-orders.yaml", []string{
 			`sidestream_assembly_parts_total{outcome="new",route="assembled"}`,
 			`sidestream_assemblies_total{result="expired",route="assembled"}`,
+			`sidestream_route_records_written_total{route="assembled",topic="orders.incomplete"}`,
+			`sidestream_route_records_written_total{route="assembled",topic="orders.duplicate"}`,
 		}},
 	} {
 		top := exampleAt(t, filepath.Join("../../examples", tc.example), []string{"127.0.0.1:1"})

@@ -169,7 +169,7 @@ func testWindowStoreError(t *testing.T, g config.Guarantee) {
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		s := m.Snapshot()
 		if int(testutil.ToFloat64(m.Consumed.WithLabelValues("logs"))) >= total &&
-			testutil.ToFloat64(m.Consumed.WithLabelValues(rep)) >= s.Routed && marksRead(r) {
+			testutil.ToFloat64(m.Repartitioned.WithLabelValues(rep)) >= s.Routed && marksRead(r) {
 			break
 		}
 		if time.Now().After(deadline) {

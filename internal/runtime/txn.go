@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -13,6 +14,7 @@ import (
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/observe"
 	"github.com/sidestream/sidestream/internal/registry"
+	"github.com/sidestream/sidestream/internal/stagetwo"
 )
 
 // committer is how one delivery guarantee opens and ends a commit
@@ -64,6 +66,9 @@ type committer interface {
 	// could not decode (registryoutage.go): it backs off; exactly-once
 	// goes on in the session, at-least-once ends it (an error).
 	registryAborted(ctx context.Context, err error) error
+	// held follows the abandon of a batch that met a held route
+	// (held.go): the route is paused and the session goes on.
+	held(ctx context.Context, he *stagetwo.HeldError) error
 	// endsWhenDrained says an interval ends early when a poll leaves no
 	// fetched record (commit_when_drained; exactly-once only: an
 	// at-least-once record is visible once produced, so an early offset
@@ -96,16 +101,64 @@ type commitLoop struct {
 	// paused says the session's client has the inputs paused by an
 	// objective (syncPause, before each poll).
 	paused bool
+	// written counts the interval's records the broker acknowledged, by
+	// output topic.
+	written written
 }
 
 func newCommitLoop(ctx context.Context, p *Processor) *commitLoop {
-	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally()}
+	l := &commitLoop{p: p, endCtx: context.WithoutCancel(ctx), pending: metrics.NewTally(), written: newWritten(p.top.Writers())}
 	l.produced = func(r *kgo.Record, err error) {
 		if err != nil {
 			l.perr.set(&kclient.TopicError{Topic: r.Topic, Err: err})
+			return
 		}
+		l.written.acked(r.Topic)
 	}
 	return l
+}
+
+// written counts acknowledged records per output topic. Its map is
+// built once and only read after, so the promises (on the client's
+// goroutines) read it without a lock; each count is atomic. Records to
+// other topics (repartition records, marks) are not counted here.
+type written map[string]*writtenTopic
+
+type writtenTopic struct {
+	route string
+	n     atomic.Int64
+}
+
+func newWritten(writers map[string]string) written {
+	w := written{}
+	for topic, route := range writers {
+		w[topic] = &writtenTopic{route: route}
+	}
+	return w
+}
+
+func (w written) acked(topic string) {
+	if c := w[topic]; c != nil {
+		c.n.Add(1)
+	}
+}
+
+// take moves the counts into t: after the flush every promise of the
+// interval has run, so they are the interval's. The tally is observed
+// only if the interval commits: records of an aborted transaction (or of
+// an at-least-once interval whose offsets were not committed) are never
+// counted.
+func (w written) take(t *metrics.Tally) {
+	for topic, c := range w {
+		t.AddWritten(c.route, topic, int(c.n.Swap(0)))
+	}
+}
+
+// reset drops what an abandoned interval left.
+func (w written) reset() {
+	for _, c := range w {
+		c.n.Store(0)
+	}
 }
 
 // produce sends an output or a mark; a failure fails the interval.
@@ -132,6 +185,9 @@ func (l *commitLoop) run(ctx context.Context) error {
 	defer c.close()
 	interval := p.top.Settings.CommitInterval.D()
 	for {
+		// No interval is open: a reload's stage one takes over here, so
+		// one transaction's records are routed by one version.
+		p.installRouting()
 		if err := c.begin(); err != nil {
 			return err
 		}
@@ -139,6 +195,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 		l.mu.Lock()
 		*l.pending = *metrics.NewTally()
 		l.perr.reset()
+		l.written.reset()
 		l.mu.Unlock()
 		for ended := false; !ended; {
 			l.paused = p.syncPause(c.client(), l.paused)
@@ -179,6 +236,9 @@ func (l *commitLoop) step(ctx context.Context, fetches kgo.Fetches, start time.T
 		p.samples.discard()
 		if registry.IsRetryable(err) {
 			return true, c.registryAborted(ctx, err)
+		}
+		if he := asHeld(err); he != nil {
+			return true, c.held(ctx, he)
 		}
 		return false, err
 	}
@@ -281,6 +341,7 @@ func (l *commitLoop) end() (committed bool, err error) {
 	if err := l.c.client().Flush(l.endCtx); err != nil {
 		return false, fmt.Errorf("flush: %w", err)
 	}
+	l.written.take(l.pending)
 	return l.c.end(l.endCtx, at, l.pending, l.perr.get())
 }
 
@@ -325,6 +386,7 @@ func (p *Processor) runExactlyOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("transactional client: %w", err)
 	}
+	p.pauseHeld(sess.Client())
 	l := newCommitLoop(ctx, p)
 	l.c = &eosCommitter{p: p, sess: sess, endCtx: l.endCtx,
 		watch: newStrandedWatch(5*time.Second, strandedAfter(p.opts.txnTimeout),
@@ -482,6 +544,7 @@ func (p *Processor) runAtLeastOnce(ctx context.Context) error {
 		return fmt.Errorf("client: %w", err)
 	}
 	c.cl, l.c = cl, c
+	p.pauseHeld(cl)
 	return l.run(ctx)
 }
 

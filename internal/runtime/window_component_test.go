@@ -58,7 +58,7 @@ func TestWindowRouteEndToEnd(t *testing.T) {
 		sb := b.p.Metrics().Snapshot()
 		inputs := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues("logs")) + testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues("logs"))
 		rep := top.Routes[0].Window.RepartitionTopic
-		stage2 := testutil.ToFloat64(a.p.Metrics().Consumed.WithLabelValues(rep)) + testutil.ToFloat64(b.p.Metrics().Consumed.WithLabelValues(rep))
+		stage2 := testutil.ToFloat64(a.p.Metrics().Repartitioned.WithLabelValues(rep)) + testutil.ToFloat64(b.p.Metrics().Repartitioned.WithLabelValues(rep))
 		// Every input and every repartitioned ERROR record is consumed
 		// (stage one's dirty records never reach the repartition topic,
 		// so Dirty cannot stand in for stage two's progress).
@@ -119,7 +119,7 @@ func TestWindowIdleAdvance(t *testing.T) {
 				}
 			}
 			r := start(t, top, "a")
-			waitConsumed(t, r.p.Metrics(), 10, time.Minute) // 5 inputs + 5 repartitioned
+			waitConsumedAll(t, r.p.Metrics(), 10, time.Minute) // 5 inputs + 5 repartitioned
 			if idle > 0 {
 				// ~1 s of idle advance closes the window: awaited, not slept.
 				for deadline := time.Now().Add(time.Minute); r.p.Metrics().Snapshot().Results["final"] == 0; time.Sleep(20 * time.Millisecond) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -41,6 +42,9 @@ type Options struct {
 	SessionTimeout time.Duration // consumer group session timeout (0: franz-go's)
 	KgoOpts        []kgo.Opt     // client options of a test build (cmd/router/kip848.go); none in a release
 	Build          Build
+	// Reload: where the topology is reloaded from (SIGHUP, POST /reload,
+	// --watch); its zero value reloads nothing.
+	Reload Reload
 }
 
 // Hooks let the demo share the web view's state and learn the API's
@@ -56,6 +60,15 @@ type UIView struct{ S *live.State }
 // UIView implements api.UIState.
 func (u UIView) UIView() any { return u.S.View() }
 
+// UIHistory implements api.UIHistory.
+func (u UIView) UIHistory() any { return u.S.History() }
+
+// UIStatus implements api.UICluster.
+func (u UIView) UIStatus() any { return u.S.Status() }
+
+// UICluster implements api.UICluster.
+func (u UIView) UICluster(ctx context.Context, auth string) any { return u.S.Cluster(ctx, auth) }
+
 // Run runs the processor and the HTTP API until ctx ends, then stops
 // both within the topology's shutdown timeout.
 func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *metrics.Metrics, hooks Hooks) error {
@@ -69,6 +82,12 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		return err
 	}
 	ui.SetTasks(liveTasks(proc), proc.Ready)
+	stopView, err := clusterView(ctx, top, o, ui, proc.InstanceID())
+	if err != nil {
+		return err
+	}
+	defer stopView()
+	rl := NewReloader(top, loader(o.Reload), proc, m, log)
 	auth, tlsCfg, err := apiSecurity(top.Settings.API, log)
 	if err != nil {
 		return err
@@ -83,7 +102,8 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 	}
 	srv := api.Server(o.Listen, api.Handler(api.Config{
 		Probe:     proc,
-		Describer: top,
+		Describer: rl,
+		Reload:    reloadAPI(rl, o.Reload),
 		Tasks:     taskList{proc},
 		Metrics:   m.Handler(),
 		UI:        UIView{ui},
@@ -100,6 +120,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		}
 	}()
 	logStarted(log, top, o.Build, addr, tlsCfg != nil, proc.TransactionalID())
+	startReloads(ctx, rl, o.Reload)
 
 	runErr := runUntilStopped(ctx, proc, top.Settings.Shutdown.D(), log)
 	// ctx has ended: the API gets its own few seconds to close.
@@ -110,6 +131,35 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		log.Info("router stopped")
 	}
 	return runErr
+}
+
+// clusterView starts the web view's history and makes its cluster view
+// list the group's members; stop ends both (the view then shows this
+// instance alone).
+func clusterView(ctx context.Context, top *plan.Plan, o Options, ui *live.State, self string) (stop func(), err error) {
+	members, err := newGroupMembers(top, o)
+	if err != nil {
+		return nil, err
+	}
+	ui.SetCluster(live.ClusterConfig{Self: self, Members: members.Members})
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { ui.RunHistory(ctx, live.HistoryInterval) })
+	return func() {
+		cancel()
+		wg.Wait()
+		ui.SetCluster(live.ClusterConfig{Self: self})
+		members.Close()
+	}, nil
+}
+
+// reloadAPI is POST /reload's reloader: none when the router was not
+// started from a file.
+func reloadAPI(rl *Reloader, o Reload) api.Reloader {
+	if o.File == "" {
+		return nil
+	}
+	return rl
 }
 
 // processorOpts are the processor's options from o.

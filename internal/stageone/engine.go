@@ -52,6 +52,9 @@ type Engine struct {
 	// expand: stage one writes the seven text headers of the versions
 	// before the envelope (topics.repartition_format: headers).
 	expand bool
+	// version is the wire.HeaderTopologyVersion header of every record
+	// stage one writes out (stamp), its value shared by all of them.
+	version kgo.RecordHeader
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -79,6 +82,7 @@ func New(t *plan.Plan, opts ...Option) *Engine {
 		headers:    slices.Contains(t.Meta, plan.MetaHeaders),
 		evals:      evalPool{fields: len(t.Fields)},
 		expand:     t.Settings.Topics.RepartitionFormat == plan.RepartitionHeaders,
+		version:    kgo.RecordHeader{Key: wire.HeaderTopologyVersion, Value: []byte(t.Version)},
 	}
 	for _, o := range opts {
 		o(e)
@@ -170,7 +174,7 @@ func (e *Engine) ProcessFrom(ctx context.Context, r *kgo.Record, srcMax *int64, 
 	}
 	switch {
 	case rerr != nil:
-		return []*kgo.Record{e.Dirty(r, rerr, tally)}, nil
+		return []*kgo.Record{e.dirty(r, rerr, tally, true)}, nil
 	case len(recs) == 0:
 		tally.Dropped[wire.DropNoRoute]++
 		return nil, nil
@@ -269,8 +273,10 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 	recs, block := st.newRecords(len(to.outs), len(to.parts))
 	for j, o := range to.outs {
 		rec := &block[j]
-		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Headers: r.Headers, Timestamp: r.Timestamp}
-		if o.Route.Window != nil {
+		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Timestamp: r.Timestamp}
+		if o.Route.Window == nil {
+			rec.Headers = e.stamp(st, r.Headers)
+		} else {
 			rec.Topic = o.Route.Window.RepartitionTopic
 			aligned := tracked && o.Route.Window.Spec.Watermark == plan.WatermarkAligned
 			var rerr *RecordError
@@ -367,7 +373,7 @@ func (e *Engine) tombstone(r *kgo.Record) ([]*kgo.Record, routed, *RecordError) 
 	}
 	recs := make([]*kgo.Record, 0, len(e.tombstones))
 	for _, rt := range e.tombstones {
-		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: r.Headers, Timestamp: r.Timestamp}
+		rec := &kgo.Record{Topic: rt.Topic, Key: r.Key, Headers: e.stamp(nil, r.Headers), Timestamp: r.Timestamp}
 		if rerr := e.tooLarge(rec, "tombstone for route", rt.Name, " (key and headers)"); rerr != nil {
 			return nil, routed{}, rerr
 		}
@@ -381,7 +387,26 @@ func (e *Engine) tombstone(r *kgo.Record) ([]*kgo.Record, routed, *RecordError) 
 // write), original headers, then the reason headers. Stage two sends its
 // bad records here too.
 func (e *Engine) Dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *kgo.Record {
-	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+9)
+	return e.dirty(r, rerr, tally, false)
+}
+
+// stamp is a record's headers as written out: the input's, but for an
+// input's own wire.HeaderTopologyVersion, then this plan's version. The
+// slice comes from st's header slab (one allocation per many records).
+func (e *Engine) stamp(st *evalState, in []kgo.RecordHeader) []kgo.RecordHeader {
+	hs := st.headers(len(in) + 1)
+	for _, h := range in {
+		if h.Key != wire.HeaderTopologyVersion {
+			hs = append(hs, h)
+		}
+	}
+	return append(hs, e.version)
+}
+
+// dirty is Dirty; version: stage one's own dirty record, which names the
+// version that judged it (stage two's name none).
+func (e *Engine) dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally, version bool) *kgo.Record {
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+10)
 	hs = append(hs, r.Headers...)
 	hs = append(hs,
 		kgo.RecordHeader{Key: wire.HeaderError, Value: []byte(shorten(rerr.Err.Error(), 1000))},
@@ -393,6 +418,9 @@ func (e *Engine) Dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *
 		kgo.RecordHeader{Key: wire.HeaderTimestamp, Value: []byte(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))},
 		kgo.RecordHeader{Key: wire.HeaderAppID, Value: []byte(e.appID)},
 	)
+	if version {
+		hs = append(hs, e.version)
+	}
 	d := &kgo.Record{Topic: e.dirtyTopic, Key: r.Key, Value: r.Value, Headers: hs, Timestamp: r.Timestamp}
 	if RecordSize(d) > e.maxRec {
 		// Too large as-is (the input itself, its key or its headers): keep

@@ -47,6 +47,7 @@ func TestDirtyRecordKeepsTheInput(t *testing.T) {
 		wire.HeaderOffset + "=42",
 		wire.HeaderTimestamp + "=1700000000456",
 		wire.HeaderAppID + "=unit",
+		wire.HeaderTopologyVersion + "=" + top.Version,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("headers\n %q\nwant (plus %s)\n %q", got, wire.HeaderError, want)
@@ -90,7 +91,7 @@ func TestTooLargeOutput(t *testing.T) {
 	s = strings.Repeat("x", 1100) // fits as input, not doubled
 	in = `{"s":"` + s + `"}`
 	o = process(t, top, input(in))
-	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "twice" is 2249 bytes, over the limit of topic "out.b": 2048 bytes`)
+	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "twice" is 2302 bytes, over the limit of topic "out.b": 2048 bytes`)
 	if string(o.outs[0].Value) != in {
 		t.Fatalf("too-large dirty record must hold the input, got %d bytes", len(o.outs[0].Value))
 	}
@@ -125,7 +126,7 @@ func TestOutputLimits(t *testing.T) {
 	in = `{"kind":"small","s":"` + strings.Repeat("x", 1600) + `"}` // over out.tight's 1500; its dirty record fits 4096
 	tally := metrics.NewTally()
 	o := outcome{e.Process(input(in), tally), tally}
-	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "tight" is 1657 bytes, over the limit of topic "out.tight": 1500 bytes`)
+	o.wantDirty(t, wire.StageProduce, wire.ReasonTooLarge, `output for route "tight" is 1710 bytes, over the limit of topic "out.tight": 1500 bytes`)
 	if string(o.outs[0].Value) != in {
 		t.Fatalf("the dirty record must hold the input whole, got %d bytes", len(o.outs[0].Value))
 	}

@@ -117,8 +117,9 @@ func TestRouteMatch(t *testing.T) {
 			}
 			o.wantTopics(t, tc.want...)
 			for _, r := range o.outs {
-				if string(r.Key) != "k1" || string(r.Value) != v || !r.Timestamp.Equal(recordTime) || len(r.Headers) != 1 {
-					t.Errorf("output %+v: want the input's key, value, timestamp and headers untouched", r)
+				if string(r.Key) != "k1" || string(r.Value) != v || !r.Timestamp.Equal(recordTime) || len(r.Headers) != 2 ||
+					string(r.Headers[0].Key) != "h" || r.Headers[1].Key != wire.HeaderTopologyVersion || string(r.Headers[1].Value) != tc.top.Version {
+					t.Errorf("output %+v: want the input's key, value, timestamp and headers untouched, then the version", r)
 				}
 			}
 			for _, want := range tc.want {
@@ -297,5 +298,28 @@ func TestKeyString(t *testing.T) {
 		if got != tc.want || (err != nil) != tc.err {
 			t.Errorf("keyString(%#v) = %q, %v", tc.in, got, err)
 		}
+	}
+}
+
+// TestVersionHeader: a route's output names the plan's version once,
+// replacing an input's own (an upstream router's), and keeps the input's
+// other headers in order; the input record is not touched.
+func TestVersionHeader(t *testing.T) {
+	top := topo(t, tsMillis, "routing: {match: first, default: rest}\n", `routes:
+  - {name: rest, topic: out.rest}
+`)
+	in := input(`{"ts":1}`, "a", "1", wire.HeaderTopologyVersion, "upstream", "b", "2")
+	o := process(t, top, in)
+	o.wantTopics(t, "out.rest")
+	var got []string
+	for _, h := range o.outs[0].Headers {
+		got = append(got, h.Key+"="+string(h.Value))
+	}
+	want := []string{"a=1", "b=2", wire.HeaderTopologyVersion + "=" + top.Version}
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(top.Version) != 16 {
+		t.Fatalf("headers %q, want %q", got, want)
+	}
+	if len(in.Headers) != 3 || string(in.Headers[1].Value) != "upstream" {
+		t.Fatalf("the input's headers changed: %q", in.Headers)
 	}
 }

@@ -26,7 +26,7 @@ func TestTombstoneForward(t *testing.T) {
 	o := process(t, top, tomb)
 	o.wantTopics(t, "users.clean", "users.mirror")
 	for _, r := range o.outs {
-		if r.Value != nil || string(r.Key) != "k1" || len(r.Headers) != 1 || r.Headers[0].Key != "trace" || !r.Timestamp.Equal(recordTime) {
+		if r.Value != nil || string(r.Key) != "k1" || len(r.Headers) != 2 || r.Headers[0].Key != "trace" || string(r.Headers[1].Value) != top.Version || !r.Timestamp.Equal(recordTime) {
 			t.Fatalf("forwarded tombstone %+v", r)
 		}
 	}

@@ -66,7 +66,7 @@ func newAssemblyStage(t *plan.Plan) (*assemblyStage, error) {
 		Set: tasks.New[*assemblyTask](changelogs)}
 	for _, r := range t.Assemblies() {
 		c := r.Assembly.Spec
-		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D()}
+		s := assembly.Spec{Required: c.CompleteWhen, TTL: c.TTL.D(), Retention: c.Retention.D(), Described: r.Assembly.StateSpec}
 		for _, p := range r.Assembly.Parts {
 			s.Parts = append(s.Parts, p.Name)
 		}
@@ -235,7 +235,7 @@ func (e *recordRunner) assemblyRecord(ar *assemblyRoute, a *assembly.Assembly, t
 		{Key: wire.HeaderAssemblyEvicted, Value: boolValue(a.Evicted)},
 	}
 	o.rec.Headers = o.hs[:]
-	return e.fit(ar, &o.rec, tally)
+	return e.fit(ar, withStateVersion(ar.rt, &o.rec), tally)
 }
 
 // assemblyOut is an emitted assembly's record and its headers, allocated

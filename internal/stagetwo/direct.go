@@ -115,7 +115,7 @@ func (ds *directSet[T]) process(ctx context.Context, d *Direct, out, in *kgo.Rec
 		if kp := hashPartition(ds.hash, out, int(n)); kp != d.part {
 			// The input record itself goes to dirty (a redrive after the
 			// input is fixed brings it back through every route).
-			d.tally.Consumed[out.Topic]++
+			d.tally.Repartitioned[out.Topic]++
 			d.produce(d.s.eng.Dirty(in, t.misplaced(out, kp, d.part), d.tally))
 			return nil
 		}

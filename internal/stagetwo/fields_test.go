@@ -58,7 +58,7 @@ func TestWindowStageTwoBadFields(t *testing.T) {
 			if got := outs[0].Headers[:min(len(want), len(outs[0].Headers))]; !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s (old %v): dirty headers %q, want %q", name, old, got, want)
 			}
-			if tally.Dirty[[2]string{wire.StageWindow, wire.ReasonBadFields}] != 1 || tally.Consumed[r.Topic] != 1 {
+			if tally.Dirty[[2]string{wire.StageWindow, wire.ReasonBadFields}] != 1 || tally.Repartitioned[r.Topic] != 1 {
 				t.Fatalf("%s (old %v): tally %+v", name, old, tally)
 			}
 		}

@@ -89,14 +89,14 @@ func (e *recordRunner) processRepartitioned(r *kgo.Record, t *windowTask, tally 
 	if IsMark(r) {
 		return e.processMark(r, t, tally)
 	}
-	tally.Consumed[r.Topic]++
+	tally.Repartitioned[r.Topic]++
 	return e.processWindow(r, t, tally)
 }
 
 // processAssemblyRecord is stage two of an assembly route for one record
 // of its repartition topic, with processRepartitioned's contract.
 func (e *recordRunner) processAssemblyRecord(r *kgo.Record, t *assemblyTask, now time.Time, tally *metrics.Tally) ([]*kgo.Record, error) {
-	tally.Consumed[r.Topic]++
+	tally.Repartitioned[r.Topic]++
 	return e.processAssembly(r, t, now, tally)
 }
 
@@ -116,14 +116,14 @@ func (e *recordRunner) processMark(r *kgo.Record, t *windowTask, tally *metrics.
 	part, okp := wire.Int(r.Headers, wire.HeaderPartition)
 	m, okm := wire.Int(r.Headers, wire.HeaderSourceMax)
 	if topic == "" || !okp || !okm || part < 0 || part > math.MaxInt32 {
-		tally.Consumed[r.Topic]++
+		tally.Repartitioned[r.Topic]++
 		return []*kgo.Record{e.Dirty(r, stageone.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "mark without a source topic, partition or maximum event time"), tally)}, nil
 	}
 	src := SourceID(topic, int32(part))
 	t.heard(src)
 	out, err := t.op.Mark(src, m)
 	if err != nil {
-		tally.Consumed[r.Topic]++
+		tally.Repartitioned[r.Topic]++
 		var we *window.RecordError
 		if errors.As(err, &we) {
 			return []*kgo.Record{e.Dirty(r, stageone.NewRecordError(wire.StageWindow, wire.ReasonBadMark, "route %q: %v", t.route.rt.Name, we), tally)}, nil

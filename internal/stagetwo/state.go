@@ -299,12 +299,20 @@ func OwnerURL(tmpl string, o *Owner, route, key string) string {
 	if inst == "" {
 		inst = o.ClientID
 	}
-	host := strings.TrimPrefix(o.Host, "/") // the broker reports "/10.0.0.7"
+	return InstanceURL(tmpl, inst, o.Host) + "/state/" + url.PathEscape(route) + "?key=" + url.QueryEscape(key)
+}
+
+// InstanceURL is the base URL of an instance's HTTP API, without a
+// trailing slash: tmpl with {instance} and {host} (a group member's
+// client address as the broker reports it) replaced. The web view's
+// cluster view reaches its peers by it.
+func InstanceURL(tmpl, instance, host string) string {
+	host = strings.TrimPrefix(host, "/") // the broker reports "/10.0.0.7"
 	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
 		host = "[" + host + "]" // IPv6
 	}
-	base := strings.NewReplacer("{instance}", inst, "{host}", host).Replace(tmpl)
-	return strings.TrimSuffix(base, "/") + "/state/" + url.PathEscape(route) + "?key=" + url.QueryEscape(key)
+	base := strings.NewReplacer("{instance}", instance, "{host}", host).Replace(tmpl)
+	return strings.TrimSuffix(base, "/")
 }
 
 // CheckOwnerURL reports whether tmpl makes an absolute http(s) URL

@@ -134,8 +134,8 @@ func (s *statefulRun) one(t *testing.T, r *kgo.Record) {
 		default:
 			continue
 		}
-		if t2.Consumed[o.Topic] != 1 {
-			t.Fatalf("stage two consumed %v", t2.Consumed)
+		if t2.Repartitioned[o.Topic] != 1 {
+			t.Fatalf("stage two consumed %v", t2.Repartitioned)
 		}
 		for _, x := range st2 {
 			if x.Topic == s.wrep || x.Topic == s.arep {

@@ -34,6 +34,9 @@ func buildTask[T tasks.Task](ctx context.Context, s *Stage, set *tasks.Set[T], t
 		t, err := newOp(st)
 		if err != nil {
 			_ = st.Close()
+			if he := s.held(err, topic, part); he != nil {
+				return none, he
+			}
 			return none, fmt.Errorf("route %q partition %d: %w", route, part, err)
 		}
 		st.ResetChanges()
@@ -55,6 +58,18 @@ func buildTask[T tasks.Task](ctx context.Context, s *Stage, set *tasks.Set[T], t
 		return t, ErrStateMoved
 	}
 	return t, err
+}
+
+// held is err as a *HeldError of the window or assembly route of topic,
+// or nil when err is not a refusal of state written under another spec.
+func (s *Stage) held(err error, topic string, part int32) *HeldError {
+	if wr := s.ws.routes[topic]; wr != nil {
+		return heldError(err, wr.rt.Name, topic, part, wr.rt.Window.Direct, wr.rt.Window.StateSpec)
+	}
+	if ar := s.as.routes[topic]; ar != nil {
+		return heldError(err, ar.rt.Name, topic, part, ar.rt.Assembly.Direct, ar.rt.Assembly.StateSpec)
+	}
+	return nil
 }
 
 // OpenStore opens the store of one changelog partition with its stage's

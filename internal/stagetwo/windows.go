@@ -209,7 +209,7 @@ func windowSpec(w *plan.WindowNode) (window.Spec, error) {
 	s := window.Spec{
 		Size: c.Size.D(), Advance: c.Advance.D(), Gap: c.Gap.D(),
 		MaxOutOfOrderness: c.MaxOutOfOrderness.D(), Grace: c.Grace.D(),
-		Limits: stateLimits(c.Limits),
+		Limits: stateLimits(c.Limits), Described: w.StateSpec,
 	}
 	switch c.Type {
 	case plan.WindowTumbling:
@@ -376,7 +376,7 @@ func (e *recordRunner) windowResults(rt *plan.RouteNode, rs []window.Result, ts 
 			continue
 		}
 		tally.WindowResults[[2]string{rt.Name, kind}]++
-		recs = append(recs, resultRecord(rt.Topic, res, value, ts))
+		recs = append(recs, withStateVersion(rt, resultRecord(rt.Topic, res, value, ts)))
 	}
 	return recs
 }

@@ -304,7 +304,7 @@ func (h *harness) settled() bool {
 		case r.Assembly != nil && !r.Assembly.Direct:
 			rep = r.Assembly.RepartitionTopic
 		}
-		if rep != "" && testutil.ToFloat64(h.m.Consumed.WithLabelValues(rep)) < testutil.ToFloat64(h.m.RouteWritten.WithLabelValues(r.Name)) {
+		if rep != "" && testutil.ToFloat64(h.m.Repartitioned.WithLabelValues(rep)) < testutil.ToFloat64(h.m.RouteIn.WithLabelValues(r.Name)) {
 			return false
 		}
 	}

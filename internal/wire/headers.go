@@ -17,6 +17,16 @@ const (
 	HeaderTruncated = "sidestream.truncated.original_bytes"
 )
 
+// HeaderTopologyVersion names the topology version that routed a record:
+// the content fingerprint of the plan (16 hex digits, what GET /topology
+// and sidestream_topology_info{version} show). Stage one sets it on every
+// record it writes out: a route's output, a forwarded tombstone, a dirty
+// record; an input's own is replaced. A hot reload changes it at a
+// transaction boundary, so one transaction's records name one version.
+// Stage two's records (window results, assemblies and their side
+// records) aggregate records of any version and carry none.
+const HeaderTopologyVersion = "sidestream.topology.version"
+
 // Headers of the window stage. Stage one (routing) writes the record to
 // the route's repartition topic keyed by the group key, carrying its event
 // time and origin; stage two reads them back.
@@ -78,6 +88,11 @@ const (
 	// on_overflow: evict emitted before its TTL.
 	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
 )
+
+// HeaderStateVersion is on every result of a window or assembly route
+// with a state_version (its decimal value): the version of the state the
+// result was computed from. Absent: version 0.
+const HeaderStateVersion = "sidestream.state_version"
 
 // Headers `router redrive` sets on every record it re-injects. The router
 // recognises a redriven record by HeaderRedriveOrigin, counts it

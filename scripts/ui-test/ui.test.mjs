@@ -11,6 +11,7 @@
 //   UI_URL=http://127.0.0.1:PORT/ui/ UI_ROUTES=error,warn,main,dirty UI_TOKEN=... \
 //   UI_SCREENSHOT=/tmp/ui.png CHROMIUM=/usr/bin/chromium node ui.test.mjs
 import { chromium } from "playwright-core";
+import { overlappingLabels } from "./labels.mjs";
 
 const url = process.env.UI_URL;
 const routes = (process.env.UI_ROUTES || "").split(",").filter(Boolean);
@@ -87,6 +88,44 @@ try {
   const rate = await page.$$eval("#graph .edge.active", (es) => es.length);
   if (rate === 0) fail("no edge shows a live rate");
   pass("edges with a live rate", String(rate));
+
+  // No two labels of the graph overlap: every text element's box (getBBox,
+  // in the SVG's coordinates through getCTM) against every other's, once
+  // the edges carry their live rates (their longest labels).
+  await page.waitForTimeout(1200);
+  const overlaps = await page.evaluate(overlappingLabels, "#graph");
+  if (overlaps.length) fail(`${overlaps.length} overlapping graph labels: ${overlaps.slice(0, 8).join("; ")}`);
+  pass("no overlapping graph labels", String(await page.$$eval("#graph text", (ts) => ts.length)) + " labels");
+
+  // Charts of the last minutes: one per route, for dirty and per input,
+  // drawn from /ui/history (a point every 5 s: the first rates need two).
+  for (const r of routes) {
+    await page.waitForSelector(`#charts .chart[data-chart="route:${r}"] svg path.line`, { timeout: 30000 }).catch(() => fail(`no chart for route ${r}`));
+  }
+  await page.waitForFunction(() => [...document.querySelectorAll("#charts .chart-foot span:nth-child(2)")].some((s) => !/^max 0\//.test(s.textContent)), null, { timeout: 30000 })
+    .catch(() => fail("every chart is flat at 0"));
+  pass("rate charts", await page.$$eval("#charts .chart", (cs) => cs.map((c) => c.dataset.chart + " " + c.querySelector(".chart-foot span:nth-child(2)").textContent).join(", ")));
+
+  // Dirty reasons at 0 are folded away behind "show all".
+  const reasonRows = () => page.$$eval("#reasons tr[data-reason]", (trs) => trs.map((tr) => ({ reason: tr.dataset.reason, n: Number(tr.children[1].textContent), shown: !tr.hidden && tr.offsetParent !== null })));
+  let rows = await reasonRows();
+  const zeroShown = rows.filter((r) => r.n === 0 && r.shown), nonZeroHidden = rows.filter((r) => r.n > 0 && !r.shown);
+  if (!rows.some((r) => r.n === 0)) fail("no dirty reason at 0 to fold: " + JSON.stringify(rows));
+  if (zeroShown.length || nonZeroHidden.length) fail(`folding: shown at 0 ${JSON.stringify(zeroShown)}, hidden above 0 ${JSON.stringify(nonZeroHidden)}`);
+  const folded = rows.filter((r) => r.n === 0).length;
+  await page.click("#reasons-toggle");
+  rows = await reasonRows();
+  if (rows.some((r) => !r.shown)) fail("show all left rows hidden: " + JSON.stringify(rows.filter((r) => !r.shown)));
+  await page.click("#reasons-toggle");
+  rows = await reasonRows();
+  if (rows.some((r) => r.n === 0 && r.shown)) fail("hiding again left rows at 0 shown");
+  pass("dirty reasons at 0 folded", `${folded} folded, ${rows.length - folded} shown; show all and back`);
+
+  // Alone in its group (the demo): the cluster view is this instance.
+  await page.waitForSelector("#cluster tr[data-instance].reachable", { timeout: 20000 }).catch(() => fail("the cluster view does not show this instance"));
+  const inst = await page.$$eval("#cluster tr[data-instance]", (trs) => trs.map((tr) => tr.textContent));
+  if (inst.length !== 1) fail("the demo's cluster view lists " + JSON.stringify(inst));
+  pass("cluster view: this instance", inst[0].slice(0, 60));
 
   await page.waitForSelector("#samples-dirty .sample .reason", { timeout: 20000 }).catch(() => fail("no dirty sample"));
   const sample = await page.$eval("#samples-dirty .sample", (d) => ({

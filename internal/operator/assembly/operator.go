@@ -59,7 +59,29 @@ type Spec struct {
 	// deadline (ties by ID) as incomplete, with Evicted set. Completed-ID
 	// markers (Retention) are not counted.
 	Limits statelimit.Limits
+	// Described is the caller's canonical description of what the state
+	// depends on (stage two: the plan's StateSpec), kept in the store
+	// under its own key with the first clock it writes. A store holding
+	// another description is refused (SpecChangedError); one holding none
+	// (written by an older version, which kept no spec) is taken as it is.
+	Described []byte
 }
+
+// ErrSpecChanged means the store holds state written under another spec
+// (Spec.Described); New returns it wrapped in a *SpecChangedError.
+var ErrSpecChanged = errors.New("assembly: store was written with a different spec")
+
+// SpecChangedError is New's error for a store written under another
+// spec; Stored is the description it holds.
+type SpecChangedError struct {
+	Stored []byte
+}
+
+func (e *SpecChangedError) Error() string { return ErrSpecChanged.Error() }
+func (e *SpecChangedError) Unwrap() error { return ErrSpecChanged }
+
+// StoredSpec is the description the store holds.
+func (e *SpecChangedError) StoredSpec() []byte { return e.Stored }
 
 // Validate checks the spec.
 func (s Spec) Validate() error {
@@ -196,6 +218,8 @@ type Operator struct {
 	dueFn  func(k, v []byte) bool
 	dueAt  int64
 	dueErr error
+	// specDue: the store holds no description yet (checkSpec).
+	specDue bool
 }
 
 // RecordError is a part the operator refuses; the caller sends the record
@@ -243,6 +267,9 @@ func New(spec Spec, st Store) (*Operator, error) {
 			o.nreq++
 		}
 	}
+	if err := o.checkSpec(); err != nil {
+		return nil, err
+	}
 	b, ok, err := st.Get(metaKey)
 	if err != nil {
 		return nil, fmt.Errorf("assembly: read meta: %w", err)
@@ -262,6 +289,23 @@ func New(spec Spec, st Store) (*Operator, error) {
 		return nil, fmt.Errorf("assembly: count assemblies: %w", err)
 	}
 	return o, nil
+}
+
+// checkSpec compares the stored description with the spec's; specDue
+// says it is still to be written (with the next clock).
+func (o *Operator) checkSpec() error {
+	if o.s.Described == nil {
+		return nil
+	}
+	b, ok, err := o.st.Get(specKey)
+	if err != nil {
+		return fmt.Errorf("assembly: read spec: %w", err)
+	}
+	if ok && !bytes.Equal(b, o.s.Described) {
+		return &SpecChangedError{Stored: bytes.Clone(b)}
+	}
+	o.specDue = !ok
+	return nil
 }
 
 // Clock is the operator's clock, math.MinInt64 before any time.
@@ -422,6 +466,12 @@ func (o *Operator) advance(c int64, out *Output) error {
 	o.clock = c
 	if err := o.st.Set(metaKey, opkey.AppendTime(o.tbuf[:0], c)); err != nil {
 		return err
+	}
+	if o.specDue {
+		if err := o.st.Set(specKey, o.s.Described); err != nil {
+			return err
+		}
+		o.specDue = false
 	}
 	if err := o.collectDue(c); err != nil {
 		return err
@@ -637,11 +687,13 @@ func (o *Operator) timerKey(at int64, kind byte, id string) []byte {
 // escaping.
 //
 //	"m"                  meta: the clock
+//	"s"                  the spec's description (Spec.Described), written with the first clock
 //	"a" id               open assembly: first, last, deadline, parts
 //	"d" id               completed marker: retained until
 //	"t" time kind id     timer (empty value); kind is 'a' (deadline) or 'd' (end of retention)
 const (
 	nsMeta     = 'm'
+	nsSpec     = 's'
 	nsAssembly = 'a'
 	nsDone     = 'd'
 	nsTimer    = 't'
@@ -649,6 +701,7 @@ const (
 
 var (
 	metaKey        = []byte{nsMeta}
+	specKey        = []byte{nsSpec}
 	assemblyPrefix = []byte{nsAssembly}
 	timerPrefix    = []byte{nsTimer}
 	errCorrupt     = errors.New("corrupt assembly state")

@@ -66,7 +66,7 @@ func (o *Operator) writeMeta() error {
 }
 
 func (o *Operator) putMeta() error {
-	o.vbuf = appendMeta(o.vbuf[:0], meta{watermark: o.wm, fingerprint: o.p.fingerprint})
+	o.vbuf = appendMeta(o.vbuf[:0], meta{watermark: o.wm, fingerprint: o.p.fingerprint, described: o.p.described})
 	return o.st.Set(metaKey, o.vbuf)
 }
 

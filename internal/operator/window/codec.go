@@ -15,7 +15,7 @@ import (
 // order; group keys are escaped (0x00 -> 0x00 0xFF) and terminated by
 // 0x00 0x01, so byte order is key order and no key is a prefix of another.
 //
-//	"m"                                 meta: version, watermark, spec fingerprint
+//	"m"                                 meta: version, watermark, spec fingerprint, spec description (v2)
 //	"w" key start                       window: end, revision, aggregate states
 //	"t" time key start                  timer (empty value): the window's next action
 //	"s" source                          a source's maximum event time (aligned mode, aligned.go)
@@ -28,7 +28,10 @@ const (
 	nsWindow = 'w'
 	nsTimer  = 't'
 
-	metaVersion = 1
+	// metaV1 is the meta of older versions (no description); metaVersion
+	// adds the spec's description after the fingerprint.
+	metaV1      = 1
+	metaVersion = 2
 )
 
 var (
@@ -114,25 +117,46 @@ func parseTimerKey(b []byte) (timer, error) {
 type meta struct {
 	watermark   int64
 	fingerprint uint64
+	// described is the spec's description (Spec.Described); nil in a
+	// version 1 meta, or when the spec had none.
+	described []byte
 }
 
 func appendMeta(b []byte, m meta) []byte {
 	b = append(b, metaVersion)
 	b = binary.AppendVarint(b, m.watermark)
-	return binary.BigEndian.AppendUint64(b, m.fingerprint)
+	b = binary.BigEndian.AppendUint64(b, m.fingerprint)
+	b = binary.AppendUvarint(b, uint64(len(m.described)))
+	return append(b, m.described...)
 }
 
+// decodeMeta reads a meta of either version; described aliases b.
 func decodeMeta(b []byte) (meta, error) {
 	var m meta
-	if len(b) < 1 || b[0] != metaVersion {
+	if len(b) < 1 || (b[0] != metaV1 && b[0] != metaVersion) {
 		return m, fmt.Errorf("%w: meta version", errCorrupt)
 	}
+	v := b[0]
 	wm, n := binary.Varint(b[1:])
-	if n <= 0 || len(b[1+n:]) != 8 {
+	if n <= 0 || len(b[1+n:]) < 8 {
 		return m, fmt.Errorf("%w: meta", errCorrupt)
 	}
 	m.watermark = wm
 	m.fingerprint = binary.BigEndian.Uint64(b[1+n:])
+	rest := b[1+n+8:]
+	if v == metaV1 {
+		if len(rest) != 0 {
+			return m, fmt.Errorf("%w: meta", errCorrupt)
+		}
+		return m, nil
+	}
+	l, k := binary.Uvarint(rest)
+	if k <= 0 || uint64(len(rest[k:])) != l {
+		return m, fmt.Errorf("%w: meta description", errCorrupt)
+	}
+	if l > 0 {
+		m.described = rest[k:]
+	}
 	return m, nil
 }
 

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -21,8 +22,22 @@ type Store interface {
 
 // ErrSpecChanged means the store holds state written under a different
 // Spec; it cannot be reinterpreted. Reset the state (a new application id
-// or a deleted changelog) to change a window's spec.
+// or a deleted changelog) to change a window's spec. New returns it
+// wrapped in a *SpecChangedError.
 var ErrSpecChanged = errors.New("window: store was written with a different spec")
+
+// SpecChangedError is New's error for a store written under another
+// spec: Stored is the description the store holds (Spec.Described), nil
+// when it holds only the fingerprint (written by an older version).
+type SpecChangedError struct {
+	Stored []byte
+}
+
+func (e *SpecChangedError) Error() string { return ErrSpecChanged.Error() }
+func (e *SpecChangedError) Unwrap() error { return ErrSpecChanged }
+
+// StoredSpec is the description the store holds (nil: none).
+func (e *SpecChangedError) StoredSpec() []byte { return e.Stored }
 
 // Operator is the window operator of one task. It is not safe for
 // concurrent use.
@@ -82,8 +97,8 @@ func New(spec Spec, st Store) (*Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if m.fingerprint != p.fingerprint {
-			return nil, ErrSpecChanged
+		if !sameSpec(m, p) {
+			return nil, &SpecChangedError{Stored: bytes.Clone(m.described)}
 		}
 		o.wm = m.watermark
 	}
@@ -98,6 +113,17 @@ func New(spec Spec, st Store) (*Operator, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// sameSpec reports whether state with meta m is readable under p: by
+// their descriptions when both have one (what the layout depends on;
+// a fingerprint may differ in what it does not, max_out_of_orderness),
+// else by the fingerprint.
+func sameSpec(m meta, p params) bool {
+	if m.described != nil && p.described != nil {
+		return bytes.Equal(m.described, p.described)
+	}
+	return m.fingerprint == p.fingerprint
 }
 
 // Watermark is the current watermark, math.MinInt64 before any.

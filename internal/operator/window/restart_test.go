@@ -2,6 +2,8 @@ package window
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"maps"
 	"reflect"
 	"testing"
@@ -117,10 +119,72 @@ func TestSpecChangedIsRefused(t *testing.T) {
 	}
 	s2 := s
 	s2.Grace = msd(5)
-	if _, err := New(s2, st); err != ErrSpecChanged {
+	if _, err := New(s2, st); !errors.Is(err, ErrSpecChanged) {
 		t.Fatalf("New with another spec: %v, want ErrSpecChanged", err)
 	}
 	if _, err := New(s, st); err != nil {
 		t.Fatalf("New with the same spec: %v", err)
+	}
+}
+
+// A store keeps the spec's description: a new spec with another one is
+// refused with the stored description; one that differs only where the
+// description does not (max_out_of_orderness) is not.
+func TestSpecDescriptionDecides(t *testing.T) {
+	s := Spec{Kind: Tumbling, Size: msd(10), Aggregations: []Aggregation{{"n", Count}}, Described: []byte(`{"v":1,"a":1}`)}
+	o, st := newOp(t, s)
+	if _, err := o.Process("k", 5, []any{1}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := s
+	s2.Described = []byte(`{"v":1,"a":2}`)
+	_, err := New(s2, st)
+	var sc *SpecChangedError
+	if !errors.As(err, &sc) || string(sc.StoredSpec()) != `{"v":1,"a":1}` {
+		t.Fatalf("New with another description: %v, want a SpecChangedError holding the stored one", err)
+	}
+	s3 := s
+	s3.MaxOutOfOrderness = msd(3) // in the fingerprint, not the description
+	if _, err := New(s3, st); err != nil {
+		t.Fatalf("New with the same description: %v", err)
+	}
+}
+
+// A meta of version 1 (no description) is still read: the fingerprint
+// decides, and a refusal says no description is stored.
+func TestMetaV1IsRead(t *testing.T) {
+	s := Spec{Kind: Tumbling, Size: msd(10), Aggregations: []Aggregation{{"n", Count}}}
+	p, err := s.compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := changelog.NewMemory()
+	v1 := binary.BigEndian.AppendUint64(binary.AppendVarint([]byte{metaV1}, 42), p.fingerprint)
+	if err := st.Set(metaKey, v1); err != nil {
+		t.Fatal(err)
+	}
+	s.Described = []byte(`{"v":1}`)
+	o, err := New(s, st)
+	if err != nil || o.Watermark() != 42 {
+		t.Fatalf("New over a v1 meta: %v, watermark %d", err, o.Watermark())
+	}
+	s2 := s
+	s2.Grace = msd(5)
+	_, err = New(s2, st)
+	var sc *SpecChangedError
+	if !errors.As(err, &sc) || sc.StoredSpec() != nil {
+		t.Fatalf("New over a v1 meta with another spec: %v, want a SpecChangedError without a stored description", err)
+	}
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	for _, m := range []meta{{watermark: -5, fingerprint: 7}, {watermark: 1 << 40, fingerprint: 1, described: []byte("x")}} {
+		got, err := decodeMeta(appendMeta(nil, m))
+		if err != nil || got.watermark != m.watermark || got.fingerprint != m.fingerprint || !bytes.Equal(got.described, m.described) {
+			t.Fatalf("meta %+v round trip: %+v, %v", m, got, err)
+		}
+	}
+	if _, err := decodeMeta([]byte{metaVersion, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 'x'}); err == nil {
+		t.Fatal("a description shorter than its length decoded")
 	}
 }

@@ -161,6 +161,12 @@ type Spec struct {
 	// made in record order from the stored state alone, so a replay or a
 	// restore decides the same way.
 	Limits statelimit.Limits
+	// Described is the caller's canonical description of what the state
+	// depends on (stage two: the plan's StateSpec), kept in the meta. When
+	// the store's meta holds one too, it decides whether the state is
+	// readable (equal bytes); else the fingerprint of the spec does. Nil:
+	// none is stored, the fingerprint decides.
+	Described []byte
 }
 
 // ErrSpec is wrapped by every Spec validation error.
@@ -191,6 +197,7 @@ type params struct {
 	aggs               []Aggregation
 	fingerprint        uint64
 	lim                statelimit.Limits
+	described          []byte
 }
 
 func (s Spec) compile() (params, error) {
@@ -265,6 +272,7 @@ func (s Spec) compile() (params, error) {
 		return p, err
 	}
 	p.lim = s.Limits
+	p.described = s.Described
 	h := fnv.New64a()
 	fmt.Fprintf(h, "v1|%d|%d|%d|%d|%d|%d|%d", p.kind, p.size, p.advance, p.gap, p.ooo, p.grace, p.emit)
 	for _, a := range p.aggs {

@@ -190,7 +190,7 @@ func CheckOutputs(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, 
 			if !bytes.HasPrefix(r.Value, d.Value) || !bytes.HasPrefix(r.Key, d.Key) || tally.Truncated != 1 {
 				t.Fatalf("truncated dirty record is not a prefix of the input")
 			}
-		} else if !bytes.Equal(d.Value, r.Value) || !bytes.Equal(d.Key, r.Key) || (r.Value == nil) != (d.Value == nil) || len(d.Headers) != len(r.Headers)+8 {
+		} else if !bytes.Equal(d.Value, r.Value) || !bytes.Equal(d.Key, r.Key) || (r.Value == nil) != (d.Value == nil) || len(d.Headers) != len(r.Headers)+8+versioned(top, d) {
 			t.Fatalf("dirty record does not carry the input untouched")
 		}
 	}
@@ -199,6 +199,15 @@ func CheckOutputs(t Fataler, top *plan.Plan, r *kgo.Record, outs []*kgo.Record, 
 			t.Fatalf("output timestamp %v, input %v", o.Timestamp, r.Timestamp)
 		}
 	}
+}
+
+// versioned is 1 when d's last header names top's version (stage one's
+// dirty records; stage two's carry none), else 0.
+func versioned(top *plan.Plan, d *kgo.Record) int {
+	if n := len(d.Headers); n > 0 && d.Headers[n-1].Key == wire.HeaderTopologyVersion && string(d.Headers[n-1].Value) == top.Version {
+		return 1
+	}
+	return 0
 }
 
 // Fataler is what the checks need of a *testing.T or a *rapid.T.
