@@ -15,7 +15,7 @@ const (
 const DefaultSLOMinRecords = 100
 
 // SLOWindow is the window and the breach policy every objective shares.
-// The window is made of committed intervals (internal/objective.Window):
+// The window is made of committed intervals (Window in internal/objective):
 // over records, the newest commits holding at least that many records;
 // over a span, the commits of the last span.
 type SLOWindow struct {
