@@ -335,6 +335,9 @@ type Routing struct {
 type Route struct {
 	Name  string `yaml:"name"`
 	Topic string `yaml:"topic"`
+	// TopicFrom computes the topic per record instead (plain routes
+	// only): an expression, its allow-list, create or require.
+	TopicFrom *TopicFrom `yaml:"topic_from"`
 	// When is the predicate; empty means always true.
 	When string `yaml:"when"`
 	// Key is an expression whose string value becomes the output key;

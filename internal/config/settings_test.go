@@ -176,6 +176,10 @@ routes:
       limits:
         max_entries: 10
         overflow_topic: orders.overflow
+  - name: per-service
+    topic_from:
+      expr: '"logs." + service'
+      allow: ["logs.*"]
 dirty:
   topic: out.dirty
   slo:

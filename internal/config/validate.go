@@ -28,7 +28,6 @@ import (
 var (
 	appIDRe     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,200}$`)
 	routeNameRe = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
-	topicRe     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 )
 
 // reserved route names, and why: a route of that name could not be told
@@ -103,7 +102,7 @@ func (d *doc) topicUses() useTopicFunc {
 		if topic == "" {
 			return
 		}
-		if !topicRe.MatchString(topic) || topic == "." || topic == ".." {
+		if TopicNameProblem(topic) != "" {
 			d.at(path, "invalid topic name %q (letters, digits, '.', '_', '-'; at most 249)", topic)
 			return
 		}
@@ -261,8 +260,11 @@ func alwaysTrue(when string) bool {
 // validateRoute checks one route (p is its path, routes[i]) but its name.
 func (d *doc) validateRoute(p string, r Route, inSchemas []inputSchema, useTopic useTopicFunc) {
 	c := &d.cfg
-	if r.Topic == "" {
-		d.at(p, "%s: topic is required", p)
+	switch {
+	case r.TopicFrom != nil:
+		d.validateTopicFrom(p, r)
+	case r.Topic == "":
+		d.at(p, "%s: topic (or topic_from) is required", p)
 	}
 	useTopic(p+".topic", fmt.Sprintf("route %q", r.Name), false, r.Topic)
 	if r.When != "" {

@@ -215,6 +215,7 @@ type Metrics struct {
 	buildMetrics
 	// Objectives are the slo gauges (objective.go).
 	Objectives *ObjectiveMetrics
+	*computedMetrics
 }
 
 // New builds and registers every collector on a fresh registry, plus the
@@ -298,6 +299,7 @@ func New() *Metrics {
 	m.faultMetrics = newFaultMetrics(r)
 	m.buildMetrics = newBuildMetrics(r)
 	m.Objectives = newObjectiveMetrics(r)
+	m.computedMetrics = newComputedMetrics(r)
 	return m
 }
 
@@ -358,6 +360,9 @@ type Tally struct {
 	// StateOverflow counts state limit decisions, by route and policy
 	// (nil until the first; see AddOverflow).
 	StateOverflow map[[2]string]int
+	// ComputedTopics counts the records of topic_from routes by route
+	// and computed topic (nil until the first; see AddComputedTopic).
+	ComputedTopics map[[2]string]int
 	// Gaps are the offsets of consumed partitions the broker deleted
 	// before they were read (nil until the first; see AddGap).
 	Gaps []Gap
@@ -411,6 +416,12 @@ func (t *Tally) Add(o *Tally) {
 	t.Gaps = append(t.Gaps, o.Gaps...)
 	for k, v := range o.StateOverflow {
 		t.AddOverflow(k[0], k[1], v)
+	}
+	for k, v := range o.ComputedTopics {
+		if t.ComputedTopics == nil {
+			t.ComputedTopics = map[[2]string]int{}
+		}
+		t.ComputedTopics[k] += v
 	}
 }
 
@@ -494,6 +505,7 @@ func (m *Metrics) Observe(t *Tally) {
 	}
 	m.observeAssemblies(t)
 	m.observeLimits(t)
+	m.observeComputed(t)
 	for _, g := range t.Gaps {
 		m.InputLost.WithLabelValues(g.Topic, strconv.Itoa(int(g.Partition))).Add(float64(g.Offsets()))
 	}

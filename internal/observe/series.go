@@ -46,6 +46,11 @@ var (
 		{wire.StageAssemble, wire.ReasonNotPartitionedByID}, {wire.StageAssemble, wire.ReasonPartPredicate}, {wire.StageAssemble, wire.ReasonPartProjection},
 		{wire.StageAssemble, wire.ReasonTooLarge}, {wire.StageAssemble, wire.ReasonUnknownPart},
 	}
+	// computedDirtyPairs: routes whose topic is computed per record.
+	computedDirtyPairs = [][2]string{
+		{wire.StageRoute, wire.ReasonTopicInvalid}, {wire.StageRoute, wire.ReasonTopicNotAllowed},
+		{wire.StageRoute, wire.ReasonTopicMissing}, {wire.StageRoute, wire.ReasonTopicCreateRefused},
+	}
 	// registryDirtyPairs: the registry-backed inputs' (avro, protobuf,
 	// json_schema; package registry's RecordError).
 	registryDirtyPairs = [][2]string{
@@ -129,6 +134,9 @@ func Series(top *plan.Plan) metrics.Series {
 	}
 	if windows {
 		s.Dirty = append(s.Dirty, windowDirtyPairs...)
+	}
+	if len(top.ComputedRoutes()) > 0 {
+		s.Dirty = append(s.Dirty, computedDirtyPairs...)
 	}
 	if assemblies {
 		s.Dirty = append(s.Dirty, assemblyDirtyPairs...)

@@ -87,12 +87,15 @@ func settingsOf(c *config.Config) Settings {
 
 // RouteNode is a compiled route.
 type RouteNode struct {
-	Name    string
-	Topic   string
-	When    *config.Expr // nil: always
-	Key     *config.Expr // nil: keep the input key
-	Value   string
-	Project []ProjectedField
+	Name string
+	// Topic is the route's topic; "" when TopicFrom computes it.
+	Topic string
+	// TopicFrom is set on a route whose topic is computed per record.
+	TopicFrom *TopicFromNode
+	When      *config.Expr // nil: always
+	Key       *config.Expr // nil: keep the input key
+	Value     string
+	Project   []ProjectedField
 	// Window is set on window routes.
 	Window *WindowNode
 	// Format is raw, json, connect-json or avro.
@@ -214,6 +217,7 @@ func Compile(cfg *config.Config, dir string) (*Plan, error) {
 		t.Meta = append(t.Meta, m)
 	}
 	sort.Strings(t.Meta)
+	t.reserveTopics()
 	t.Version = fingerprint(struct {
 		Inputs    []config.Input
 		EventTime config.EventTime
@@ -230,6 +234,12 @@ func (t *Plan) compileRoute(r config.Route, add func(*config.Expr)) (*RouteNode,
 	rn := &RouteNode{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, ForwardTombstones: r.Tombstones == config.TombstonesForward,
 		TopicConfigs: r.TopicConfigs, Rules: fingerprint(r), StateVersion: r.StateVersion, src: r}
 	var err error
+	if r.TopicFrom != nil {
+		if rn.TopicFrom, err = t.compileTopicFrom(r); err != nil {
+			return nil, err
+		}
+		add(rn.TopicFrom.Expr)
+	}
 	if r.When != "" {
 		if rn.When, err = t.compileExpr(r.When, true); err != nil {
 			return nil, fmt.Errorf("route %q when: %w", r.Name, err)
@@ -339,7 +349,9 @@ func (t *Plan) Route(name string) *RouteNode {
 func (t *Plan) OutputTopics() []string {
 	var out []string
 	for _, r := range t.Routes {
-		out = append(out, r.Topic)
+		if r.Topic != "" {
+			out = append(out, r.Topic)
+		}
 		if r.Window != nil {
 			out = append(out, r.Window.Spec.LateTopic)
 		}

@@ -102,6 +102,17 @@ type DescribedRoute struct {
 	Tombstones string `json:"tombstones,omitempty"`
 	// Window is set on window routes: Topic then receives window results.
 	Window *DescribedWindow `json:"window,omitempty"`
+	// TopicFrom is set on a route whose topic is computed per record;
+	// Topic is then its pattern (the allow-list in braces).
+	TopicFrom *DescribedTopicFrom `json:"topic_from,omitempty"`
+}
+
+// DescribedTopicFrom is a route's topic computed per record.
+type DescribedTopicFrom struct {
+	Expr  string `json:"expr"`
+	Allow string `json:"allow"` // globs and /regex/, joined by " | "
+	// Missing is create or require.
+	Missing string `json:"missing"`
 }
 
 // DescribedWindow is a window route's operator, defaults filled in.
@@ -358,12 +369,16 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 		order = ordinal(i + 1)
 	}
 	g.edge(describeRouter, id, order)
-	if r.Window != nil {
+	switch {
+	case r.Window != nil:
 		g.edge(id, "topic:"+r.Topic, "results")
-	} else {
+	case r.TopicFrom != nil:
+		// The pattern stands for every topic the route may compute.
+		g.edge(id, "topic:"+dr.Topic, r.TopicFrom.Expr.Source)
+	default:
 		g.edge(id, "topic:"+r.Topic, "")
 	}
-	g.node("topic:"+r.Topic, NodeTopic, r.Topic)
+	g.node("topic:"+dr.Topic, NodeTopic, dr.Topic)
 	if w := dr.Window; w != nil && w.Limits != nil && w.Limits.OverflowTopic != "" {
 		g.edge(id, "topic:"+w.Limits.OverflowTopic, "overflow")
 		g.node("topic:"+w.Limits.OverflowTopic, NodeTopic, w.Limits.OverflowTopic)
@@ -382,6 +397,13 @@ func (g *describer) route(i int, r *RouteNode) (assembly bool) {
 // describeRoute is one route as data, with the fields its expressions read.
 func (g *describer) describeRoute(r *RouteNode) DescribedRoute {
 	dr := DescribedRoute{Name: r.Name, Topic: r.Topic, Value: r.Value, Format: r.Format, Project: []DescribedField{}, Default: r == g.t.Default}
+	if tf := r.TopicFrom; tf != nil {
+		dr.Topic = tf.Pattern()
+		dr.TopicFrom = &DescribedTopicFrom{Expr: tf.Expr.Source, Allow: tf.Allow.String(), Missing: config.MissingRequire}
+		if tf.Create {
+			dr.TopicFrom.Missing = config.MissingCreate
+		}
+	}
 	if r.ForwardTombstones {
 		dr.Tombstones = config.TombstonesForward
 	}

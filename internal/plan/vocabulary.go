@@ -22,6 +22,10 @@ type (
 // CompileFast is an expression's fast form (config.CompileFast).
 var CompileFast = config.CompileFast
 
+// TopicNameProblem says why a name is not a valid Kafka topic name, ""
+// when it is one (config.TopicNameProblem).
+var TopicNameProblem = config.TopicNameProblem
+
 // AvroType is the Avro type of a connect-json field type.
 var AvroType = config.AvroType
 

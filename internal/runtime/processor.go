@@ -146,6 +146,9 @@ type Processor struct {
 	// paused in every session's client.
 	heldMu sync.Mutex
 	held   map[string]string
+	// resolver answers whether computed topics exist (computed.go); one
+	// for every version a reload installs, so its cache outlives them.
+	resolver *topicResolver
 }
 
 // New checks the options and builds a processor; it does not connect.
@@ -190,10 +193,6 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 	if op.asmStores == nil {
 		op.asmStores = changelog.MemoryBuilder()
 	}
-	eng, err := newStageOne(top, op.metrics)
-	if err != nil {
-		return nil, err
-	}
 	p := &Processor{
 		src:  newSourceTracker(),
 		part: stagetwo.NewPartitioner(top),
@@ -201,7 +200,6 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		opts: op,
 		log:  op.log.With("component", "processor", "application_id", top.Settings.ApplicationID),
 		m:    op.metrics,
-		eng:  eng,
 		obs:  observe.New(top, op.metrics),
 		gaps: newGapTracker(),
 		held: map[string]string{},
@@ -210,13 +208,17 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
 		guard:         newGuard(top, op.metrics.Objectives),
 	}
+	p.resolver = newTopicResolver(p)
+	if p.eng, err = newStageOne(top, op.metrics, p.resolver); err != nil {
+		return nil, err
+	}
 	p.stage, err = stagetwo.New(stagetwo.Config{Topology: top, Engine: p.eng.Engine, Runtime: stageRuntime{p}, Log: p.log, Metrics: p.m,
 		Partitioner: p.part, Stores: op.stores, AssemblyStores: op.asmStores, OwnerURL: op.ownerURL, Clock: op.clock})
 	if err != nil {
 		return nil, err
 	}
 	p.samples = newSideSamples(p)
-	p.routing.Store(&routing{top: top, eng: eng})
+	p.routing.Store(&routing{top: top, eng: p.eng})
 	// Every series a dashboard or an alert reads exists from the start.
 	p.m.Preset(observe.Series(top))
 	return p, nil

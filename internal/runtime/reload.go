@@ -42,7 +42,7 @@ func (p *Processor) Reload(ctx context.Context, next *plan.Plan) error {
 	if adm == nil {
 		return ErrNotStarted
 	}
-	eng, err := newStageOne(next, p.m)
+	eng, err := newStageOne(next, p.m, p.resolver)
 	if err != nil {
 		return err
 	}

@@ -21,13 +21,13 @@ type stageOne struct {
 // protobuf, json_schema) share one schema registry client and one schema
 // cache; each input topic gets its decoder, built once here. The avro
 // routes' schema ids are set later, when Run has registered them.
-func newStageOne(t *plan.Plan, m *metrics.Metrics) (*stageOne, error) {
+func newStageOne(t *plan.Plan, m *metrics.Metrics, topics stageone.TopicResolver) (*stageOne, error) {
 	decs, err := kclient.RegistryDecoders(t, m.SchemaRegistry)
 	if err != nil {
 		return nil, err
 	}
 	ids := stageone.NewSchemaIDs(nil)
-	opts := []stageone.Option{stageone.WithSchemaIDs(ids)}
+	opts := []stageone.Option{stageone.WithSchemaIDs(ids), stageone.WithTopics(topics)}
 	if len(decs) > 0 {
 		byTopic := make(map[string]stageone.RegistryDecoder, len(decs))
 		for topic, d := range decs {

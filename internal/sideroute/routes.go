@@ -19,6 +19,10 @@ const (
 	// KindOverflow: records a full window or assembly task refused
 	// (limits.on_overflow: route).
 	KindOverflow = "overflow"
+	// KindComputed: a route whose topic is computed per record; its
+	// Topic is the pattern, and each topic it writes is a KindRoute
+	// target of its own name (Resolve).
+	KindComputed = "computed"
 )
 
 // OverflowSuffix names a route's overflow route: "revenue.overflow".
@@ -53,6 +57,10 @@ type Target struct {
 func Targets(top *plan.Plan) []Target {
 	var out, late []Target
 	for _, r := range top.Routes {
+		if r.TopicFrom != nil {
+			out = append(out, Target{Name: r.Name, Topic: r.TopicFrom.Pattern(), Kind: KindComputed})
+			continue
+		}
 		out = append(out, Target{Name: r.Name, Topic: r.Topic, Kind: KindRoute})
 		if r.Window != nil && r.Window.Spec.LateTopic != "" {
 			late = append(late, Target{Name: r.Name + LateSuffix, Topic: r.Window.Spec.LateTopic, Kind: KindLate, Window: r.Name})
@@ -80,6 +88,9 @@ func Resolve(top *plan.Plan, name string) (Target, error) {
 	ts := Targets(top)
 	var lates []Target
 	for _, t := range ts {
+		if t.Name == name && t.Kind == KindComputed {
+			return Target{}, fmt.Errorf("route %q computes its topic per record (%s): name one of the topics it writes", name, t.Topic)
+		}
 		if t.Name == name {
 			return t, nil
 		}
@@ -89,6 +100,13 @@ func Resolve(top *plan.Plan, name string) (Target, error) {
 	}
 	if name == "late" && len(lates) == 1 {
 		return lates[0], nil
+	}
+	for _, r := range top.ComputedRoutes() {
+		// A computed topic is named by itself: its route's allow-list
+		// admits it.
+		if plan.TopicNameProblem(name) == "" && !r.TopicFrom.Reserved[name] && r.TopicFrom.Allow.Allows(name) {
+			return Target{Name: name, Topic: name, Kind: KindRoute, Route: r.Name}, nil
+		}
 	}
 	names := make([]string, len(ts))
 	for i, t := range ts {

@@ -42,6 +42,8 @@ type Engine struct {
 	tombstones []*plan.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
 	regs map[string]RegistryDecoder
+	// topics answers whether a computed topic exists (WithTopics).
+	topics TopicResolver
 	// winFields are what each window route's aggregates read, and how
 	// stage two evaluates them (windowPlan).
 	winFields map[*plan.RouteNode]*windowPlan
@@ -195,6 +197,9 @@ type routed struct {
 func (to routed) count(e *Engine, tally *metrics.Tally) {
 	for _, o := range to.outs {
 		tally.Routes[o.Route.Name]++
+		if o.Topic != "" {
+			tally.AddComputedTopic(o.Route.Name, o.Topic)
+		}
 	}
 	for _, rec := range to.parts {
 		tally.Routes[e.partRoute[rec.Topic]]++
@@ -240,6 +245,14 @@ func (e *Engine) stageOne(ctx context.Context, st *evalState, r *kgo.Record, src
 	if rerr != nil {
 		return nil, routed{}, rerr, nil
 	}
+	if rerr, err := e.resolveTopics(ctx, to.outs); err != nil {
+		if srcMax != nil {
+			*srcMax = before // not the record's fault: nothing of it counts
+		}
+		return nil, routed{}, nil, err
+	} else if rerr != nil {
+		return nil, routed{}, rerr, nil
+	}
 	recs, rerr := e.records(st, r, d, to, before, srcMax != nil)
 	return recs, to, rerr, nil
 }
@@ -273,7 +286,7 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 	recs, block := st.newRecords(len(to.outs), len(to.parts))
 	for j, o := range to.outs {
 		rec := &block[j]
-		*rec = kgo.Record{Topic: o.Route.Topic, Key: o.Key, Value: o.Value, Timestamp: r.Timestamp}
+		*rec = kgo.Record{Topic: cmp.Or(o.Topic, o.Route.Topic), Key: o.Key, Value: o.Value, Timestamp: r.Timestamp}
 		if o.Route.Window == nil {
 			rec.Headers = e.stamp(st, r.Headers)
 		} else {

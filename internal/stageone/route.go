@@ -20,6 +20,7 @@ import (
 // output is one record a route writes.
 type output struct {
 	Route *plan.RouteNode
+	Topic string // the computed topic of a topic_from route, else ""
 	Key   []byte
 	Value []byte
 }
@@ -165,6 +166,12 @@ func (re *evalState) when(rt *plan.RouteNode, fast plan.Fast) (bool, *RecordErro
 
 func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *RecordError) {
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
+	if rt.TopicFrom != nil {
+		var rerr *RecordError
+		if o.Topic, rerr = re.computeTopic(rt); rerr != nil {
+			return o, rerr
+		}
+	}
 	if rt.Window != nil {
 		// Stage one of a window route: the record, unchanged, keyed by
 		// its group key for the repartition topic.

@@ -485,6 +485,9 @@ func TestFastSchemaSound(t *testing.T) {
 			t.Fatalf("the generator drew a schema the validator refuses: %s: %v", text, err)
 		}
 		f := newFastSchema(s)
+		if f == nil && s.Bool != nil {
+			return // {} compiles to the schema true: the validator decides, at no cost
+		}
 		if f == nil {
 			t.Fatalf("no fast path for %s", text)
 		}

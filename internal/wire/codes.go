@@ -43,6 +43,23 @@ const (
 	ReasonBadMark = "bad_watermark_mark"
 )
 
+// Reasons of a route whose topic is computed per record (topic_from),
+// all StageRoute: the record goes to dirty whole, never lost.
+const (
+	// ReasonTopicInvalid: the expression failed, yielded no string, or
+	// a string that is not a valid Kafka topic name.
+	ReasonTopicInvalid = "topic_invalid"
+	// ReasonTopicNotAllowed: a valid name outside the route's allow-list,
+	// or one of the topology's own topics (an input, dirty ...).
+	ReasonTopicNotAllowed = "topic_not_allowed"
+	// ReasonTopicMissing: the topic does not exist (missing: require).
+	ReasonTopicMissing = "topic_missing"
+	// ReasonTopicCreateRefused: the brokers refused to create it
+	// (missing: create): a create-topic policy, an authorization, a bad
+	// setting. A broker that does not answer is no record's fault.
+	ReasonTopicCreateRefused = "topic_create_refused"
+)
+
 // Reasons of registry-backed inputs (Avro, Protobuf, JSON Schema in the
 // Confluent wire format; package registry). Stage: StageDecode for all but
 // ReasonJSONSchemaInvalid, which is StageSchema (as ReasonSchema). A

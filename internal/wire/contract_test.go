@@ -46,6 +46,7 @@ func TestCodesDistinct(t *testing.T) {
 		"reason": {ReasonNullValue, ReasonEmptyValue, ReasonInvalidUTF8, ReasonInvalidJSON, ReasonNotObject, ReasonSchema,
 			ReasonMissingTime, ReasonBadTime, ReasonTimeAhead, ReasonExprError, ReasonPredicateType, ReasonKeyError,
 			ReasonProjectError, ReasonTooLarge, ReasonUnknownTopic, ReasonUnsupportedFmt, ReasonConnectType, ReasonAvroEncode, ReasonBadMark,
+			ReasonTopicInvalid, ReasonTopicNotAllowed, ReasonTopicMissing, ReasonTopicCreateRefused,
 			ReasonAggregate, ReasonStateError, ReasonNotPartitioned, ReasonBadFields, ReasonEventTimeRange, ReasonValueCount, ReasonValueType,
 			ReasonNonFinite, ReasonAggOverflow, ReasonBadAssemblyID, ReasonUnknownPart, ReasonBadPartValue,
 			ReasonPartPredicate, ReasonPartProjection, ReasonNotPartitionedByID,
