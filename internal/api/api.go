@@ -51,6 +51,13 @@ type StateReader interface {
 	ReadState(ctx context.Context, key string) (any, error)
 }
 
+// Resumer ends a pause of the inputs an objective caused (POST
+// /resume): it reports whether the inputs were paused, and why (or why
+// there was nothing to resume).
+type Resumer interface {
+	Resume() (resumed bool, reason string)
+}
+
 // Reloader reloads the topology (POST /reload): the outcome as a
 // JSON-encodable value and its HTTP status.
 type Reloader interface {
@@ -83,6 +90,8 @@ type Config struct {
 	// Auth guards every endpoint but the probes; the zero value is
 	// AuthNone.
 	Auth Auth
+	// Resumer serves POST /resume; nil answers it 404.
+	Resumer Resumer
 	// Reload answers POST /reload; nil leaves it out.
 	Reload Reloader
 }
@@ -147,6 +156,12 @@ func Handler(c Config) http.Handler {
 		r.Get("/tables/{table}/{key}", func(w http.ResponseWriter, req *http.Request) {
 			serveTable(w, chi.URLParam(req, "table"), chi.URLParam(req, "key"), c.Tables)
 		})
+		if c.Resumer != nil {
+			r.Post("/resume", func(w http.ResponseWriter, _ *http.Request) {
+				resumed, reason := c.Resumer.Resume()
+				writeJSON(w, http.StatusOK, map[string]any{"resumed": resumed, "reason": reason})
+			})
+		}
 		// Anything else is a 404, but only for a caller with credentials:
 		// a stranger learns nothing of which paths exist.
 		r.NotFound(http.NotFound)

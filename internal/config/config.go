@@ -377,6 +377,8 @@ type Route struct {
 	// TopicConfigs are topic configs for the route's topic when the
 	// router creates it, over topics.configs.
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
+	// SLO is the route's objective (window routes: the late share).
+	SLO *RouteSLO `yaml:"slo" json:",omitempty"`
 	// StateVersion (window and assembly routes) names the route's state:
 	// a new value starts the route on new internal topics (their names
 	// carry it) with empty state from the inputs' committed offsets.
@@ -482,6 +484,8 @@ type Dirty struct {
 	// TopicConfigs are topic configs for the dirty topic when the router
 	// creates it, over topics.configs.
 	TopicConfigs TopicConfigs `yaml:"topic_configs"`
+	// SLO is the dirty route's objective: the dirty share of the inputs.
+	SLO *DirtySLO `yaml:"slo" json:",omitempty"`
 }
 
 // Field is one projected output field.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -631,7 +632,7 @@ func (d *doc) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
 	case reflect.Float64:
 		f, err := strconv.ParseFloat(n.Value, 64)
-		if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") || err != nil {
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			d.errAt(Pos{n.Line, n.Column}, "%s: expected a number, got %s", path, kindName(n))
 			return
 		}

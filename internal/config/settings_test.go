@@ -162,6 +162,9 @@ routes:
       limits:
         max_entries: 10
         overflow_topic: counts.overflow
+    slo:
+      max_late_share: 0.5
+      records: 1000
   - name: orders
     topic: orders
     assemble:
@@ -179,6 +182,9 @@ routes:
       allow: ["logs.*"]
 dirty:
   topic: out.dirty
+  slo:
+    max_dirty_share: 0.5
+    span: 1m
 tables:
   - name: merchants
     topic: merchants

@@ -215,6 +215,8 @@ type Metrics struct {
 	StateOverflow *prometheus.CounterVec
 	faultMetrics
 	buildMetrics
+	// Objectives are the slo gauges (objective.go).
+	Objectives *ObjectiveMetrics
 	*computedMetrics
 }
 
@@ -299,6 +301,7 @@ func New() *Metrics {
 	r.MustRegister(m.StateOverflow)
 	m.faultMetrics = newFaultMetrics(r)
 	m.buildMetrics = newBuildMetrics(r)
+	m.Objectives = newObjectiveMetrics(r)
 	m.computedMetrics = newComputedMetrics(r)
 	return m
 }

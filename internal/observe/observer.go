@@ -122,6 +122,9 @@ type Observer struct {
 	// gaps keeps the gap history of partitions across revokes, so /tasks
 	// shows it again when the partition comes back.
 	gapHist map[tp]*TaskStatus
+	// paused is why an objective paused the inputs (on_breach: pause),
+	// "" when they are not: the router is not ready meanwhile.
+	paused string
 	// held are the held routes by name (held.go) and routeHeld their
 	// gauge, sidestream_route_held.
 	held      map[string]heldRoute
@@ -560,5 +563,21 @@ func (o *Observer) ReadyAfterCommit(member bool, group string) {
 		o.ready.setLocked(false, why)
 		return
 	}
+	if o.paused != "" {
+		o.ready.setLocked(false, o.paused)
+		return
+	}
 	o.ready.setLocked(true, "ok")
+}
+
+// SetPaused publishes that an objective paused the inputs and why (not
+// ready at once), or, with "", that they resumed: ready again from the
+// next commit (ReadyAfterCommit).
+func (o *Observer) SetPaused(why string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.paused = why
+	if why != "" {
+		o.ready.setLocked(false, why)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/objective"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -29,6 +30,9 @@ type Plan struct {
 	Fields []string
 	// Meta is every metadata variable any expression reads, sorted.
 	Meta []string
+	// Objectives are the slo blocks of the dirty route and the window
+	// routes (objectives.go).
+	Objectives []objective.Spec
 
 	// Tables are the lookup tables, in config order.
 	Tables []*TableNode
@@ -166,7 +170,7 @@ type ProjectedField struct {
 // Compile turns a loaded config into a Topology. cfg must come from Load
 // (it is validated there); dir resolves relative schema paths.
 func Compile(cfg *config.Config, dir string) (*Plan, error) {
-	t := &Plan{src: cfg, fns: cfg.Functions(), Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty}
+	t := &Plan{src: cfg, fns: cfg.Functions(), Settings: settingsOf(cfg), EventTime: cfg.EventTime, Match: cfg.Routing.Match, Dirty: cfg.Dirty, Objectives: objectivesOf(cfg)}
 	fields, meta := map[string]bool{}, map[string]bool{}
 	add := func(e *config.Expr) {
 		for _, f := range e.Fields {

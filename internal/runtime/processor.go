@@ -135,6 +135,9 @@ type Processor struct {
 	// commit with records (registryoutage.go), which resets it.
 	registryRetry *retry.Backoff
 	registryDown  bool
+	// guard holds the objectives and their pause (objectives.go); nil
+	// without any.
+	guard *guard
 
 	// routing is the stage one batches route with (p.eng until a reload):
 	// read once per batch; the commit loop installs a reload's (nextRouting)
@@ -210,6 +213,7 @@ func New(top *plan.Plan, o ...Opt) (*Processor, error) {
 
 		produceRetry:  retry.New(time.Second, maxProduceBackoff),
 		registryRetry: retry.New(time.Second, maxProduceBackoff),
+		guard:         newGuard(top, op.metrics.Objectives),
 	}
 	p.resolver = newTopicResolver(p)
 	if p.eng, err = newStageOne(top, op.metrics, p.resolver); err != nil {

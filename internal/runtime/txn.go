@@ -98,6 +98,9 @@ type commitLoop struct {
 	// produced is every output's promise, made once: a closure made per
 	// Produce was one allocation per record.
 	produced func(*kgo.Record, error)
+	// paused says the session's client has the inputs paused by an
+	// objective (syncPause, before each poll).
+	paused bool
 	// written counts the interval's records the broker acknowledged, by
 	// output topic.
 	written *written
@@ -224,6 +227,7 @@ func (l *commitLoop) run(ctx context.Context) error {
 		l.written.reset()
 		l.mu.Unlock()
 		for ended := false; !ended; {
+			l.paused = p.syncPause(c.client(), l.paused)
 			pollCtx, cancel := context.WithDeadline(ctx, l.pollDeadline(start, interval))
 			fetches := c.client().PollRecords(pollCtx, p.opts.maxPoll)
 			cancel()
@@ -378,6 +382,7 @@ type endTimes struct{ marks, flush time.Time }
 // (an empty one sends nothing: not a commit).
 func (p *Processor) countCommitted(cl *kgo.Client, pending *metrics.Tally) {
 	p.m.Observe(pending)
+	p.observeObjectives(pending)
 	p.committedGaps(pending)
 	p.m.Commits.Inc()
 	p.obs.Committed(committedOffsets(cl), time.Now())

@@ -116,6 +116,7 @@ func Run(ctx context.Context, top *plan.Plan, o Options, log *slog.Logger, m *me
 		State:     stateReadersFor(proc, top.Settings.API),
 		Tables:    proc,
 		Auth:      auth,
+		Resumer:   proc,
 	}))
 	if hooks.Listening != nil {
 		hooks.Listening(addr.String())

@@ -305,3 +305,26 @@ OOM killer acts.
 {{- $v }}
 {{- end }}
 {{- end }}
+
+{{/*
+sidestream.objectives is the objectives the topology declares, as a JSON
+list of {route, objective, max, window, pause}: dirty.slo (objective
+dirty_share, route dirty) and the slo of each window route (late_share),
+as the router compiles them (internal/plan/objectives.go). The
+PrometheusRule generates one alert per objective from it.
+*/}}
+{{- define "sidestream.objectives" -}}
+{{- $top := include "sidestream.topology" . | fromYaml }}
+{{- $out := list }}
+{{- with (($top.dirty | default dict).slo) }}
+{{- if hasKey . "max_dirty_share" }}
+{{- $out = append $out (dict "route" "dirty" "objective" "dirty_share" "max" .max_dirty_share "window" (ternary (printf "%d records" (int64 (.records | default 0))) (printf "%v" .span) (hasKey . "records")) "pause" (eq (.on_breach | default "alert") "pause")) }}
+{{- end }}
+{{- end }}
+{{- range ($top.routes | default list) }}
+{{- if and .slo .window (hasKey .slo "max_late_share") }}
+{{- $out = append $out (dict "route" .name "objective" "late_share" "max" .slo.max_late_share "window" (ternary (printf "%d records" (int64 (.slo.records | default 0))) (printf "%v" .slo.span) (hasKey .slo "records")) "pause" (eq (.slo.on_breach | default "alert") "pause")) }}
+{{- end }}
+{{- end }}
+{{- toJson $out }}
+{{- end }}
