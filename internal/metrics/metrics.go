@@ -299,11 +299,17 @@ func New() *Metrics {
 	m.StateOverflow = prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameStateOverflow,
 		Help: "State limit decisions of window and assembly routes, by route and policy (route: records sent to the overflow route; evict: windows or assemblies evicted early)."}, []string{"route", "policy"})
 	r.MustRegister(m.StateOverflow)
+	m.registerFeatureMetrics(r)
+	return m
+}
+
+// registerFeatureMetrics makes the metrics each feature declares in its
+// own file: faults, build, objectives, computed topics.
+func (m *Metrics) registerFeatureMetrics(r *prometheus.Registry) {
 	m.faultMetrics = newFaultMetrics(r)
 	m.buildMetrics = newBuildMetrics(r)
 	m.Objectives = newObjectiveMetrics(r)
 	m.computedMetrics = newComputedMetrics(r)
-	return m
 }
 
 // registerStateMetrics makes the window and state-store series: results,
