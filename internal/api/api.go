@@ -90,7 +90,7 @@ type Config struct {
 	// Auth guards every endpoint but the probes; the zero value is
 	// AuthNone.
 	Auth Auth
-	// Resumer serves POST /resume; nil answers it 404.
+	// Resumer serves POST /resume; nil: not served (404).
 	Resumer Resumer
 	// Reload answers POST /reload; nil leaves it out.
 	Reload Reloader
