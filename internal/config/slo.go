@@ -55,11 +55,11 @@ func (s DirtySLO) Window() SLOWindow {
 type RouteSLO struct {
 	MaxLateShare    *float64 `yaml:"max_late_share"`
 	MaxEventTimeLag Duration `yaml:"max_event_time_lag"`
-	Records      int      `yaml:"records"`
-	Span         Duration `yaml:"span"`
-	MinRecords   int      `yaml:"min_records"`
-	OnBreach     string   `yaml:"on_breach"`
-	ResumeAfter  Span     `yaml:"resume_after"`
+	Records         int      `yaml:"records"`
+	Span            Duration `yaml:"span"`
+	MinRecords      int      `yaml:"min_records"`
+	OnBreach        string   `yaml:"on_breach"`
+	ResumeAfter     Span     `yaml:"resume_after"`
 }
 
 // Window is the objective's window and breach policy.
