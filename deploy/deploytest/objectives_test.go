@@ -13,18 +13,20 @@ import (
 	"github.com/sidestream/sidestream/internal/plan"
 )
 
-// sloTopology declares three objectives: the dirty route's (pausing) and
-// two window routes' (one pausing, one alert only); a plain route has none.
+// sloTopology declares five objectives: the dirty route's (pausing), a
+// plain route's event-time lag, and two window routes' late shares (one
+// pausing, one alert only), one of them beside an event-time lag.
 const sloTopology = `application_id: slo
 inputs: [{topic: in}]
 routing: {default: all}
 routes:
   - name: all
     topic: out
+    slo: {max_event_time_lag: 5m, span: 10m}
   - name: counts
     topic: counts
     window: {type: tumbling, size: 1m, late_topic: counts.late, aggregates: [{name: n, fn: count}]}
-    slo: {max_late_share: 0.02, span: 10m}
+    slo: {max_late_share: 0.02, max_event_time_lag: 15m, span: 10m}
   - name: sums
     topic: sums
     window: {type: tumbling, size: 1m, late_topic: sums.late, aggregates: [{name: n, fn: count}]}
@@ -59,8 +61,8 @@ func TestObjectiveAlertsFromTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top.Objectives) != 3 {
-		t.Fatalf("compiled %d objectives, want 3", len(top.Objectives))
+	if len(top.Objectives) != 5 {
+		t.Fatalf("compiled %d objectives, want 5", len(top.Objectives))
 	}
 	var topo map[string]any
 	if err := yaml.Unmarshal([]byte(sloTopology), &topo); err != nil {

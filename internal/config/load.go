@@ -540,6 +540,10 @@ func (d *doc) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 				d.errAt(Pos{k.Line, k.Column}, "%s: YAML merge keys (<<) are not supported; write the fields out", orTop(path))
 				continue
 			}
+			if why, ok := misplaced[path+"."+k.Value]; ok {
+				d.errAt(Pos{k.Line, k.Column}, "%s.%s: %s", path, k.Value, why)
+				continue
+			}
 			d.errAt(Pos{k.Line, k.Column}, "%s: unknown field %s%s", orTop(path), kindName(k), suggest(k.Value, fields))
 			continue
 		}
@@ -659,6 +663,12 @@ func orTop(path string) string {
 		return "topology"
 	}
 	return path
+}
+
+// misplaced are settings of one place written in another where they
+// mean nothing, and why: said instead of "unknown field".
+var misplaced = map[string]string{
+	"dirty.slo.max_event_time_lag": "the dirty route has no event-time lag objective: a dirty record may have no event time (reasons invalid_json, missing_event_time, bad_event_time); set max_event_time_lag on a route's slo",
 }
 
 // suggest names the known field closest to a misspelt one, or lists the

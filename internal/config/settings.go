@@ -183,7 +183,9 @@ var Settings = concat(
 		{Path: "routes[].tombstones", Type: tString, Default: TombstonesDirty, Enum: []string{TombstonesDirty, TombstonesForward}, Doc: "an input tombstone: dirty (`null_value`), or forwarded as it came (plain routes keeping the key)", Notes: "what an input tombstone (a keyed record with a null value, a delete on a compacted topic) does: `dirty` (reason `null_value`) or `forward`: written to this route's topic as it came (key, headers, null value), so an upsert sink deletes the row. Plain routes that keep the input key only. See [Tombstones](../dirty-route.md#tombstones-deletes-on-compacted-inputs)"},
 		{Path: "routes[].topic_configs", Type: tConfigs, Doc: "topic configs of the route's topic when created, over `topics.configs`", Notes: "topic configs of the route's topic when the router creates it, over `topics.configs` (e.g. `cleanup.policy: compact` for an upsert route)"},
 	},
-	sloSettings("routes[]", "max_late_share", "window routes: the largest share of the route's records that come too late for every window, 0 to 1"),
+	sloSettings("routes[]",
+		Setting{Path: "max_late_share", Type: tNumber, Doc: "window routes: the largest share of the route's records that come too late for every window, 0 to 1"},
+		Setting{Path: "max_event_time_lag", Type: tDuration, Doc: "the largest event-time lag of the route's newest record at a commit (commit time - event time) over the window", Notes: "the largest lag, over the window, of the route's newest record at each commit: the commit's wall-clock time minus the newest event time among the records the route took in (those its `when` matched, before any window; an assembly's parts). A replay of old data breaches it. See [Objectives](../objectives.md#what-is-measured)"}),
 	[]Setting{
 		{Path: "routes[].state_version", Type: tInt, Default: "0", Min: "0", Doc: "window and assembly routes: a new value starts the route on new internal topics with empty state", Notes: "window and assembly routes: the version of the route's state. A new value starts the route on new internal topics (`<application_id>-<route>-v<N>-repartition` and `-changelog`; 0 keeps the unversioned names) with empty state from the inputs' committed offsets, and each result carries the header `sidestream.state_version`; the old topics stay until `router reset --route NAME --stale` removes them. The remedy for a breaking change that keeps the router running (see [Changing a running topology](../changing-topology.md))"},
 		{Path: "dirty", Type: tSection, Required: true, Doc: "the dirty route: records that fail, with their bytes and reasons"},
@@ -192,7 +194,8 @@ var Settings = concat(
 		{Path: "dirty.truncate_to", Type: tInt, Default: itoa(DefaultTruncateTo), Rule: "65536, at most `max_record_bytes` - 1024", Doc: "a too-large record goes to dirty with its value cut to this size", Notes: "a dirty record too large for `dirty.max_record_bytes` is written with its value cut to this size (and `sidestream.truncated.original_bytes`); `router redrive` refuses such a record"},
 		{Path: "dirty.topic_configs", Type: tConfigs, Doc: "topic configs of the dirty topic when created, over `topics.configs`"},
 	},
-	sloSettings("dirty", "max_dirty_share", "the largest share of the input records consumed that go to the dirty route, 0 to 1"),
+	sloSettings("dirty",
+		Setting{Path: "max_dirty_share", Type: tNumber, Doc: "the largest share of the input records consumed that go to the dirty route, 0 to 1"}),
 	[]Setting{
 		{Path: "shutdown_timeout", Type: tDuration, Default: dur(DefaultShutdown), Doc: "time to end the open transaction and leave the group on SIGTERM"},
 		{Path: "security", Type: tSection, Doc: "how every client connects to the brokers"},

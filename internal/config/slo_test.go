@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A window route and the dirty route with objectives, as the tests vary
@@ -63,5 +64,36 @@ func TestSLORefused(t *testing.T) {
     slo: {max_late_share: 0.1, records: 10}`, 1)
 	if _, err := Load("slo.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "applies to window routes") {
 		t.Errorf("plain route slo: %v", err)
+	}
+}
+
+// max_event_time_lag is any route's: a plain route may have it alone, a
+// window route beside max_late_share; a route's slo needs one of them.
+func TestSLOEventTimeLag(t *testing.T) {
+	src := strings.Replace(strings.NewReplacer("WINDOW", "slo: {max_late_share: 0.2, max_event_time_lag: 10m, span: 5m}", "DIRTY", "").Replace(sloYAML),
+		`    when: "true"`, `    when: "true"
+    slo: {max_event_time_lag: 30s, records: 500}`, 1)
+	c := mustLoad(t, src)
+	if r := c.Routes[0].SLO; r == nil || r.MaxEventTimeLag.D() != 30*time.Second || r.MaxLateShare != nil || r.Records != 500 {
+		t.Fatalf("plain route slo %+v", r)
+	}
+	if r := c.Routes[1].SLO; r == nil || r.MaxEventTimeLag.D() != 10*time.Minute || *r.MaxLateShare != 0.2 {
+		t.Fatalf("window route slo %+v", r)
+	}
+	for _, bad := range []struct{ window, want string }{
+		{"slo: {max_event_time_lag: -1s, records: 10}", "routes[1].slo.max_event_time_lag: duration must be positive"},
+		{"slo: {max_event_time_lag: 0s, records: 10}", "duration must be positive"},
+		{"slo: {max_event_time_lag: soon, records: 10}", "routes[1].slo.max_event_time_lag"},
+		{"slo: {max_event_time_lag: 1m}", "set the window, records or span"},
+		{"slo: {span: 1m}", "set max_late_share (window routes) or max_event_time_lag"},
+	} {
+		src := strings.NewReplacer("WINDOW", bad.window, "DIRTY", "").Replace(sloYAML)
+		if _, err := Load("slo.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: got %v, want %q", bad.window, err, bad.want)
+		}
+	}
+	src = strings.NewReplacer("WINDOW", "", "DIRTY", "slo: {max_dirty_share: 0.1, max_event_time_lag: 1m, records: 10}").Replace(sloYAML)
+	if _, err := Load("slo.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "slo.yaml:18:31: dirty.slo.max_event_time_lag: the dirty route has no event-time lag objective") {
+		t.Errorf("dirty slo with a lag: %v", err)
 	}
 }

@@ -279,10 +279,7 @@ func (d *doc) validateRoute(p string, r Route, inSchemas []inputSchema, useTopic
 	d.validateFormat(p, r, inSchemas)
 	d.validateTombstones(p, r)
 	if r.SLO != nil {
-		if r.Window == nil {
-			d.at(p+".slo", "%s.slo: max_late_share applies to window routes; the dirty share of the inputs is dirty.slo's", p)
-		}
-		d.validateSLO(p, "max_late_share", r.SLO.MaxLateShare, r.SLO.Window())
+		d.validateRouteSLO(p, r)
 	}
 	switch {
 	case r.StateVersion < 0:
@@ -351,7 +348,8 @@ func (d *doc) validateDirty(useTopic useTopicFunc) {
 		d.at("dirty.truncate_to", "dirty.truncate_to must be between 1 and dirty.max_record_bytes - 1024 = %d (room for the reason headers), got %d", c.Dirty.MaxRecordBytes-1024, c.Dirty.TruncateTo)
 	}
 	if c.Dirty.SLO != nil {
-		d.validateSLO("dirty", "max_dirty_share", c.Dirty.SLO.MaxDirtyShare, c.Dirty.SLO.Window())
+		d.validateShare("dirty.slo", "max_dirty_share", c.Dirty.SLO.MaxDirtyShare)
+		d.validateSLOWindow("dirty.slo", c.Dirty.SLO.Window())
 	}
 	if c.Limits.MaxRecordBytes < 0 {
 		d.at("limits.max_record_bytes", "limits.max_record_bytes must be positive (remove it to take each output topic's max.message.bytes), got %d", c.Limits.MaxRecordBytes)

@@ -375,6 +375,31 @@ type Tally struct {
 	// Gaps are the offsets of consumed partitions the broker deleted
 	// before they were read (nil until the first; see AddGap).
 	Gaps []Gap
+	// EventTimes are, by route, the records with an event time the
+	// route took in and the newest of those event times, for the routes
+	// with an event-time lag objective (nil until the first; see
+	// AddEventTime).
+	EventTimes map[string]RouteTimes
+}
+
+// RouteTimes are the records with an event time a route took in during
+// an interval, and the newest event time among them (epoch ms).
+type RouteTimes struct {
+	N      int
+	Newest int64
+}
+
+// AddEventTime counts one record of route with event time ms.
+func (t *Tally) AddEventTime(route string, ms int64) {
+	if t.EventTimes == nil {
+		t.EventTimes = map[string]RouteTimes{}
+	}
+	rt, ok := t.EventTimes[route]
+	if !ok || ms > rt.Newest {
+		rt.Newest = ms
+	}
+	rt.N++
+	t.EventTimes[route] = rt
 }
 
 // Gap is a range of offsets [From, To) of one partition that the broker
@@ -425,6 +450,17 @@ func (t *Tally) Add(o *Tally) {
 	t.Gaps = append(t.Gaps, o.Gaps...)
 	for k, v := range o.StateOverflow {
 		t.AddOverflow(k[0], k[1], v)
+	}
+	for k, v := range o.EventTimes {
+		if t.EventTimes == nil {
+			t.EventTimes = map[string]RouteTimes{}
+		}
+		rt, ok := t.EventTimes[k]
+		if !ok || v.Newest > rt.Newest {
+			rt.Newest = v.Newest
+		}
+		rt.N += v.N
+		t.EventTimes[k] = rt
 	}
 	for k, v := range o.ComputedTopics {
 		if t.ComputedTopics == nil {

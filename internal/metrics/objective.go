@@ -2,14 +2,14 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Objective metric names (slo: on the dirty route and window routes),
-// each labelled by route (dirty for the dirty route) and objective
-// (dirty_share, late_share).
+// Objective metric names (slo: on the dirty route and the routes), each
+// labelled by route (dirty for the dirty route) and objective
+// (dirty_share, late_share, event_time_lag).
 const (
-	// NameObjectiveValue is the objective's share over its window after
-	// the last commit.
+	// NameObjectiveValue is the objective's value over its window after
+	// the last commit: a share, or a lag in seconds (event_time_lag).
 	NameObjectiveValue = "sidestream_objective_value"
-	// NameObjectiveMax is the objective's largest allowed share.
+	// NameObjectiveMax is the objective's largest allowed value.
 	NameObjectiveMax = "sidestream_objective_max"
 	// NameObjectiveBreached is 1 while the value is over the max and the
 	// window holds min_records.
@@ -34,9 +34,9 @@ func newObjectiveMetrics(r *prometheus.Registry) *ObjectiveMetrics {
 	ro := []string{"route", "objective"}
 	o := &ObjectiveMetrics{
 		Value: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameObjectiveValue,
-			Help: "An objective's share of bad records over its window (slo), after the last commit."}, ro),
+			Help: "An objective's value over its window (slo), after the last commit: the share of bad records (dirty_share, late_share), or the largest event-time lag in seconds (event_time_lag)."}, ro),
 		Max: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameObjectiveMax,
-			Help: "An objective's largest allowed share (slo max_dirty_share, max_late_share)."}, ro),
+			Help: "An objective's largest allowed value (slo max_dirty_share, max_late_share: a share; max_event_time_lag: seconds)."}, ro),
 		Breached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameObjectiveBreached,
 			Help: "1 while an objective's value is over its max with at least min_records in its window, else 0."}, ro),
 		Paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameObjectivePaused,

@@ -18,7 +18,26 @@ const (
 	// late for every window (routes[].slo.max_late_share): late records
 	// among late and aggregated ones.
 	LateShare Kind = "late_share"
+	// EventTimeLag is how far a route's newest record lags behind the
+	// wall clock (routes[].slo.max_event_time_lag): at each commit, the
+	// commit's time minus the event time of the newest record the route
+	// took in; its value is the largest such lag over the window, in
+	// seconds.
+	EventTimeLag Kind = "event_time_lag"
 )
+
+// IsLag reports whether the kind's value is a lag in seconds rather
+// than a share.
+func (k Kind) IsLag() bool { return k == EventTimeLag }
+
+// Format writes a value of the kind: a share to four places, a lag as a
+// duration.
+func (k Kind) Format(v float64) string {
+	if k.IsLag() {
+		return time.Duration(v * float64(time.Second)).Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%.4f", v)
+}
 
 // DirtyRoute is the route label of the dirty route's objectives.
 const DirtyRoute = "dirty"
@@ -28,7 +47,8 @@ type Spec struct {
 	// Route is the route it belongs to (DirtyRoute for the dirty route).
 	Route string
 	Kind  Kind
-	// Max is the largest share that keeps the objective, in [0, 1].
+	// Max is the largest value that keeps the objective: a share in
+	// [0, 1], or a lag in seconds (EventTimeLag).
 	Max float64
 	// Records or Span is the window (Window); exactly one is set.
 	Records int
@@ -46,6 +66,7 @@ type Spec struct {
 // Status is one objective's state after the last commit.
 type Status struct {
 	Spec
+	// Value is the share (Bad / Total), or the largest lag in seconds.
 	Value    float64
 	Bad      int64
 	Total    int64
@@ -67,8 +88,8 @@ type Trip struct {
 
 // Reason is the trip as /readyz says it.
 func (t Trip) Reason() string {
-	s := fmt.Sprintf("inputs paused: route %s objective %s is %.4f, over its max %.4f (since %s); POST /resume to resume",
-		t.Route, t.Kind, t.Value, t.Max, t.At.UTC().Format(time.RFC3339))
+	s := fmt.Sprintf("inputs paused: route %s objective %s is %s, over its max %s (since %s); POST /resume to resume",
+		t.Route, t.Kind, t.Kind.Format(t.Value), t.Kind.Format(t.Max), t.At.UTC().Format(time.RFC3339))
 	if !t.ResumeAt.IsZero() {
 		s += fmt.Sprintf(", or it resumes by itself at %s", t.ResumeAt.UTC().Format(time.RFC3339))
 	}
@@ -103,8 +124,17 @@ func NewGuard(specs []Spec) *Guard {
 	return g
 }
 
-// Counts gives an objective's bad and total records of one commit.
-type Counts func(Spec) (bad, total int64)
+// Sample is one commit's measure of one objective.
+type Sample struct {
+	// Bad among Total records (a share); for a lag, Total is the records
+	// with an event time.
+	Bad, Total int64
+	// Newest is the newest event time among Total (EventTimeLag only).
+	Newest time.Time
+}
+
+// Counts gives an objective's sample of one commit.
+type Counts func(Spec) Sample
 
 // Observe adds one committed interval's counts at now and judges every
 // objective; the first breached objective with Pause trips the guard
@@ -114,8 +144,7 @@ func (g *Guard) Observe(now time.Time, counts Counts) []Status {
 	defer g.mu.Unlock()
 	out := make([]Status, 0, len(g.objs))
 	for _, o := range g.objs {
-		bad, total := counts(o.spec)
-		o.win.Add(now, bad, total)
+		o.add(now, counts(o.spec))
 		o.last = o.judge(now)
 		if o.last.Breached && o.spec.Pause && g.trip == nil {
 			g.trip = &Trip{Route: o.spec.Route, Kind: o.spec.Kind, Value: o.last.Value, Max: o.spec.Max, At: now}
@@ -128,11 +157,25 @@ func (g *Guard) Observe(now time.Time, counts Counts) []Status {
 	return out
 }
 
+// add adds one commit's sample at now to the objective's window. A lag
+// is never negative: a record whose event time is ahead of the clock
+// has none.
+func (o *tracked) add(now time.Time, s Sample) {
+	if !o.spec.Kind.IsLag() {
+		o.win.Add(now, s.Bad, s.Total)
+		return
+	}
+	o.win.AddLag(now, s.Total, max(0, now.Sub(s.Newest)))
+}
+
 // judge is the objective's status at now.
 func (o *tracked) judge(now time.Time) Status {
 	bad, total := o.win.Counts(now)
 	st := Status{Spec: o.spec, Bad: bad, Total: total}
-	if total > 0 {
+	switch {
+	case o.spec.Kind.IsLag():
+		st.Value = o.win.MaxLag(now).Seconds()
+	case total > 0:
 		st.Value = float64(bad) / float64(total)
 	}
 	st.Breached = total > 0 && total >= int64(o.spec.MinRecords) && st.Value > o.spec.Max

@@ -14,11 +14,11 @@ func TestGuardTripsAndResumes(t *testing.T) {
 	g := NewGuard(specs)
 	now := time.Unix(1_700_000_000, 0)
 	feed := func(dirty, in int64) []Status {
-		return g.Observe(now, func(s Spec) (int64, int64) {
+		return g.Observe(now, func(s Spec) Sample {
 			if s.Kind == DirtyShare {
-				return dirty, in
+				return Sample{Bad: dirty, Total: in}
 			}
-			return 0, 0
+			return Sample{}
 		})
 	}
 	// 20 of 40 dirty: over the max, under min_records: no breach.
@@ -50,7 +50,7 @@ func TestGuardTripsAndResumes(t *testing.T) {
 func TestGuardResumesByItself(t *testing.T) {
 	g := NewGuard([]Spec{{Route: DirtyRoute, Kind: DirtyShare, Max: 0, Records: 1, MinRecords: 1, Pause: true, ResumeAfter: time.Minute}})
 	now := time.Unix(1_700_000_000, 0)
-	g.Observe(now, func(Spec) (int64, int64) { return 1, 1 })
+	g.Observe(now, func(Spec) Sample { return Sample{Bad: 1, Total: 1} })
 	if g.Paused(now.Add(59*time.Second)) == nil {
 		t.Fatal("resumed before resume_after")
 	}
@@ -62,8 +62,37 @@ func TestGuardResumesByItself(t *testing.T) {
 // An objective without pause never trips the guard.
 func TestGuardAlertOnly(t *testing.T) {
 	g := NewGuard([]Spec{{Route: "r", Kind: LateShare, Max: 0, Records: 1, MinRecords: 1}})
-	st := g.Observe(time.Unix(0, 0), func(Spec) (int64, int64) { return 1, 1 })
+	st := g.Observe(time.Unix(0, 0), func(Spec) Sample { return Sample{Bad: 1, Total: 1} })
 	if !st[0].Breached || g.Paused(time.Unix(0, 0)) != nil {
 		t.Fatalf("status %+v, paused %v", st[0], g.Paused(time.Unix(0, 0)))
+	}
+}
+
+// An event-time lag objective is breached by old records once the window
+// holds min_records, trips the guard with the lag in its reason, and
+// after a resume fresh records judge it afresh; a record ahead of the
+// clock has no lag.
+func TestGuardEventTimeLag(t *testing.T) {
+	g := NewGuard([]Spec{{Route: "orders", Kind: EventTimeLag, Max: 60, Records: 100, MinRecords: 10, Pause: true}})
+	now := time.Unix(1_700_000_000, 0)
+	feed := func(n int64, age time.Duration) Status {
+		return g.Observe(now, func(Spec) Sample { return Sample{Total: n, Newest: now.Add(-age)} })[0]
+	}
+	if st := feed(5, time.Hour); st.Breached || st.Value != 3600 {
+		t.Fatalf("status %+v, want 3600 s under min_records", st)
+	}
+	if st := feed(5, time.Second); !st.Breached || st.Value != 3600 {
+		t.Fatalf("status %+v, want breached at the window's largest lag, 3600 s", st)
+	}
+	trip := g.Paused(now)
+	if trip == nil || trip.Kind != EventTimeLag || !strings.Contains(trip.Reason(), "objective event_time_lag is 1h0m0s, over its max 1m0s") {
+		t.Fatalf("trip %+v", trip)
+	}
+	g.Resume()
+	if st := feed(20, -time.Minute); st.Breached || st.Value != 0 {
+		t.Fatalf("after the resume, records ahead of the clock: %+v, want 0", st)
+	}
+	if st := feed(100, 2*time.Second); st.Breached || st.Value != 2 {
+		t.Fatalf("fresh records: %+v, want 2 s", st)
 	}
 }

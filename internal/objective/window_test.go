@@ -91,3 +91,68 @@ func TestWindowRecordsBounds(t *testing.T) {
 		t.Fatalf("window holds %d/%d, want 4/120", bad, total)
 	}
 }
+
+type lagCommit struct {
+	at    time.Time
+	total int64
+	lag   time.Duration
+}
+
+// lagOracle is the largest lag of the commits a window holds, by brute
+// force over the window's definition (as oracle): 0 when it holds none.
+func lagOracle(commits []lagCommit, n int, span time.Duration, now time.Time) (lag time.Duration, total int64) {
+	for i := len(commits) - 1; i >= 0; i-- {
+		c := commits[i]
+		if c.total == 0 {
+			continue
+		}
+		if n == 0 && !c.at.After(now.Add(-span)) {
+			break // older commits are older still
+		}
+		lag, total = max(lag, c.lag), total+c.total
+		if n > 0 && total >= int64(n) {
+			break
+		}
+	}
+	return lag, total
+}
+
+// The largest lag a window reports equals the brute-force largest lag
+// over its definition after every commit and at any later time, and a
+// reset empties it.
+func TestWindowMaxLagMatchesBruteForce(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		byRecords := rapid.Bool().Draw(t, "byRecords")
+		n, span := 0, time.Duration(0)
+		if byRecords {
+			n = rapid.IntRange(1, 500).Draw(t, "records")
+		} else {
+			span = time.Duration(rapid.IntRange(1, 5000).Draw(t, "spanMs")) * time.Millisecond
+		}
+		w := NewWindow(n, span)
+		now := time.Unix(1_700_000_000, 0)
+		var commits []lagCommit
+		steps := rapid.IntRange(1, 80).Draw(t, "commits")
+		for i := 0; i < steps; i++ {
+			now = now.Add(time.Duration(rapid.IntRange(0, 2000).Draw(t, "gapMs")) * time.Millisecond)
+			total := int64(rapid.IntRange(0, 200).Draw(t, "total"))
+			lag := time.Duration(rapid.IntRange(0, 100_000).Draw(t, "lagMs")) * time.Millisecond
+			if rapid.IntRange(0, 9).Draw(t, "reset") == 0 {
+				w.Reset()
+				commits = nil
+			}
+			commits = append(commits, lagCommit{now, total, lag})
+			w.AddLag(now, total, lag)
+			if !byRecords && rapid.Bool().Draw(t, "lookLater") {
+				now = now.Add(time.Duration(rapid.IntRange(0, 3000).Draw(t, "lookMs")) * time.Millisecond)
+			}
+			wantLag, wantTotal := lagOracle(commits, n, span, now)
+			if got := w.MaxLag(now); got != wantLag {
+				t.Fatalf("after %d commits at %v: largest lag %v, brute force %v", i+1, now, got, wantLag)
+			}
+			if _, got := w.Counts(now); got != wantTotal {
+				t.Fatalf("after %d commits: %d records, brute force %d", i+1, got, wantTotal)
+			}
+		}
+	})
+}

@@ -30,8 +30,8 @@ type Plan struct {
 	Fields []string
 	// Meta is every metadata variable any expression reads, sorted.
 	Meta []string
-	// Objectives are the slo blocks of the dirty route and the window
-	// routes (objectives.go).
+	// Objectives are the slo blocks of the dirty route and the routes
+	// (objectives.go).
 	Objectives []objective.Spec
 
 	// Tables are the lookup tables, in config order.

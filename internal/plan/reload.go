@@ -2,9 +2,11 @@ package plan
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/objective"
 )
 
 // What a hot reload applies. A running router swaps its stage one (the
@@ -26,6 +28,7 @@ const (
 	noteNewState  = "a new state cannot start in a running router: restart to apply it"
 	noteBreaking  = "breaking: the running version goes on; see `router plan` for the remedies"
 	noteRemovedSt = "a removed window or assembly keeps running in stage two until the router restarts: restart to apply it"
+	noteObjective = "a route's objectives (slo) are judged by the guard built when the router starts: restart to apply it"
 )
 
 // stageOneSections are the top-level sections a reload applies (routes
@@ -78,9 +81,14 @@ func refusal(old, new *Plan, c Change) (Change, bool) {
 	return c, true
 }
 
-// routeRefusal: a stateless route changes freely; a window or assembly
+// routeRefusal: a stateless route changes freely but for its objectives
+// (the guard is the processor's, built at start); a window or assembly
 // route only in its when (stage one's predicate).
 func routeRefusal(old, new *Plan, c Change) (Change, bool) {
+	if !slices.Equal(old.routeObjectives(c.Route), new.routeObjectives(c.Route)) {
+		c.Note = noteObjective
+		return c, true
+	}
 	o, n := old.Route(c.Route), new.Route(c.Route)
 	if (o == nil || !stateful(o)) && (n == nil || !stateful(n)) {
 		return c, false
@@ -94,6 +102,17 @@ func routeRefusal(old, new *Plan, c Change) (Change, bool) {
 	}
 	c.Note = noteStageTwo
 	return c, true
+}
+
+// routeObjectives are the objectives of the route named name.
+func (t *Plan) routeObjectives(name string) []objective.Spec {
+	var out []objective.Spec
+	for _, o := range t.Objectives {
+		if o.Route == name {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // inputsSchemaOnly says whether two input lists differ at most in their

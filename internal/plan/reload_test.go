@@ -17,8 +17,10 @@ func TestReloadRefusals(t *testing.T) {
 	}{
 		{"stateless route's predicate", "  - name: orders\n    topic: orders.clean\n", "  - name: orders\n    topic: orders.clean\n    when: amount > 10\n", nil, ""},
 		{"new stateless route", "dirty:\n", "  - {name: big, topic: orders.big, when: amount > 100}\ndirty:\n", nil, ""},
+		{"new stateless route with an objective", "dirty:\n", "  - {name: big, topic: orders.big, slo: {max_event_time_lag: 1m, span: 1m}}\ndirty:\n", []string{"routes[big]"}, "objectives"},
 		{"window route's when", "  - name: revenue\n    topic: orders.revenue-per-minute\n", "  - name: revenue\n    when: amount > 0\n    topic: orders.revenue-per-minute\n", nil, ""},
 		{"routing", "match: all ", "match: first", nil, ""},
+		{"stateless route's objective (the guard is built at start)", "  - name: orders\n    topic: orders.clean\n", "  - name: orders\n    topic: orders.clean\n    slo: {max_event_time_lag: 1m, records: 100}\n", []string{"routes[orders].slo"}, "objectives"},
 		{"window grace (breaking: it places the stored timers)", "grace: 5m", "grace: 6m", []string{"routes[revenue].window.grace"}, "breaking"},
 		{"window topic (stage two)", "topic: orders.revenue-per-minute", "topic: orders.revenue", []string{"routes[revenue].topic"}, "stage two"},
 		{"aggregate (breaking)", "        - {name: largest, fn: max, of: amount}\n", "", []string{"routes[revenue].window.aggregates"}, "breaking"},

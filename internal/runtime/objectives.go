@@ -45,11 +45,12 @@ func newGuard(top *plan.Plan, m *metrics.ObjectiveMetrics) *guard {
 	return gd
 }
 
-// counts are each objective's bad and total records of one committed
-// tally: the dirty records among the input records consumed, a window
-// route's late records among its late and aggregated ones.
+// counts are each objective's sample of one committed tally: the dirty
+// records among the input records consumed, a window route's late
+// records among its late and aggregated ones, the records with an event
+// time a route took in and the newest of those event times.
 func (gd *guard) counts(t *metrics.Tally) objective.Counts {
-	return func(s objective.Spec) (int64, int64) {
+	return func(s objective.Spec) objective.Sample {
 		switch s.Kind {
 		case objective.DirtyShare:
 			var dirty, in int
@@ -59,12 +60,15 @@ func (gd *guard) counts(t *metrics.Tally) objective.Counts {
 			for _, topic := range gd.inputs {
 				in += t.Consumed[topic]
 			}
-			return int64(dirty), int64(in)
+			return objective.Sample{Bad: int64(dirty), Total: int64(in)}
 		case objective.LateShare:
 			late := t.Late[s.Route]
-			return int64(late), int64(late + t.Aggregated[s.Route])
+			return objective.Sample{Bad: int64(late), Total: int64(late + t.Aggregated[s.Route])}
+		case objective.EventTimeLag:
+			rt := t.EventTimes[s.Route]
+			return objective.Sample{Total: int64(rt.N), Newest: time.UnixMilli(rt.Newest)}
 		}
-		return 0, 0
+		return objective.Sample{}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/objective"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/wire"
 )
@@ -38,6 +39,9 @@ type Engine struct {
 	// assemblies are the assembly routes, whose parts stage one writes.
 	assemblies []*plan.RouteNode
 	partRoute  map[string]string // repartition topic -> assembly route
+	// lagRoutes are the routes with an event-time lag objective, whose
+	// records' event times are tallied (nil when none has one).
+	lagRoutes map[string]bool
 	// tombstones are the routes an input tombstone is forwarded to.
 	tombstones []*plan.RouteNode
 	// regs are the registry-backed inputs' decoders, by topic.
@@ -80,6 +84,7 @@ func New(t *plan.Plan, opts ...Option) *Engine {
 
 		assemblies: t.Assemblies(),
 		partRoute:  partRoutes(t),
+		lagRoutes:  lagRoutes(t),
 		winFields:  windowFields(t),
 		headers:    slices.Contains(t.Meta, plan.MetaHeaders),
 		evals:      evalPool{fields: len(t.Fields)},
@@ -96,6 +101,21 @@ func partRoutes(t *plan.Plan) map[string]string {
 	m := map[string]string{}
 	for _, r := range t.Assemblies() {
 		m[r.Assembly.RepartitionTopic] = r.Name
+	}
+	return m
+}
+
+// lagRoutes are the routes of t with an event-time lag objective, nil
+// when none has one (nothing is tallied then).
+func lagRoutes(t *plan.Plan) map[string]bool {
+	var m map[string]bool
+	for _, o := range t.Objectives {
+		if o.Kind == objective.EventTimeLag {
+			if m == nil {
+				m = map[string]bool{}
+			}
+			m[o.Route] = true
+		}
 	}
 	return m
 }
@@ -192,6 +212,10 @@ type routed struct {
 	outs  []output          // the routes' outputs
 	parts []*kgo.Record     // the assembly parts
 	tombs []*plan.RouteNode // the routes a tombstone went to
+	// eventTime is the record's event time (epoch ms) when timed: a
+	// decoded record has one, a tombstone none.
+	eventTime int64
+	timed     bool
 }
 
 func (to routed) count(e *Engine, tally *metrics.Tally) {
@@ -206,6 +230,24 @@ func (to routed) count(e *Engine, tally *metrics.Tally) {
 	}
 	for _, rt := range to.tombs {
 		tally.Routes[rt.Name]++
+	}
+	if to.timed && e.lagRoutes != nil {
+		to.countTimes(e, tally)
+	}
+}
+
+// countTimes tallies the record's event time for each route with a lag
+// objective it went to (an output, or a part of an assembly).
+func (to routed) countTimes(e *Engine, tally *metrics.Tally) {
+	for _, o := range to.outs {
+		if e.lagRoutes[o.Route.Name] {
+			tally.AddEventTime(o.Route.Name, to.eventTime)
+		}
+	}
+	for _, rec := range to.parts {
+		if name := e.partRoute[rec.Topic]; e.lagRoutes[name] {
+			tally.AddEventTime(name, to.eventTime)
+		}
 	}
 }
 
@@ -267,7 +309,7 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 			st.m.Headers[h.Key] = string(h.Value)
 		}
 	}
-	var to routed
+	to := routed{eventTime: d.EventTime, timed: true}
 	var rerr *RecordError
 	if to.outs, rerr = e.rt.route(st); rerr != nil || len(e.assemblies) == 0 {
 		return to, rerr

@@ -309,8 +309,9 @@ OOM killer acts.
 {{/*
 sidestream.objectives is the objectives the topology declares, as a JSON
 list of {route, objective, max, window, pause}: dirty.slo (objective
-dirty_share, route dirty) and the slo of each window route (late_share),
-as the router compiles them (internal/plan/objectives.go). The
+dirty_share, route dirty) and the slo of each route (late_share on a
+window route, then event_time_lag, its max the duration as written), as
+the router compiles them (internal/plan/objectives.go). The
 PrometheusRule generates one alert per objective from it.
 */}}
 {{- define "sidestream.objectives" -}}
@@ -322,8 +323,15 @@ PrometheusRule generates one alert per objective from it.
 {{- end }}
 {{- end }}
 {{- range ($top.routes | default list) }}
-{{- if and .slo .window (hasKey .slo "max_late_share") }}
-{{- $out = append $out (dict "route" .name "objective" "late_share" "max" .slo.max_late_share "window" (ternary (printf "%d records" (int64 (.slo.records | default 0))) (printf "%v" .slo.span) (hasKey .slo "records")) "pause" (eq (.slo.on_breach | default "alert") "pause")) }}
+{{- if .slo }}
+{{- $window := ternary (printf "%d records" (int64 (.slo.records | default 0))) (printf "%v" .slo.span) (hasKey .slo "records") }}
+{{- $pause := eq (.slo.on_breach | default "alert") "pause" }}
+{{- if and .window (hasKey .slo "max_late_share") }}
+{{- $out = append $out (dict "route" .name "objective" "late_share" "max" .slo.max_late_share "window" $window "pause" $pause) }}
+{{- end }}
+{{- if hasKey .slo "max_event_time_lag" }}
+{{- $out = append $out (dict "route" .name "objective" "event_time_lag" "max" .slo.max_event_time_lag "window" $window "pause" $pause) }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- toJson $out }}
