@@ -117,7 +117,7 @@ type ClusterView struct {
 	Self string `json:"self"`
 	// Error says why the members could not be listed; Instances then
 	// holds this instance alone.
-	Error     string            `json:"error,omitempty"`
+	Error     string         `json:"error,omitempty"`
 	Instances []InstanceView `json:"instances"`
 	Now       int64          `json:"now"`
 }

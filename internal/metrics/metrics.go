@@ -572,11 +572,11 @@ type Snapshot struct {
 	// WrittenBy is the route that wrote each topic of Written (a computed
 	// topic's route among them).
 	WrittenBy map[string]string `json:"-"`
-	Dirty   float64            `json:"dirty"`
-	Dropped float64            `json:"dropped"`
-	Commits float64            `json:"commits"`
-	Aborts  float64            `json:"aborts"`
-	Lag     float64            `json:"lag"`
+	Dirty     float64           `json:"dirty"`
+	Dropped   float64           `json:"dropped"`
+	Commits   float64           `json:"commits"`
+	Aborts    float64           `json:"aborts"`
+	Lag       float64           `json:"lag"`
 	// Window stage.
 	Aggregated float64            `json:"aggregated"`
 	Late       float64            `json:"late"`

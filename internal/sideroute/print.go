@@ -7,10 +7,11 @@ import (
 	"io"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/show"
 	"github.com/sidestream/sidestream/internal/wire"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Record is one record as `router tail --format json` prints it.
