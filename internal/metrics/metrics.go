@@ -1,6 +1,6 @@
 // Package metrics owns every Prometheus metric sidestream exposes: each
-// name is declared here and nowhere else, so the README's table and the
-// code cannot drift apart.
+// name is declared here and nowhere else, so docs/reference/metrics.md and
+// the code cannot drift apart (TestReferenceNamesEveryMetric).
 //
 // It must never import another sidestream package; callers hand it plain
 // values. Labels are bounded (topic, route, stage, reason, partition),
@@ -536,11 +536,11 @@ type Snapshot struct {
 	// WrittenBy is the route that wrote each topic of Written (a computed
 	// topic's route among them).
 	WrittenBy map[string]string `json:"-"`
-	Dirty   float64            `json:"dirty"`
-	Dropped float64            `json:"dropped"`
-	Commits float64            `json:"commits"`
-	Aborts  float64            `json:"aborts"`
-	Lag     float64            `json:"lag"`
+	Dirty     float64           `json:"dirty"`
+	Dropped   float64           `json:"dropped"`
+	Commits   float64           `json:"commits"`
+	Aborts    float64           `json:"aborts"`
+	Lag       float64           `json:"lag"`
 	// Window stage.
 	Aggregated float64            `json:"aggregated"`
 	Late       float64            `json:"late"`
