@@ -146,8 +146,8 @@ func checkFlag(t *testing.T, s config.Setting, f *kong.Flag) {
 // docs, the README and the scripts name is one the router reads
 // (config.Settings) or one of the repository's tools (toolEnvPrefixes), so
 // a renamed variable cannot live on in the chart or the docs, and a tool's
-// is never warned about. (README's example of a misspelling is the one
-// exception.)
+// is never warned about. (docs/configuration.md's example of a misspelling
+// is the one exception.)
 func TestDocumentedEnvKnown(t *testing.T) {
 	re := regexp.MustCompile(`SIDESTREAM_[A-Z0-9_]*[A-Z0-9]\b`)
 	files := []string{"../../README.md"}

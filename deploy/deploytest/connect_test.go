@@ -41,8 +41,8 @@ func properties(t *testing.T, name string) map[string]string {
 	return out
 }
 
-// The guarantees the README's reliability table promises rest on these
-// settings; a change to any of them must change the table too.
+// The guarantees docs/handoff.md's table (What each store gets) promises
+// rest on these settings; a change to any of them must change the table too.
 func TestConnectSinkContract(t *testing.T) {
 	common := map[string]string{
 		"key.converter":                                 "org.apache.kafka.connect.storage.StringConverter",

@@ -28,8 +28,8 @@ import (
 	"github.com/sidestream/sidestream/internal/runtime"
 )
 
-// The test's parameters, in one place: the README and docs/reliability.md
-// quote them.
+// The test's parameters, in one place: docs/bounded-memory.md,
+// docs/sizing.md and docs/reliability.md quote them.
 const (
 	keys       = 1_000_000 // distinct group keys, all in one window
 	maxEntries = 50_000    // limits.max_entries of the one task

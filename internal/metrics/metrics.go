@@ -1,6 +1,6 @@
 // Package metrics owns every Prometheus metric sidestream exposes: each
-// name is declared here and nowhere else, so the README's table and the
-// code cannot drift apart.
+// name is declared here and nowhere else, so docs/reference/metrics.md and
+// the code cannot drift apart (TestReferenceNamesEveryMetric).
 //
 // It must never import another sidestream package; callers hand it plain
 // values. Labels are bounded (topic, route, stage, reason, partition),

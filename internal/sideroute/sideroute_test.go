@@ -123,7 +123,7 @@ func header(r *kgo.Record, k string) string {
 	return ""
 }
 
-// TestRepairLoop is the README's repair loop on the embedded broker: the
+// TestRepairLoop is docs/side-routes.md's repair loop on the embedded broker: the
 // router sends TRACE records to dirty (the schema's enum lacks TRACE);
 // the schema is fixed and the router restarted; the dirty TRACE records
 // are redriven to the input and reach their route (main, the default),

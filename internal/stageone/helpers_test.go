@@ -10,7 +10,7 @@ import (
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
 
-// The shared helpers (pipelinetest), by the short names these tests use.
+// The shared helpers (stageonetest), by the short names these tests use.
 const (
 	examplesDir = stageonetest.ExamplesDir
 	withSchema  = stageonetest.WithSchema

@@ -13,8 +13,8 @@ import (
 	"github.com/sidestream/sidestream/internal/stageone/stageonetest"
 )
 
-// Stage one's shared test helpers (pipelinetest), by the names the tests
-// of stage two use (as in the processor's tests).
+// Stage one's shared test helpers (stageonetest), by the names the tests
+// of stage two use (as in the runtime's tests).
 const (
 	tsMillis = stageonetest.TSMillis
 )

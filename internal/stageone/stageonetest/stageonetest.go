@@ -1,10 +1,12 @@
-// Package pipelinetest holds the test helpers of stage one that the
-// pipeline's and the processor's tests share: unit topologies, the
+// Package stageonetest holds the test helpers of stage one that the tests
+// of internal/stageone, internal/stagetwo and internal/runtime share (and
+// bench/'s tracing and lookup benchmarks): unit topologies, the
 // conservation and output checks, the connect-json envelope check, the
 // fuzz seeds and the benchmark loop. Only tests import it.
 //
 // Topo resolves schema paths against ExamplesDir, relative to the test's
-// working directory: it serves packages one level below the module root.
+// working directory: it serves packages two levels below the module root
+// (internal/stageone, bench/tracing).
 package stageonetest
 
 import (
