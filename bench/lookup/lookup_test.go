@@ -87,16 +87,16 @@ func w1(b testing.TB, withLookup bool) *plan.Plan {
 			r, _ := lookup.Decode(row(i))
 			t.Apply(fmt.Sprintf("s-%d", i), 0, r, 60)
 		}
-		top.BindTables(func(_ string, key any, at int64) (any, error) {
+		top.BindTables(func(_ string, key any, at int64) (any, bool, error) {
 			k, ok := lookup.KeyString(key)
 			if !ok {
-				return nil, nil
+				return nil, false, nil
 			}
 			r, res := t.Get(k, at)
 			if res == lookup.Miss {
-				return nil, nil
+				return nil, false, nil
 			}
-			return r, nil
+			return r, res == lookup.TooOld, nil
 		})
 	}
 	return top

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +25,10 @@ const (
 	MetaTimestamp = "_timestamp"  // int: the Kafka timestamp, epoch ms
 	MetaEventTime = "_event_time" // int: the extracted event time, epoch ms
 	MetaHeaders   = "_headers"    // map[string]string
+	// MetaLookups is the record's *LookupMarks, passed to every lookup()
+	// call after the event time (as _event_time is): where a call that
+	// was answered too old names its table. Not for expressions to read.
+	MetaLookups = "_lookups"
 )
 
 // metaEnv gives the compiler the types of the metadata variables; JSON
@@ -38,6 +41,7 @@ var metaEnv = map[string]any{
 	MetaTimestamp: 0,
 	MetaEventTime: 0,
 	MetaHeaders:   map[string]string{},
+	MetaLookups:   (*LookupMarks)(nil),
 }
 
 // IsMeta reports whether name is a metadata variable.
@@ -113,15 +117,7 @@ func compileExpr(src string, asBool bool, ft *fieldTypes, fns Functions) (*Expr,
 		return nil, &ExprError{Msg: `$env can only be read with a constant field name, such as $env["@timestamp"] or $env.type: the router decodes only the fields that expressions name`}
 	}
 	fields, meta := c.result()
-	if et := fns.eventTimeNames(); et != nil && !slices.Contains(meta, MetaEventTime) {
-		for name := range c.callees {
-			if et[name] {
-				meta = append(meta, MetaEventTime)
-				sort.Strings(meta)
-				break
-			}
-		}
-	}
+	meta = fns.withCallMeta(meta, c.callees)
 	if ee := lookupCheck(src, &tree.Node, fns); ee != nil {
 		return nil, ee
 	}

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -25,6 +27,9 @@ type Function struct {
 	// passed as one more, last argument; lookup's as_of reads it. Only
 	// the router's own functions set it (TableFunction).
 	eventTime bool
+	// marks: the record's *LookupMarks (_lookups) is passed after the
+	// event time; lookup's too-old answers are marked in it.
+	marks bool
 	// tables are lookup's tables and their closed fields, for the
 	// checks of its calls (lookupCheck).
 	tables map[string]tableFields
@@ -70,19 +75,41 @@ func (fs Functions) has(name string) bool {
 	return false
 }
 
-// eventTimeNames are the functions that take the event time as their
-// last argument.
-func (fs Functions) eventTimeNames() map[string]bool {
-	var out map[string]bool
+// callArgs are the metadata variables appended to the calls of each
+// function that takes any: the event time, then the record's marks.
+func (fs Functions) callArgs() map[string][]string {
+	var out map[string][]string
 	for _, f := range fs {
+		var args []string
 		if f.eventTime {
+			args = append(args, MetaEventTime)
+		}
+		if f.marks {
+			args = append(args, MetaLookups)
+		}
+		if args != nil {
 			if out == nil {
-				out = map[string]bool{}
+				out = map[string][]string{}
 			}
-			out[f.Name] = true
+			out[f.Name] = args
 		}
 	}
 	return out
+}
+
+// withCallMeta adds to meta (sorted) the metadata variables the calls of
+// callees are given (callArgs): the record must provide them.
+func (fs Functions) withCallMeta(meta []string, callees map[string]int) []string {
+	args := fs.callArgs()
+	for name := range callees {
+		for _, a := range args[name] {
+			if !slices.Contains(meta, a) {
+				meta = append(meta, a)
+			}
+		}
+	}
+	sort.Strings(meta)
+	return meta
 }
 
 // options are the functions as expr-lang compile options: each call is
@@ -93,24 +120,26 @@ func (fs Functions) options() []expr.Option {
 	for _, f := range fs {
 		out = append(out, expr.Function(f.Name, f.Fn, f.Types...))
 	}
-	if names := fs.eventTimeNames(); names != nil {
-		out = append(out, expr.Patch(eventTimeArg(names)))
+	if args := fs.callArgs(); args != nil {
+		out = append(out, expr.Patch(callMetaArgs(args)))
 	}
 	return out
 }
 
-// eventTimeArg appends the _event_time variable to every call of its
-// functions, so a function sees the record's event time without the
-// expression naming it.
-type eventTimeArg map[string]bool
+// callMetaArgs appends metadata variables (_event_time, _lookups) to
+// every call of its functions, so a function sees the record's event
+// time and marks without the expression naming them.
+type callMetaArgs map[string][]string
 
 // Visit implements ast.Visitor for expr.Patch.
-func (e eventTimeArg) Visit(n *ast.Node) {
+func (e callMetaArgs) Visit(n *ast.Node) {
 	c, ok := (*n).(*ast.CallNode)
 	if !ok {
 		return
 	}
-	if id, ok := c.Callee.(*ast.IdentifierNode); ok && e[id.Value] {
-		c.Arguments = append(c.Arguments, &ast.IdentifierNode{Value: MetaEventTime})
+	if id, ok := c.Callee.(*ast.IdentifierNode); ok {
+		for _, a := range e[id.Value] {
+			c.Arguments = append(c.Arguments, &ast.IdentifierNode{Value: a})
+		}
 	}
 }

@@ -25,7 +25,7 @@ const (
 // What an as_of lookup older than the history does (tables[].on_too_old).
 const (
 	// TooOldOldest gives the oldest version kept (counted as too_old;
-	// the record carries no mark of it).
+	// every output record of the record carries wire.HeaderLookupTooOld).
 	TooOldOldest = "oldest"
 	// TooOldDirty sends the record to dirty (expression_error).
 	TooOldDirty = "dirty"
@@ -166,8 +166,28 @@ func (c *Config) TableNames() []string {
 }
 
 // TableLookup reads a row of a table at an event time (epoch ms): the
-// row in the value model, or nil. The runtime's tables provide it.
-type TableLookup func(table string, key any, eventTime int64) (any, error)
+// row in the value model, or nil, and whether it is an answer too old
+// (on_too_old: oldest gave the oldest version kept). The runtime's
+// tables provide it.
+type TableLookup func(table string, key any, eventTime int64) (row any, tooOld bool, err error)
+
+// LookupMarks are what one record's lookups answered that its output
+// records say (wire.HeaderLookupTooOld): the tables that answered too
+// old, in the order first met. Stage one gives each record its own (the
+// _lookups variable of lookup's calls); nil marks nothing.
+type LookupMarks struct {
+	TooOld []string
+}
+
+// markTooOld adds table to the too-old tables once.
+func (m *LookupMarks) markTooOld(table string) {
+	if m != nil && !slices.Contains(m.TooOld, table) {
+		m.TooOld = append(m.TooOld, table)
+	}
+}
+
+// Reset forgets the marks, keeping their memory.
+func (m *LookupMarks) Reset() { m.TooOld = m.TooOld[:0] }
 
 // tableFields are a table's top-level fields when its schema is closed
 // (additionalProperties: false), else nil: any field may be there.
@@ -181,9 +201,10 @@ func (c *Config) TableFunction(read TableLookup) Function {
 	for _, t := range c.Tables {
 		tables[t.Name] = c.tableFields[t.Name]
 	}
-	return Function{Name: LookupFunction, eventTime: true, tables: tables, Fn: func(params ...any) (any, error) {
-		if len(params) != 3 {
-			return nil, fmt.Errorf("lookup takes a table name and a key, got %d arguments", len(params)-1)
+	return Function{Name: LookupFunction, eventTime: true, marks: true, tables: tables, Fn: func(params ...any) (any, error) {
+		// The table and key, then the event time and the marks (callArgs).
+		if len(params) != 4 {
+			return nil, fmt.Errorf("lookup takes a table name and a key, got %d arguments", len(params)-2)
 		}
 		name, ok := params[0].(string)
 		if !ok {
@@ -196,7 +217,12 @@ func (c *Config) TableFunction(read TableLookup) Function {
 		case int64:
 			at = v
 		}
-		return read(name, params[1], at)
+		row, tooOld, err := read(name, params[1], at)
+		if tooOld {
+			marks, _ := params[3].(*LookupMarks)
+			marks.markTooOld(name)
+		}
+		return row, err
 	}}
 }
 
@@ -217,7 +243,7 @@ func (d *doc) withTables(fns Functions) Functions {
 			}
 		}
 	}
-	f := d.cfg.TableFunction(func(string, any, int64) (any, error) { return nil, nil })
+	f := d.cfg.TableFunction(func(string, any, int64) (any, bool, error) { return nil, false, nil })
 	return append(append(Functions(nil), fns...), f)
 }
 

@@ -100,28 +100,40 @@ func TestTablesSchemaFields(t *testing.T) {
 	}
 }
 
-// lookup reads the event time: the expression's metadata says so, and the
-// function receives it as its last argument.
+// lookup reads the event time and the record's marks: the expression's
+// metadata says so, the function receives them as its last arguments, and
+// a too-old answer names its table in the marks (once), a fresh one not.
 func TestTableFunctionEventTime(t *testing.T) {
 	c, err := Load("t.yaml", []byte(tablesSrc(`true`, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []any
-	fn := c.TableFunction(func(table string, key any, at int64) (any, error) {
+	tooOld := false
+	fn := c.TableFunction(func(table string, key any, at int64) (any, bool, error) {
 		got = []any{table, key, at}
-		return map[string]any{"tier": "vip"}, nil
+		return map[string]any{"tier": "vip"}, tooOld, nil
 	})
-	e, err := CompileExprWith(`lookup("merchants", id).tier == "vip"`, true, Functions{fn})
+	e, err := CompileExprWith(`lookup("merchants", id).tier == "vip" && lookup("merchants", id) != nil`, true, Functions{fn})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Meta) != 1 || e.Meta[0] != MetaEventTime || len(e.Fields) != 1 || e.Fields[0] != "id" {
+	if strings.Join(e.Meta, ",") != MetaEventTime+","+MetaLookups || len(e.Fields) != 1 || e.Fields[0] != "id" {
 		t.Fatalf("fields %v meta %v", e.Fields, e.Meta)
 	}
-	out, err := expr.Run(e.Program, map[string]any{"id": "m1", MetaEventTime: 42})
-	if err != nil || out != true {
-		t.Fatalf("run: %v %v", out, err)
+	for _, tooOld = range []bool{false, true} {
+		marks := &LookupMarks{}
+		out, err := expr.Run(e.Program, map[string]any{"id": "m1", MetaEventTime: 42, MetaLookups: marks})
+		if err != nil || out != true {
+			t.Fatalf("run: %v %v", out, err)
+		}
+		if want := map[bool]string{true: "merchants"}[tooOld]; strings.Join(marks.TooOld, ",") != want {
+			t.Fatalf("too old %v: marks %q, want %q", tooOld, marks.TooOld, want)
+		}
+	}
+	// Without marks (stage two's variables): nothing to mark, no failure.
+	if out, err := expr.Run(e.Program, map[string]any{"id": "m1", MetaEventTime: 42}); err != nil || out != true {
+		t.Fatalf("run without marks: %v %v", out, err)
 	}
 	if got[0] != "merchants" || got[1] != "m1" || got[2] != int64(42) {
 		t.Fatalf("lookup got %v", got)

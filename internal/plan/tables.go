@@ -40,6 +40,10 @@ type TableNode struct {
 // TableLookup is what the runtime's tables answer for lookup().
 type TableLookup = config.TableLookup
 
+// LookupMarks are one record's marks from its lookups (stage one's
+// _lookups variable).
+type LookupMarks = config.LookupMarks
+
 // ErrTablesNotBound is a lookup before the runtime bound its tables
 // (BindTables): an expression evaluated outside a running router.
 var ErrTablesNotBound = errors.New("lookup tables are not loaded")
@@ -50,10 +54,10 @@ type tableBinding struct {
 	read atomic.Pointer[TableLookup]
 }
 
-func (b *tableBinding) lookup(table string, key any, at int64) (any, error) {
+func (b *tableBinding) lookup(table string, key any, at int64) (any, bool, error) {
 	r := b.read.Load()
 	if r == nil {
-		return nil, fmt.Errorf("lookup(%q): %w", table, ErrTablesNotBound)
+		return nil, false, fmt.Errorf("lookup(%q): %w", table, ErrTablesNotBound)
 	}
 	return (*r)(table, key, at)
 }

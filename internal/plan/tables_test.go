@@ -59,12 +59,12 @@ func TestPlanTables(t *testing.T) {
 		t.Fatalf("unbound lookup: %v", err)
 	}
 	var at int64
-	p.BindTables(func(table string, key any, t int64) (any, error) {
+	p.BindTables(func(table string, key any, t int64) (any, bool, error) {
 		at = t
 		if table == "merchants" && key == "m1" {
-			return map[string]any{"tier": "vip", "region": "eu"}, nil
+			return map[string]any{"tier": "vip", "region": "eu"}, false, nil
 		}
-		return nil, nil
+		return nil, false, nil
 	})
 	if v, err := expr.Run(when.Program, env); err != nil || v != true || at != 1000 {
 		t.Fatalf("bound lookup: %v %v at %d", v, err, at)

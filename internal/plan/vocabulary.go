@@ -45,6 +45,7 @@ const (
 	MetaTimestamp = config.MetaTimestamp
 	MetaEventTime = config.MetaEventTime
 	MetaHeaders   = config.MetaHeaders
+	MetaLookups   = config.MetaLookups
 )
 
 // Connect-json field types.

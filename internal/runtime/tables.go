@@ -41,31 +41,33 @@ func (ts *Tables) Get(name, key string) (row map[string]any, found, ok bool) {
 	return r, res != lookup.Miss, true
 }
 
-// lookup is lookup() of the compiled expressions.
-func (ts *Tables) lookup(name string, key any, at int64) (any, error) {
+// lookup is lookup() of the compiled expressions; tooOld: the answer is
+// the oldest version kept of a record older than the history
+// (on_too_old: oldest), which stage one marks on the record's outputs.
+func (ts *Tables) lookup(name string, key any, at int64) (row any, tooOld bool, err error) {
 	t := ts.byName[name]
 	if t == nil {
-		return nil, fmt.Errorf("lookup: no table %q", name)
+		return nil, false, fmt.Errorf("lookup: no table %q", name)
 	}
 	k, ok := lookup.KeyString(key)
 	if !ok {
 		t.m.Lookups.WithLabelValues(name, metrics.LookupMiss).Inc()
-		return nil, nil
+		return nil, false, nil
 	}
-	row, res := t.store.Get(k, at)
+	r, res := t.store.Get(k, at)
 	switch res {
 	case lookup.Miss:
 		t.m.Lookups.WithLabelValues(name, metrics.LookupMiss).Inc()
-		return nil, nil
+		return nil, false, nil
 	case lookup.TooOld:
 		t.m.Lookups.WithLabelValues(name, metrics.LookupTooOld).Inc()
 		if t.node.OnTooOld == plan.TooOldDirty {
-			return nil, fmt.Errorf("lookup(%q, %q): event time %d is before the table's history", name, k, at)
+			return nil, false, fmt.Errorf("lookup(%q, %q): event time %d is before the table's history", name, k, at)
 		}
-		return row, nil
+		return r, true, nil
 	}
 	t.m.Lookups.WithLabelValues(name, metrics.LookupHit).Inc()
-	return row, nil
+	return r, false, nil
 }
 
 // newTables builds the empty tables of a plan.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -326,6 +327,7 @@ func (e *Engine) route(st *evalState, r *kgo.Record, d *Decoded) (routed, *Recor
 // a partial fan-out.
 func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, before int64, tracked bool) ([]*kgo.Record, *RecordError) {
 	recs, block := st.newRecords(len(to.outs), len(to.parts))
+	tooOld, _ := st.tooOldHeader()
 	for j, o := range to.outs {
 		rec := &block[j]
 		*rec = kgo.Record{Topic: cmp.Or(o.Topic, o.Route.Topic), Key: o.Key, Value: o.Value, Timestamp: r.Timestamp}
@@ -339,17 +341,37 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 				return nil, rerr
 			}
 		}
+		mark(rec, tooOld)
 		if rerr := e.tooLarge(rec, "output for route", o.Route.Name, ""); rerr != nil {
 			return nil, rerr
 		}
 		recs = append(recs, rec)
 	}
 	for _, rec := range to.parts {
+		mark(rec, tooOld)
 		if rerr := e.tooLarge(rec, "part for assembly", wire.String(rec.Headers, wire.HeaderPart), ""); rerr != nil {
 			return nil, rerr
 		}
 	}
 	return append(recs, to.parts...), nil
+}
+
+// tooOldHeader is wire.HeaderLookupTooOld naming the tables whose lookups
+// answered the record too old; ok is false when none did. Every
+// expression of the record has run by then (routes, keys, projections,
+// parts), so each of its outputs carries the same.
+func (st *evalState) tooOldHeader() (h kgo.RecordHeader, ok bool) {
+	if len(st.marks.TooOld) == 0 {
+		return h, false
+	}
+	return kgo.RecordHeader{Key: wire.HeaderLookupTooOld, Value: []byte(strings.Join(st.marks.TooOld, ","))}, true
+}
+
+// mark appends h to rec's headers when there is one (Key set).
+func mark(rec *kgo.Record, h kgo.RecordHeader) {
+	if h.Key != "" {
+		rec.Headers = append(rec.Headers, h)
+	}
 }
 
 // newRecords is room for n output records and a slice for them and

@@ -31,6 +31,10 @@ type evalState struct {
 	byteSlab []byte
 	hdrSlab  []kgo.RecordHeader
 
+	// marks are what the record's lookups answered that its outputs say
+	// (the _lookups variable; wire.HeaderLookupTooOld).
+	marks plan.LookupMarks
+
 	// The record: its router, Kafka side, value and decoded fields.
 	rt    *router
 	m     Meta
@@ -60,6 +64,7 @@ func (p *evalPool) put(s *evalState) {
 	s.dec.EventTime, s.dec.Clamped = 0, false
 	clear(s.outs)
 	s.outs = s.outs[:0]
+	s.marks.Reset()
 	s.rt, s.m, s.value, s.d = nil, Meta{}, nil, nil
 	p.p.Put(s)
 }
@@ -84,6 +89,10 @@ func (s *evalState) vars() map[string]any {
 		}
 	}
 	for _, name := range s.rt.metas {
+		if name == plan.MetaLookups {
+			s.env[name] = &s.marks
+			continue
+		}
 		s.env[name] = metaValue(name, &s.m, s.d)
 	}
 	s.built = true

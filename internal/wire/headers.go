@@ -89,6 +89,15 @@ const (
 	HeaderAssemblyEvicted = "sidestream.assembly.evicted"
 )
 
+// HeaderLookupTooOld is on every record stage one writes for a record
+// whose lookup() an as_of table answered with the oldest version it
+// keeps, because the record's event time is before the table's history
+// and the key changed since (on_too_old: oldest): the row may not be the
+// one valid at the record's time. Its value names the tables that did,
+// comma-separated, in the order the record's expressions first read
+// them. A record whose lookups were all exact (or missed) carries none.
+const HeaderLookupTooOld = "sidestream.lookup.too_old"
+
 // HeaderStateVersion is on every result of a window or assembly route
 // with a state_version (its decimal value): the version of the state the
 // result was computed from. Absent: version 0.
