@@ -234,6 +234,7 @@ func (c *Config) applyRegistry(o RegistryOverrides) error {
 			}
 		}
 		k.probs = append(k.probs, in.probs...)
+		k.probs = append(k.probs, c.tablesNeedRegistry()...)
 		k.probs = append(k.probs, c.avroNeedsRegistry()...)
 	}
 	switch {

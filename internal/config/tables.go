@@ -46,7 +46,9 @@ type Table struct {
 	Name string `yaml:"name"`
 	// Topic is the (compacted) topic of the rows; it must exist.
 	Topic string `yaml:"topic"`
-	// Format of the rows: json (a JSON object each).
+	// Format of the rows: json (a JSON object each), or a registry
+	// format (avro, protobuf, json_schema) in the Confluent wire format,
+	// decoded with its writer schema as an input's records are.
 	Format string `yaml:"format"`
 	// Schema is a JSON Schema file of the rows (relative to the config
 	// file): expressions are type-checked against its fields.
@@ -85,8 +87,8 @@ var tableSettings = []Setting{
 	{Path: "tables", Type: tItems, Doc: "lookup tables: compacted topics every instance reads whole, read by `lookup(name, key)`", Notes: "lookup tables: each a compacted topic every instance reads from its start before it processes records, then follows; expressions read a row with `lookup(\"name\", key)` (see [Lookup tables](../lookup-tables.md#lookup-tables-enrichment-from-compacted-topics))"},
 	{Path: "tables[].name", Type: tString, Required: true, Doc: "what `lookup()` calls it by; lower-case, unique"},
 	{Path: "tables[].topic", Type: tString, Required: true, Doc: "the rows' topic (compacted); it must exist"},
-	{Path: "tables[].format", Type: tString, Default: InputJSON, Enum: []string{InputJSON}, Doc: "the rows' format: a JSON object each"},
-	{Path: "tables[].schema", Type: tString, Doc: "a JSON Schema file of the rows: expressions are type-checked against its fields"},
+	{Path: "tables[].format", Type: tString, Default: InputJSON, Enum: []string{InputJSON, InputAvro, InputProtobuf, InputJSONSchema}, Doc: "the rows' format: a JSON object each, or the Confluent wire format decoded with the writer schema from `schema_registry`"},
+	{Path: "tables[].schema", Type: tString, Doc: "`json`: a JSON Schema file of the rows: expressions are type-checked against its fields"},
 	{Path: "tables[].key", Type: tString, Doc: "the top-level field that keys a row; empty is the record's Kafka key"},
 	{Path: "tables[].mode", Type: tString, Default: TableCurrent, Enum: []string{TableCurrent, TableAsOf}, Doc: "the latest row of each key, or the version valid at the record's event time"},
 	{Path: "tables[].time", Type: tString, Doc: "`as_of`: the field of a version's time (epoch ms); empty is the record's Kafka timestamp"},
@@ -117,9 +119,7 @@ func (d *doc) validateTables(useTopic useTopicFunc) {
 			d.at(p, "%s: topic is required", p)
 		}
 		useTopic(p+".topic", fmt.Sprintf("table %q", t.Name), true, t.Topic)
-		if t.Format != InputJSON {
-			d.at(p+".format", "%s.format must be %q, got %q", p, InputJSON, t.Format)
-		}
+		d.validateTableFormat(p, t)
 		d.validateTableMode(p, t)
 		if t.Limits.MaxEntries < 0 {
 			d.at(p+".limits.max_entries", "%s.limits.max_entries must not be negative", p)
@@ -127,7 +127,7 @@ func (d *doc) validateTables(useTopic useTopicFunc) {
 		if t.Limits.MaxBytes < 0 {
 			d.at(p+".limits.max_bytes", "%s.limits.max_bytes must not be negative", p)
 		}
-		if t.Schema != "" {
+		if t.Schema != "" && t.Format == InputJSON {
 			if _, err := loadSchema(d.dir, t.Schema); err != nil {
 				d.at(p+".schema", "%v", err)
 			}
@@ -136,6 +136,34 @@ func (d *doc) validateTables(useTopic useTopicFunc) {
 	if len(d.cfg.Tables) > 0 && d.fns.has(LookupFunction) {
 		d.at("tables", "a function named %q is registered by the program: it would hide the tables' lookup", LookupFunction)
 	}
+}
+
+// validateTableFormat checks a table's format as an input's: json or a
+// registry format, and a JSON Schema file only with json (a registry
+// format's schema is the writer's). That a registry format has a
+// registry URL waits for Apply, as for inputs (applyRegistry).
+func (d *doc) validateTableFormat(p string, t Table) {
+	switch {
+	case t.Format == InputJSON:
+	case RegistryFormat(t.Format):
+		if t.Schema != "" {
+			d.at(p+".schema", "%s.schema (a JSON Schema file) goes only with format json; a table of format %s is decoded with its writer schema from the schema registry", p, t.Format)
+		}
+	default:
+		d.at(p+".format", "table format %q is not supported (supported: json, avro, protobuf, json_schema)", t.Format)
+	}
+}
+
+// tablesNeedRegistry: every table of a registry format, when there is
+// no registry URL, at its format's FILE:LINE:COL (applyRegistry).
+func (c *Config) tablesNeedRegistry() []string {
+	k := newOverrideCheck(c, "tables", nil)
+	for i, t := range c.Tables {
+		if RegistryFormat(t.Format) {
+			k.report(fmt.Sprintf("tables[%d].format", i), "table %q has format %s, which needs a schema registry: set schema_registry.url (or %s)", t.Name, t.Format, EnvRegistryURL)
+		}
+	}
+	return k.probs
 }
 
 func (d *doc) validateTableMode(p string, t Table) {
@@ -233,7 +261,13 @@ func (d *doc) withTables(fns Functions) Functions {
 		return fns
 	}
 	d.cfg.tableFields = map[string]tableFields{}
-	for _, t := range d.cfg.Tables {
+	for i, t := range d.cfg.Tables {
+		if RegistryFormat(t.Format) {
+			if f, ok := d.registryTableFields(i, t); ok {
+				d.cfg.tableFields[t.Name] = f
+			}
+			continue
+		}
 		if t.Schema == "" {
 			continue
 		}
@@ -245,6 +279,28 @@ func (d *doc) withTables(fns Functions) Functions {
 	}
 	f := d.cfg.TableFunction(func(string, any, int64) (any, bool, error) { return nil, false, nil })
 	return append(append(Functions(nil), fns...), f)
+}
+
+// registryTableFields are the top-level fields of a registry table's
+// writer schema, when router validate --registry gave it (by the table's
+// topic, as an input's) and it closes them; a schema the registry does
+// not have is a problem at the table's topic.
+func (d *doc) registryTableFields(i int, t Table) (tableFields, bool) {
+	sf, ok := d.schemas[t.Topic]
+	if sf.Problem != "" {
+		d.at(fmt.Sprintf("tables[%d].topic", i), "tables[%d]: %s", i, sf.Problem)
+	}
+	if !ok || sf.Fields == nil {
+		return nil, false
+	}
+	if _, open := sf.Fields.Has(nil); open {
+		return nil, false
+	}
+	out := tableFields{}
+	for _, name := range sf.Fields.Names(nil) {
+		out[name] = true
+	}
+	return out, true
 }
 
 // closedFields are a closed schema's top-level properties.

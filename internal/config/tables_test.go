@@ -56,7 +56,8 @@ func TestTablesRefused(t *testing.T) {
 		{`true`, "    mode: latest\n", `t.yaml:17:11: tables[0].mode must be "current" or "as_of", got "latest"`},
 		{`true`, "    time: ts\n", `t.yaml:17:11: tables[0].time is read only in mode "as_of"`},
 		{`true`, "    on_too_old: fail\n", `t.yaml:17:17: tables[0].on_too_old must be "oldest" or "dirty"`},
-		{`true`, "    format: avro\n", `t.yaml:17:13: tables[0].format must be "json"`},
+		{`true`, "    format: csv\n", `t.yaml:17:13: table format "csv" is not supported (supported: json, avro, protobuf, json_schema)`},
+		{`true`, "    format: avro\n    schema: m.json\n", `t.yaml:18:13: tables[0].schema (a JSON Schema file) goes only with format json`},
 		{`true`, "  - name: merchants\n    topic: m2\n", `t.yaml:17:11: table "merchants" is declared twice`},
 		{`true`, "  - name: Bad\n    topic: m2\n", `t.yaml:17:11: table name "Bad"`},
 		{`true`, "  - name: refunds\n    topic: payments\n", `t.yaml:18:12: input topic "payments" is listed twice`},
@@ -137,5 +138,30 @@ func TestTableFunctionEventTime(t *testing.T) {
 	}
 	if got[0] != "merchants" || got[1] != "m1" || got[2] != int64(42) {
 		t.Fatalf("lookup got %v", got)
+	}
+}
+
+// A registry table's writer schema (router validate --registry gives it
+// by the table's topic, as an input's) names the fields a row has:
+// reading another is refused where it is written; a subject the registry
+// lacks is a problem at the table's topic.
+func TestTablesRegistryFields(t *testing.T) {
+	src := func(when string) string {
+		return tablesSrc(when, "    format: avro\n") + "schema_registry:\n  url: http://registry:8081\n"
+	}
+	merchants := SchemaFields{Fields: typedFields{"id": {"string"}, "tier": {"string"}}, Name: "the writer schema of subject merchants-value"}
+	if err := loadWithFields(t, src(`lookup("merchants", merchant_id)?.tier == "vip"`), map[string]SchemaFields{"merchants": merchants}); err != nil {
+		t.Fatalf("a field of the schema: %v", err)
+	}
+	err := loadWithFields(t, src(`lookup("merchants", merchant_id)?.level == "vip"`), map[string]SchemaFields{"merchants": merchants})
+	if err == nil || !strings.Contains(err.Error(), `t.yaml:9:46: routes[0].when: table "merchants" has no field "level" (its schema's fields: id, tier)`) {
+		t.Fatalf("a field the schema lacks: %v", err)
+	}
+	if err := loadWithFields(t, src(`lookup("merchants", merchant_id)?.level == "vip"`), nil); err != nil {
+		t.Fatalf("without the registry's schema the fields are dynamic: %v", err)
+	}
+	err = loadWithFields(t, src(`true`), map[string]SchemaFields{"merchants": {Problem: `subject "merchants-value" is not in the schema registry`}})
+	if err == nil || !strings.Contains(err.Error(), `t.yaml:16:12: tables[0]: subject "merchants-value" is not in the schema registry`) {
+		t.Fatalf("a subject the registry lacks: %v", err)
 	}
 }

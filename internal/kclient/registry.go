@@ -45,10 +45,31 @@ func RegistryOpts(s config.SchemaRegistry) []registry.Opt {
 // client and one schema cache shared by all of them. None when no input
 // is registry-backed.
 func RegistryDecoders(t *plan.Plan, hooks registry.Hooks) (map[string]*registry.Decoder, error) {
+	formats := map[string]string{}
+	for _, in := range t.Inputs {
+		formats[in.Topic] = in.Format
+	}
+	return registryDecoders(t, hooks, formats)
+}
+
+// TableDecoders builds the decoders of a topology's registry-backed
+// lookup tables, by table name, as RegistryDecoders does the inputs'
+// (a client and a cache of their own). None when no table is.
+func TableDecoders(t *plan.Plan, hooks registry.Hooks) (map[string]*registry.Decoder, error) {
+	formats := map[string]string{}
+	for _, tb := range t.Tables {
+		formats[tb.Name] = tb.Format
+	}
+	return registryDecoders(t, hooks, formats)
+}
+
+// registryDecoders builds a decoder for each name whose format is a
+// registry format, over one client and cache made on the first.
+func registryDecoders(t *plan.Plan, hooks registry.Hooks, formats map[string]string) (map[string]*registry.Decoder, error) {
 	var reg *registry.Registry
 	decs := map[string]*registry.Decoder{}
-	for _, in := range t.Inputs {
-		if !config.RegistryFormat(in.Format) {
+	for name, format := range formats {
+		if !config.RegistryFormat(format) {
 			continue
 		}
 		if reg == nil {
@@ -60,11 +81,11 @@ func RegistryDecoders(t *plan.Plan, hooks registry.Hooks) (map[string]*registry.
 				return nil, err
 			}
 		}
-		d, err := registry.NewDecoder(reg, registry.Format(in.Format))
+		d, err := registry.NewDecoder(reg, registry.Format(format))
 		if err != nil {
 			return nil, err
 		}
-		decs[in.Topic] = d
+		decs[name] = d
 	}
 	return decs, nil
 }

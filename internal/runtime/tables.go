@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -11,10 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/kclient"
 	"github.com/sidestream/sidestream/internal/lookup"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/operator/statelimit"
 	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/registry"
 )
 
 // table is one loaded lookup table: its store and how its rows are read.
@@ -22,6 +25,9 @@ type table struct {
 	node  *plan.TableNode
 	store *lookup.Table
 	m     *metrics.TableMetrics
+	// dec decodes the rows of a registry format (nil: json).
+	dec *registry.Decoder
+	log *slog.Logger
 }
 
 // Tables are the process's lookup tables by name, what lookup() reads
@@ -70,8 +76,9 @@ func (ts *Tables) lookup(name string, key any, at int64) (row any, tooOld bool, 
 	return r, false, nil
 }
 
-// newTables builds the empty tables of a plan.
-func newTables(top *plan.Plan, m *metrics.TableMetrics) (*Tables, error) {
+// newTables builds the empty tables of a plan; decs are the decoders of
+// the registry-format tables, by name.
+func newTables(top *plan.Plan, m *metrics.TableMetrics, decs map[string]*registry.Decoder, log *slog.Logger) (*Tables, error) {
 	ts := &Tables{byName: map[string]*table{}}
 	for _, n := range top.Tables {
 		spec := lookup.Spec{Mode: lookup.Current, History: n.History,
@@ -87,16 +94,19 @@ func newTables(top *plan.Plan, m *metrics.TableMetrics) (*Tables, error) {
 			return nil, fmt.Errorf("table %q: %w", n.Name, err)
 		}
 		m.Preset(n.Name)
-		ts.byName[n.Name] = &table{node: n, store: st, m: m}
+		ts.byName[n.Name] = &table{node: n, store: st, m: m, dec: decs[n.Name], log: log}
 	}
 	return ts, nil
 }
 
-// apply applies one record of the table's topic: a JSON row, or a
-// tombstone (null value) deleting the record key's row. A row that is no
-// JSON object, or lacks its key or time field, is counted and skipped:
-// the key keeps the row it had.
-func (t *table) apply(r *kgo.Record) {
+// apply applies one record of the table's topic: a row (json, or a
+// registry format), or a tombstone (null value) deleting the record
+// key's row. A row that does not decode (for a registry format: no magic
+// byte, a schema id the registry does not have, a payload its schema does
+// not read), or lacks its key or time field, is counted and skipped: the
+// key keeps the row it had. Only ctx's end leaves a row unapplied
+// uncounted.
+func (t *table) apply(ctx context.Context, r *kgo.Record) {
 	if r.Attrs.IsControl() {
 		return
 	}
@@ -106,14 +116,16 @@ func (t *table) apply(r *kgo.Record) {
 		t.admit(t.store.Apply(string(r.Key), at, nil, 0))
 		return
 	}
-	row, err := lookup.Decode(r.Value)
+	row, err := t.decode(ctx, r.Value)
 	if err != nil {
-		t.m.Undecodable.WithLabelValues(name).Inc()
+		if ctx.Err() == nil {
+			t.m.Undecodable.WithLabelValues(name).Inc()
+		}
 		return
 	}
 	key := string(r.Key)
 	if t.node.Key != "" {
-		k, ok := lookup.KeyString(row[t.node.Key])
+		k, ok := lookup.KeyString(row.fields[t.node.Key])
 		if !ok {
 			t.m.Undecodable.WithLabelValues(name).Inc()
 			return
@@ -121,14 +133,14 @@ func (t *table) apply(r *kgo.Record) {
 		key = k
 	}
 	if t.node.Mode == plan.TableAsOf && t.node.Time != "" {
-		ms, ok := epochMillis(row[t.node.Time])
+		ms, ok := row.versionTime(t.node.Time)
 		if !ok {
 			t.m.Undecodable.WithLabelValues(name).Inc()
 			return
 		}
 		at = ms
 	}
-	t.admit(t.store.Apply(key, at, row, len(r.Value)))
+	t.admit(t.store.Apply(key, at, row.fields, len(r.Value)))
 }
 
 func (t *table) admit(ok bool) {
@@ -166,7 +178,11 @@ func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow fu
 	if len(p.top.Tables) == 0 {
 		return func() {}, nil
 	}
-	ts, err := newTables(p.top, p.m.Tables)
+	decs, err := kclient.TableDecoders(p.top, p.m.SchemaRegistry)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := newTables(p.top, p.m.Tables, decs, p.log)
 	if err != nil {
 		return nil, err
 	}
@@ -243,13 +259,11 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 	for !done() {
 		p.obs.NotReady(fmt.Sprintf("loading table %q: %d of about %d records read", name, read, total))
 		t.m.Lag.WithLabelValues(name).Set(float64(max(total-read, 0)))
+		// A poll that ctx ended holds no records; a row may also have
+		// waited for the registry until ctx ended: checked after both.
 		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			cl.Close()
-			return nil, ctx.Err()
-		}
 		fs.EachRecord(func(r *kgo.Record) {
-			t.apply(r)
+			t.apply(ctx, r)
 			read++
 			next[r.Partition] = r.Offset + 1
 		})
@@ -260,6 +274,10 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 				next[fp.Partition] = max(next[fp.Partition], want[fp.Partition])
 			}
 		})
+		if ctx.Err() != nil {
+			cl.Close()
+			return nil, ctx.Err()
+		}
 	}
 	t.m.LoadSeconds.WithLabelValues(name).Set(time.Since(start).Seconds())
 	t.m.Loaded.WithLabelValues(name).Set(1)
@@ -276,7 +294,7 @@ func (p *Processor) followTable(ctx context.Context, cl *kgo.Client, t *table) {
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachRecord(t.apply)
+		fs.EachRecord(func(r *kgo.Record) { t.apply(ctx, r) })
 		var lag int64
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			if n := len(fp.Records); n > 0 {

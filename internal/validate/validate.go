@@ -250,8 +250,36 @@ type registryCheck struct {
 	notes   []string
 }
 
-func (rc *registryCheck) note(in config.Input, format string, args ...any) {
-	rc.notes = append(rc.notes, fmt.Sprintf("input %s (%s): fields not checked against a schema: ", in.Topic, in.Format)+fmt.Sprintf(format, args...))
+func (rc *registryCheck) note(in registryUser, format string, args ...any) {
+	rc.notes = append(rc.notes, fmt.Sprintf("%s (%s): fields not checked against a schema: ", in.what, in.Format)+fmt.Sprintf(format, args...))
+}
+
+// registryUser is an input or a table of a registry format: what a
+// message calls it ("input orders", "table merchants"), its topic and
+// format. Its fields are the latest schema of <topic>-value.
+type registryUser struct {
+	what          string
+	Topic, Format string
+}
+
+func inputUser(in config.Input) registryUser {
+	return registryUser{what: "input " + in.Topic, Topic: in.Topic, Format: in.Format}
+}
+
+// registryUsers are the inputs and the tables of a registry format.
+func registryUsers(cfg *config.Config) []registryUser {
+	var ins []registryUser
+	for _, in := range cfg.Inputs {
+		if config.RegistryFormat(in.Format) {
+			ins = append(ins, inputUser(in))
+		}
+	}
+	for _, t := range cfg.Tables {
+		if config.RegistryFormat(t.Format) {
+			ins = append(ins, registryUser{what: "table " + t.Name, Topic: t.Topic, Format: t.Format})
+		}
+	}
+	return ins
 }
 
 // fetchSchemas asks the registry for the latest schema of each
@@ -259,12 +287,7 @@ func (rc *registryCheck) note(in config.Input, format string, args ...any) {
 // serializers' default), with the credentials and TLS router run uses.
 func fetchSchemas(cfg *config.Config, offline bool) registryCheck {
 	rc := registryCheck{schemas: map[string]config.SchemaFields{}}
-	var ins []config.Input
-	for _, in := range cfg.Inputs {
-		if config.RegistryFormat(in.Format) {
-			ins = append(ins, in)
-		}
-	}
+	ins := registryUsers(cfg)
 	if len(ins) == 0 {
 		return rc
 	}
@@ -307,7 +330,7 @@ func validateRegistry(s config.SchemaRegistry) (*registry.Registry, error) {
 // fetch looks up one input's subject: its fields, a problem (no such
 // subject, another format, a schema that does not compile) or a note (the
 // registry could not answer, a schema that restricts no field).
-func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regURL string, in config.Input) {
+func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regURL string, in registryUser) {
 	subject := in.Topic + "-value"
 	ss, err := reg.Latest(ctx, subject, registry.Format(in.Format))
 	var u *registry.UnavailableError
@@ -317,15 +340,15 @@ func (rc *registryCheck) fetch(ctx context.Context, reg *registry.Registry, regU
 	case errors.Is(err, context.DeadlineExceeded):
 		rc.note(in, "the schema registry at %s did not answer within %s", regURL, registryTimeout)
 	case errors.Is(err, registry.ErrSubjectNotFound):
-		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("input %s (%s): subject %q is not in the schema registry at %s (404): register the input's value schema under it (the topic name strategy, <topic>-value)", in.Topic, in.Format, subject, regURL)}
+		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("%s (%s): subject %q is not in the schema registry at %s (404): register its value schema under it (the topic name strategy, <topic>-value)", in.what, in.Format, subject, regURL)}
 	case err != nil:
-		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("input %s (%s): %v", in.Topic, in.Format, err)}
+		rc.schemas[in.Topic] = config.SchemaFields{Problem: fmt.Sprintf("%s (%s): %v", in.what, in.Format, err)}
 	default:
 		if _, open := ss.Fields.Has(nil); open {
 			rc.note(in, "the latest schema of subject %s (version %d) does not close its properties (additionalProperties: false), so a record may hold any field", subject, ss.Version)
 			return
 		}
-		rc.schemas[in.Topic] = config.SchemaFields{Fields: ss.Fields, Name: fmt.Sprintf("the writer schema of input %s (subject %s, version %d)", in.Topic, subject, ss.Version)}
+		rc.schemas[in.Topic] = config.SchemaFields{Fields: ss.Fields, Name: fmt.Sprintf("the writer schema of %s (subject %s, version %d)", in.what, subject, ss.Version)}
 	}
 }
 
@@ -345,7 +368,7 @@ func notLoadedNotes(path string) []string {
 	var rc registryCheck
 	for _, in := range probe.Inputs {
 		if config.RegistryFormat(in.Format) {
-			rc.note(in, "the file has other problems (fix them, then validate again)")
+			rc.note(inputUser(in), "the file has other problems (fix them, then validate again)")
 		}
 	}
 	return rc.notes
@@ -369,7 +392,7 @@ func (rc *registryCheck) noteUnrestricted(inputs []config.Input) {
 	}
 	for _, in := range inputs {
 		if sf, ok := rc.schemas[in.Topic]; ok && sf.Fields != nil {
-			rc.note(in, "input %s (%s) may hold any field, and every route reads every input's records", open.Topic, open.Format)
+			rc.note(inputUser(in), "input %s (%s) may hold any field, and every route reads every input's records", open.Topic, open.Format)
 		}
 	}
 }
