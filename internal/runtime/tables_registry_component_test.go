@@ -141,3 +141,63 @@ func TestTablesRegistryFormatsComponent(t *testing.T) {
 		t.Errorf("m2's row %v (found %v): want the value model's fields (since an int of epoch ms)", row, found)
 	}
 }
+
+// TestTablesRegistryOutageComponent: while the schema registry cannot
+// answer, a registry table's row is neither applied nor skipped: the load
+// waits (the table is not loaded, no payment is processed) and asks
+// again; once the registry answers, the row is applied and the payment
+// routes by it, nothing counted undecodable.
+func TestTablesRegistryOutageComponent(t *testing.T) {
+	brokers := newCluster(t, kfake.SeedTopics(1, "payments", "merchants")).ListenAddrs()
+	f := newFakeRegistry(t)
+	id := f.register(t, "merchants-value", avroMerchant, sr.TypeAvro)
+	top := stageonetest.CompileAt(t, "pm.yaml", fmt.Sprintf(`application_id: pm-outage
+inputs: [{topic: payments}]
+schema_registry: {url: %s}
+routing: {default: rest}
+routes:
+  - {name: vip, topic: vip, when: 'lookup("merchants", merchant)?.tier == "vip"'}
+  - {name: rest, topic: rest}
+dirty: {topic: payments.dirty}
+tables: [{name: merchants, topic: merchants, format: avro, key: id}]
+`, f.URL()), brokers, ".")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	row, err := avro.Marshal(avro.MustParse(avroMerchant), map[string]any{"id": "m1", "tier": "vip", "since": time.UnixMilli(1000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "merchants", Value: confluentFrame(t, id, nil, row)},
+		&kgo.Record{Topic: "payments", Value: []byte(`{"id":"p1","merchant":"m1"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	f.failing.Store(true)
+	a := start(t, top, "a")
+	deadline := time.Now().Add(time.Minute)
+	for f.refused.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the table asked the failing registry %d times", f.refused.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := a.p.Metrics().Tables
+	if got := testutil.ToFloat64(m.Loaded.WithLabelValues("merchants")); got != 0 {
+		t.Fatalf("loaded %v during the outage", got)
+	}
+	if got := testutil.ToFloat64(m.Undecodable.WithLabelValues("merchants")); got != 0 {
+		t.Fatalf("undecodable %v during the outage: a row the registry could not answer for was skipped", got)
+	}
+	f.failing.Store(false)
+	waitConsumed(t, a.p.Metrics(), 1, time.Minute)
+	a.stop(t)
+	if got := readCommitted(t, brokers, "vip"); len(got) != 1 {
+		t.Fatalf("vip: %d records, want p1", len(got))
+	}
+	if got := testutil.ToFloat64(m.Undecodable.WithLabelValues("merchants")); got != 0 {
+		t.Errorf("undecodable %v", got)
+	}
+}
