@@ -62,6 +62,9 @@ type Engine struct {
 	// version is the wire.HeaderTopologyVersion header of every record
 	// stage one writes out (stamp), its value shared by all of them.
 	version kgo.RecordHeader
+	// tables: the topology has lookup tables, so stage one owns
+	// wire.HeaderLookupTooOld on what it writes (an input's is dropped).
+	tables bool
 }
 
 // New returns the stage one of t. A topology with registry-backed inputs
@@ -91,6 +94,7 @@ func New(t *plan.Plan, opts ...Option) *Engine {
 		evals:      evalPool{fields: len(t.Fields)},
 		expand:     t.Settings.Topics.RepartitionFormat == plan.RepartitionHeaders,
 		version:    kgo.RecordHeader{Key: wire.HeaderTopologyVersion, Value: []byte(t.Version)},
+		tables:     len(t.Tables) > 0,
 	}
 	for _, o := range opts {
 		o(e)
@@ -341,14 +345,14 @@ func (e *Engine) records(st *evalState, r *kgo.Record, d *Decoded, to routed, be
 				return nil, rerr
 			}
 		}
-		mark(rec, tooOld)
+		e.mark(rec, tooOld)
 		if rerr := e.tooLarge(rec, "output for route", o.Route.Name, ""); rerr != nil {
 			return nil, rerr
 		}
 		recs = append(recs, rec)
 	}
 	for _, rec := range to.parts {
-		mark(rec, tooOld)
+		e.mark(rec, tooOld)
 		if rerr := e.tooLarge(rec, "part for assembly", wire.String(rec.Headers, wire.HeaderPart), ""); rerr != nil {
 			return nil, rerr
 		}
@@ -367,8 +371,15 @@ func (st *evalState) tooOldHeader() (h kgo.RecordHeader, ok bool) {
 	return kgo.RecordHeader{Key: wire.HeaderLookupTooOld, Value: []byte(strings.Join(st.marks.TooOld, ","))}, true
 }
 
-// mark appends h to rec's headers when there is one (Key set).
-func mark(rec *kgo.Record, h kgo.RecordHeader) {
+// mark sets rec's wire.HeaderLookupTooOld to h, or none when h is unset
+// (no Key). With tables, an input's own is dropped first (rec.Headers is
+// rec's own slice, a copy of the input's): a record an upstream router
+// marked, or one redriven, says what this router's lookups answered.
+func (e *Engine) mark(rec *kgo.Record, h kgo.RecordHeader) {
+	if !e.tables {
+		return
+	}
+	rec.Headers = slices.DeleteFunc(rec.Headers, func(x kgo.RecordHeader) bool { return x.Key == wire.HeaderLookupTooOld })
 	if h.Key != "" {
 		rec.Headers = append(rec.Headers, h)
 	}
@@ -468,12 +479,13 @@ func (e *Engine) Dirty(r *kgo.Record, rerr *RecordError, tally *metrics.Tally) *
 }
 
 // stamp is a record's headers as written out: the input's, but for an
-// input's own wire.HeaderTopologyVersion, then this plan's version. The
+// input's own wire.HeaderTopologyVersion (and, with tables, its
+// wire.HeaderLookupTooOld: see mark), then this plan's version. The
 // slice comes from st's header slab (one allocation per many records).
 func (e *Engine) stamp(st *evalState, in []kgo.RecordHeader) []kgo.RecordHeader {
 	hs := st.headers(len(in) + 1)
 	for _, h := range in {
-		if h.Key != wire.HeaderTopologyVersion {
+		if h.Key != wire.HeaderTopologyVersion && (!e.tables || h.Key != wire.HeaderLookupTooOld) {
 			hs = append(hs, h)
 		}
 	}

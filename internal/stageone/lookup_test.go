@@ -11,7 +11,8 @@ import (
 // oldest) carries wire.HeaderLookupTooOld, naming the table, on every
 // output, the ones of routes that read no table included; a record
 // answered exactly carries none, also when it comes right after a too
-// old one (the marks are the record's own).
+// old one (the marks are the record's own), and whatever mark the input
+// carried is not passed on.
 func TestLookupTooOldHeader(t *testing.T) {
 	top := topo(t, "routing: {default: drop, match: all}\n",
 		"routes:\n  - {name: vip, topic: vip, when: 'lookup(\"merchants\", m)?.tier == \"vip\"'}\n  - {name: all, topic: out}\n",
@@ -26,7 +27,8 @@ func TestLookupTooOldHeader(t *testing.T) {
 		{"old", "merchants"},
 		{"new", ""},
 	} {
-		outs := e.Process(input(`{"m":"`+c.merchant+`"}`), metrics.NewTally())
+		// An input's own mark (an upstream router's) is replaced.
+		outs := e.Process(input(`{"m":"`+c.merchant+`"}`, wire.HeaderLookupTooOld, "upstream"), metrics.NewTally())
 		if len(outs) != 2 {
 			t.Fatalf("%s: %d outputs, want vip and out", c.merchant, len(outs))
 		}

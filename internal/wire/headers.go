@@ -95,7 +95,8 @@ const (
 // and the key changed since (on_too_old: oldest): the row may not be the
 // one valid at the record's time. Its value names the tables that did,
 // comma-separated, in the order the record's expressions first read
-// them. A record whose lookups were all exact (or missed) carries none.
+// them. A record whose lookups were all exact (or missed) carries none:
+// in a topology with tables an input's own is dropped.
 const HeaderLookupTooOld = "sidestream.lookup.too_old"
 
 // HeaderStateVersion is on every result of a window or assembly route
