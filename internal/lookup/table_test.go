@@ -66,12 +66,16 @@ func rowID(r Row) any {
 // order rows come in, however pruning ran; memory holds no more than
 // the versions a lookup can still read.
 func TestAsOfOracle(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		rapid.Check(t, func(rt *rapid.T) { asOfOracle(rt, open) })
+	})
+}
+
+func asOfOracle(t *rapid.T, open opener) {
+	{
 		history := rapid.Int64Range(1, 50).Draw(t, "history")
-		tb, err := New(Spec{Mode: AsOf, History: time.Duration(history) * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := open(t, Spec{Mode: AsOf, History: time.Duration(history) * time.Millisecond})
+		defer tb.close()
 		var hist []applied
 		keys := []string{"a", "b", "c"}
 		// Each key's versions come in time order, as a changelog writes
@@ -89,9 +93,12 @@ func TestAsOfOracle(t *testing.T) {
 				if rapid.IntRange(0, 4).Draw(t, "tomb") > 0 {
 					row = Row{"id": i}
 				}
-				tb.Apply(key, at, row, 10)
+				tb.apply(key, at, row)
 				hist = append(hist, applied{key, at, row})
 				continue
+			}
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				tb = tb.restart(t)
 			}
 			at := rapid.Int64Range(0, 300).Draw(t, "at")
 			got, gr := tb.Get(key, at)
@@ -120,14 +127,22 @@ func TestAsOfOracle(t *testing.T) {
 		if entries != n || bytes != b {
 			t.Fatalf("Size %d %d, kept %d %d", entries, bytes, n, b)
 		}
-	})
+		tb.checkStored(t)
+	}
 }
 
 // Current mode: the latest row of each key in the topic's order; a
 // tombstone deletes; the sizes follow.
 func TestCurrent(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		tb, _ := New(Spec{Mode: Current})
+	eachStore(t, func(t *testing.T, open opener) {
+		rapid.Check(t, func(rt *rapid.T) { current(rt, open) })
+	})
+}
+
+func current(t *rapid.T, open opener) {
+	{
+		tb := open(t, Spec{Mode: Current})
+		defer tb.close()
 		want := map[string]Row{}
 		for i := range rapid.IntRange(0, 100).Draw(t, "ops") {
 			key := fmt.Sprint(rapid.IntRange(0, 5).Draw(t, "key"))
@@ -138,7 +153,10 @@ func TestCurrent(t *testing.T) {
 			} else {
 				delete(want, key)
 			}
-			tb.Apply(key, rapid.Int64().Draw(t, "at"), row, 5)
+			tb.apply(key, rapid.Int64().Draw(t, "at"), row)
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				tb = tb.restart(t)
+			}
 		}
 		for k := range 6 {
 			key := fmt.Sprint(k)
@@ -147,10 +165,15 @@ func TestCurrent(t *testing.T) {
 				t.Fatalf("Get(%s): %v %v, want %v", key, rowID(got), r, rowID(want[key]))
 			}
 		}
-		if n, b := tb.Size(); n != len(want) || b != int64(len(want))*(5+1+entryOverhead) {
-			t.Fatalf("Size %d %d for %d keys", n, b, len(want))
+		var b int64
+		for k, r := range want {
+			b += int64(len(encode(r))+len(k)) + entryOverhead
 		}
-	})
+		if n, got := tb.Size(); n != len(want) || got != b {
+			t.Fatalf("Size %d %d for %d keys (%d bytes)", n, got, len(want), b)
+		}
+		tb.checkStored(t)
+	}
 }
 
 // Past a limit a new key is refused and counted; a kept key still
