@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-
-	"pgregory.net/rapid"
 )
 
 // store is a table under test: in memory, or in Pebble (restartable).
@@ -19,8 +17,14 @@ type store struct {
 	seq  int
 }
 
+// fataler is a *testing.T or a *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // opener opens an empty store of spec.
-type opener func(t *rapid.T, spec Spec) *store
+type opener func(t fataler, spec Spec) *store
 
 // eachStore runs a conformance test against both stores: the same
 // property, the same oracle. The Pebble store is also restarted at
@@ -28,7 +32,7 @@ type opener func(t *rapid.T, spec Spec) *store
 // replaced.
 func eachStore(t *testing.T, test func(*testing.T, opener)) {
 	t.Run("memory", func(t *testing.T) {
-		test(t, func(rt *rapid.T, spec Spec) *store {
+		test(t, func(rt fataler, spec Spec) *store {
 			tb, err := New(spec)
 			if err != nil {
 				rt.Fatal(err)
@@ -38,7 +42,7 @@ func eachStore(t *testing.T, test func(*testing.T, opener)) {
 	})
 	t.Run("pebble", func(t *testing.T) {
 		root, n := t.TempDir(), 0
-		test(t, func(rt *rapid.T, spec Spec) *store {
+		test(t, func(rt fataler, spec Spec) *store {
 			n++
 			s := &store{dir: filepath.Join(root, fmt.Sprint(n)), spec: spec}
 			s.open(rt, "")
@@ -55,7 +59,7 @@ func encode(r Row) []byte {
 	return b
 }
 
-func (s *store) open(t *rapid.T, wantReason string) {
+func (s *store) open(t fataler, wantReason string) {
 	d, reason, err := OpenPebble(s.dir, s.spec, "fp", Decode)
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +85,7 @@ func (s *store) apply(key string, at int64, row Row) bool {
 // restart commits, closes and reopens a Pebble store, and fails unless
 // the restored table keeps what the closed one kept, with the checkpoint
 // committed.
-func (s *store) restart(t *rapid.T) *store {
+func (s *store) restart(t fataler) *store {
 	if s.d == nil {
 		return s
 	}
@@ -107,7 +111,7 @@ func (s *store) restart(t *rapid.T) *store {
 
 // checkStored restarts a Pebble store once more (its checks are the
 // test's end).
-func (s *store) checkStored(t *rapid.T) { s.restart(t) }
+func (s *store) checkStored(t fataler) { s.restart(t) }
 
 func (s *store) close() {
 	if s.d != nil {

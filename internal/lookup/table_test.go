@@ -177,34 +177,43 @@ func current(t *rapid.T, open opener) {
 }
 
 // Past a limit a new key is refused and counted; a kept key still
-// updates; a delete makes room.
+// updates; a delete makes room. On both stores, across restarts.
 func TestLimits(t *testing.T) {
-	tb, err := New(Spec{Mode: Current, Limits: statelimit.Limits{MaxEntries: 2, Policy: statelimit.Route}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"a", "b"} {
-		if !tb.Apply(k, 0, Row{"id": k}, 1) {
-			t.Fatalf("%s refused", k)
+	eachStore(t, func(t *testing.T, open opener) {
+		tb := open(t, Spec{Mode: Current, Limits: statelimit.Limits{MaxEntries: 2, Policy: statelimit.Route}})
+		defer tb.close()
+		for _, k := range []string{"a", "b"} {
+			if !tb.apply(k, 0, Row{"id": k}) {
+				t.Fatalf("%s refused", k)
+			}
 		}
-	}
-	if tb.Apply("c", 0, Row{"id": "c"}, 1) || tb.Refused() != 1 {
-		t.Fatal("c admitted past max_entries")
-	}
-	if !tb.Apply("a", 0, Row{"id": "a2"}, 1) {
-		t.Fatal("an update of a kept key refused")
-	}
-	if r, _ := tb.Get("a", 0); r["id"] != "a2" {
-		t.Fatalf("a: %v", r)
-	}
-	tb.Apply("b", 0, nil, 0)
-	if !tb.Apply("c", 0, Row{"id": "c"}, 1) {
-		t.Fatal("c refused after a delete made room")
-	}
-	bt, _ := New(Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 200, Policy: statelimit.Route}})
-	if !bt.Apply("a", 1, Row{}, 10) || bt.Apply("b", 1, Row{}, 100) {
-		t.Fatal("max_bytes: the second key fits")
-	}
+		tb = tb.restart(t)
+		if tb.apply("c", 0, Row{"id": "c"}) || tb.Refused() != 1 {
+			t.Fatal("c admitted past max_entries")
+		}
+		if !tb.apply("a", 0, Row{"id": "a2"}) {
+			t.Fatal("an update of a kept key refused")
+		}
+		if r, _ := tb.Get("a", 0); r["id"] != "a2" {
+			t.Fatalf("a: %v", r)
+		}
+		tb.apply("b", 0, nil)
+		tb = tb.restart(t)
+		if !tb.apply("c", 0, Row{"id": "c"}) {
+			t.Fatal("c refused after a delete made room")
+		}
+		tb.checkStored(t)
+		// {} is 2 bytes: a (1 byte key) costs 67, b would cost 67 more.
+		bt := open(t, Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 100, Policy: statelimit.Route}})
+		defer bt.close()
+		if !bt.apply("a", 1, Row{}) {
+			t.Fatal("max_bytes: the first key refused")
+		}
+		bt = bt.restart(t)
+		if bt.apply("b", 1, Row{}) {
+			t.Fatal("max_bytes: the second key fits after a restart")
+		}
+	})
 }
 
 func TestDecodeAndKeys(t *testing.T) {
