@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -151,5 +152,57 @@ tables: [{name: merchants, topic: merchants, store: pebble}]
 	_, err := New(top, WithLogger(testLogger()))
 	if err == nil || !strings.Contains(err.Error(), `table "merchants": store: pebble needs state.dir`) {
 		t.Fatalf("New: %v", err)
+	}
+}
+
+// Records deleted past the checkpoint were never read: the restart
+// wipes the store (counted) and reads what the topic still holds.
+func TestTablesPebbleLogStartPastCheckpoint(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(1, "payments", "merchants"))
+	brokers := c.ListenAddrs()
+	top := compileAt(t, "pm.yaml", fmt.Sprintf(`application_id: pm
+inputs: [{topic: payments}]
+routing: {default: rest}
+routes: [{name: rest, topic: rest}]
+dirty: {topic: payments.dirty}
+state: {dir: %q}
+tables: [{name: merchants, topic: merchants, store: pebble}]
+`, t.TempDir()), brokers, "")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	produce := func(key string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "merchants", Key: []byte(key), Value: []byte(`{"tier":"vip"}`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		produce(fmt.Sprintf("m%d", i))
+	}
+	a := start(t, top, "a")
+	waitTableLoaded(t, a, 5)
+	a.stop(t)
+	produce("m5")
+	produce("m6")
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: "merchants", Partition: 0, At: 6})
+	if res, err := kadm.NewClient(cl).DeleteRecords(ctx, del); err != nil || res.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, res.Error())
+	}
+	b := start(t, top, "b")
+	waitTableLoaded(t, b, 1)
+	if got := testutil.ToFloat64(b.p.Metrics().Tables.Rebuilds.WithLabelValues("merchants")); got != 1 {
+		t.Errorf("rebuilds %v, want 1", got)
+	}
+	ts := b.p.Tables()
+	if _, found, _ := ts.Get("merchants", "m0"); found {
+		t.Error("m0, deleted from the topic, survived the rebuild")
+	}
+	if _, found, _ := ts.Get("merchants", "m6"); !found {
+		t.Error("m6 missing")
 	}
 }
