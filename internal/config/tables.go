@@ -69,6 +69,10 @@ type Table struct {
 	OnTooOld string `yaml:"on_too_old"`
 	// Limits bound the rows kept (default no bound).
 	Limits TableLimits `yaml:"limits"`
+	// Store is where the rows are kept: memory (the whole topic read on
+	// every start), or pebble (also on disk under state.dir, with a
+	// checkpoint: a restart reads only the records written since).
+	Store StoreKind `yaml:"store"`
 }
 
 // TableLimits bound one table's memory. Past a limit a new key is
@@ -97,6 +101,7 @@ var tableSettings = []Setting{
 	{Path: "tables[].limits", Type: tSection, Doc: "bound the table's memory; default no bound"},
 	{Path: "tables[].limits.max_entries", Type: tInt, Min: "0", Doc: "keys (`current`) or versions (`as_of`) kept; past it a new key is refused (counted)"},
 	{Path: "tables[].limits.max_bytes", Type: tInt, Min: "0", Doc: "estimated bytes of the kept rows; past it a new key is refused (counted)"},
+	{Path: "tables[].store", Type: tString, Default: string(StoreMemory), Enum: []string{string(StoreMemory), string(StorePebble)}, Doc: "in memory (the whole topic read on every start), or also on disk with a checkpoint", Notes: "where the table keeps its rows: `memory` (every start reads the whole topic) or `pebble` (also on disk under `state.dir`, in `<dir>/tables/<name>`, with a checkpoint of the topic's offsets: a restart reads only the records written since, or the whole topic again when the table's settings or its topic changed). Lookups read memory with either. Independent of `state.store`; `pebble` needs `state.dir`. See [Lookup tables](../lookup-tables.md#the-store-and-its-checkpoint)"},
 }
 
 // validateTables checks the tables section; useTopic keeps a table's
@@ -121,6 +126,9 @@ func (d *doc) validateTables(useTopic useTopicFunc) {
 		useTopic(p+".topic", fmt.Sprintf("table %q", t.Name), true, t.Topic)
 		d.validateTableFormat(p, t)
 		d.validateTableMode(p, t)
+		if t.Store != StoreMemory && t.Store != StorePebble {
+			d.at(p+".store", "%s.store must be %q or %q, got %q", p, StoreMemory, StorePebble, t.Store)
+		}
 		if t.Limits.MaxEntries < 0 {
 			d.at(p+".limits.max_entries", "%s.limits.max_entries must not be negative", p)
 		}

@@ -44,6 +44,9 @@ func TestTablesValid(t *testing.T) {
 	if d.Tables[0].Mode != TableCurrent || d.Tables[0].History.D() != DefaultTableHistory {
 		t.Fatalf("defaults: %+v", d.Tables[0])
 	}
+	if d.Tables[0].Store != StoreMemory {
+		t.Fatalf("store: %q, want memory by default", d.Tables[0].Store)
+	}
 }
 
 // Each mistake is reported at its FILE:LINE:COL, inside the expression
@@ -62,6 +65,7 @@ func TestTablesRefused(t *testing.T) {
 		{`true`, "  - name: Bad\n    topic: m2\n", `t.yaml:17:11: table name "Bad"`},
 		{`true`, "  - name: refunds\n    topic: payments\n", `t.yaml:18:12: input topic "payments" is listed twice`},
 		{`true`, "    limits: {max_entries: -1}\n", `tables[0].limits.max_entries must not be negative`},
+		{`true`, "    store: disk\n", `t.yaml:17:12: tables[0].store must be "memory" or "pebble", got "disk"`},
 	} {
 		_, err := Load("t.yaml", []byte(tablesSrc(c.when, c.table)))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

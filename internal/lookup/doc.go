@@ -10,4 +10,9 @@
 // applies what it reads. Its answers depend only on the rows applied,
 // never on when pruning ran, which the property test checks against a
 // brute-force oracle over the whole history.
+//
+// A Durable table (pebble.go) is a Table that also mirrors every version
+// it keeps in a Pebble database, committed with the caller's checkpoint
+// in one batch; lookups read the Table in memory either way. The same
+// property tests run against both, the Pebble one restarted at random.
 package lookup

@@ -83,6 +83,16 @@ type Table struct {
 	entries int
 	bytes   int64
 	refused uint64
+	// sink (a Pebble table's) is told every version kept and dropped;
+	// nil for a table in memory only.
+	sink sink
+}
+
+// sink mirrors what a table keeps: put a version (raw nil: a
+// tombstone), drop one. Called under the table's lock, in order.
+type sink interface {
+	put(key string, at int64, raw []byte)
+	drop(key string, at int64)
 }
 
 // New returns an empty table.
@@ -105,6 +115,11 @@ const entryOverhead = 64
 // row nil for a tombstone, size its encoded bytes. It reports false when
 // a limit refused a new key.
 func (t *Table) Apply(key string, at int64, row Row, size int) bool {
+	return t.apply(key, at, row, size, nil)
+}
+
+// apply is Apply; raw is the row's encoding, given to the sink.
+func (t *Table) apply(key string, at int64, row Row, size int, raw []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cost := int64(size+len(key)) + entryOverhead
@@ -126,6 +141,9 @@ func (t *Table) Apply(key string, at int64, row Row, size int) bool {
 		t.keys[key] = []version{{row: row, size: cost}}
 		t.bytes += cost
 		t.entries++
+		if t.sink != nil {
+			t.sink.put(key, 0, raw)
+		}
 		return true
 	}
 	if !known && !t.admit(cost) {
@@ -133,6 +151,9 @@ func (t *Table) Apply(key string, at int64, row Row, size int) bool {
 		return false
 	}
 	t.keys[key] = t.insert(vs, version{at: at, row: row, size: cost})
+	if t.sink != nil {
+		t.sink.put(key, at, raw)
+	}
 	t.advance(at)
 	t.prune(key)
 	return true
@@ -171,6 +192,9 @@ func (t *Table) insert(vs []version, v version) []version {
 func (t *Table) drop(key string, vs []version) {
 	for _, v := range vs {
 		t.bytes -= v.size
+		if t.sink != nil {
+			t.sink.drop(key, v.at)
+		}
 	}
 	t.entries -= len(vs)
 	delete(t.keys, key)
@@ -216,6 +240,9 @@ func (t *Table) prune(key string) {
 		}
 		for _, v := range vs[:cut] {
 			t.bytes -= v.size
+			if t.sink != nil {
+				t.sink.drop(key, v.at)
+			}
 		}
 		t.entries -= cut
 		vs = append(vs[:0:0], vs[cut:]...)

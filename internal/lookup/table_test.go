@@ -66,12 +66,16 @@ func rowID(r Row) any {
 // order rows come in, however pruning ran; memory holds no more than
 // the versions a lookup can still read.
 func TestAsOfOracle(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
+	eachStore(t, func(t *testing.T, open opener) {
+		rapid.Check(t, func(rt *rapid.T) { asOfOracle(rt, open) })
+	})
+}
+
+func asOfOracle(t *rapid.T, open opener) {
+	{
 		history := rapid.Int64Range(1, 50).Draw(t, "history")
-		tb, err := New(Spec{Mode: AsOf, History: time.Duration(history) * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tb := open(t, Spec{Mode: AsOf, History: time.Duration(history) * time.Millisecond})
+		defer tb.close()
 		var hist []applied
 		keys := []string{"a", "b", "c"}
 		// Each key's versions come in time order, as a changelog writes
@@ -89,9 +93,12 @@ func TestAsOfOracle(t *testing.T) {
 				if rapid.IntRange(0, 4).Draw(t, "tomb") > 0 {
 					row = Row{"id": i}
 				}
-				tb.Apply(key, at, row, 10)
+				tb.apply(key, at, row)
 				hist = append(hist, applied{key, at, row})
 				continue
+			}
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				tb = tb.restart(t)
 			}
 			at := rapid.Int64Range(0, 300).Draw(t, "at")
 			got, gr := tb.Get(key, at)
@@ -120,14 +127,22 @@ func TestAsOfOracle(t *testing.T) {
 		if entries != n || bytes != b {
 			t.Fatalf("Size %d %d, kept %d %d", entries, bytes, n, b)
 		}
-	})
+		tb.checkStored(t)
+	}
 }
 
 // Current mode: the latest row of each key in the topic's order; a
 // tombstone deletes; the sizes follow.
 func TestCurrent(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		tb, _ := New(Spec{Mode: Current})
+	eachStore(t, func(t *testing.T, open opener) {
+		rapid.Check(t, func(rt *rapid.T) { current(rt, open) })
+	})
+}
+
+func current(t *rapid.T, open opener) {
+	{
+		tb := open(t, Spec{Mode: Current})
+		defer tb.close()
 		want := map[string]Row{}
 		for i := range rapid.IntRange(0, 100).Draw(t, "ops") {
 			key := fmt.Sprint(rapid.IntRange(0, 5).Draw(t, "key"))
@@ -138,7 +153,10 @@ func TestCurrent(t *testing.T) {
 			} else {
 				delete(want, key)
 			}
-			tb.Apply(key, rapid.Int64().Draw(t, "at"), row, 5)
+			tb.apply(key, rapid.Int64().Draw(t, "at"), row)
+			if rapid.IntRange(0, 9).Draw(t, "restart") == 0 {
+				tb = tb.restart(t)
+			}
 		}
 		for k := range 6 {
 			key := fmt.Sprint(k)
@@ -147,41 +165,55 @@ func TestCurrent(t *testing.T) {
 				t.Fatalf("Get(%s): %v %v, want %v", key, rowID(got), r, rowID(want[key]))
 			}
 		}
-		if n, b := tb.Size(); n != len(want) || b != int64(len(want))*(5+1+entryOverhead) {
-			t.Fatalf("Size %d %d for %d keys", n, b, len(want))
+		var b int64
+		for k, r := range want {
+			b += int64(len(encode(r))+len(k)) + entryOverhead
 		}
-	})
+		if n, got := tb.Size(); n != len(want) || got != b {
+			t.Fatalf("Size %d %d for %d keys (%d bytes)", n, got, len(want), b)
+		}
+		tb.checkStored(t)
+	}
 }
 
 // Past a limit a new key is refused and counted; a kept key still
-// updates; a delete makes room.
+// updates; a delete makes room. On both stores, across restarts.
 func TestLimits(t *testing.T) {
-	tb, err := New(Spec{Mode: Current, Limits: statelimit.Limits{MaxEntries: 2, Policy: statelimit.Route}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"a", "b"} {
-		if !tb.Apply(k, 0, Row{"id": k}, 1) {
-			t.Fatalf("%s refused", k)
+	eachStore(t, func(t *testing.T, open opener) {
+		tb := open(t, Spec{Mode: Current, Limits: statelimit.Limits{MaxEntries: 2, Policy: statelimit.Route}})
+		defer tb.close()
+		for _, k := range []string{"a", "b"} {
+			if !tb.apply(k, 0, Row{"id": k}) {
+				t.Fatalf("%s refused", k)
+			}
 		}
-	}
-	if tb.Apply("c", 0, Row{"id": "c"}, 1) || tb.Refused() != 1 {
-		t.Fatal("c admitted past max_entries")
-	}
-	if !tb.Apply("a", 0, Row{"id": "a2"}, 1) {
-		t.Fatal("an update of a kept key refused")
-	}
-	if r, _ := tb.Get("a", 0); r["id"] != "a2" {
-		t.Fatalf("a: %v", r)
-	}
-	tb.Apply("b", 0, nil, 0)
-	if !tb.Apply("c", 0, Row{"id": "c"}, 1) {
-		t.Fatal("c refused after a delete made room")
-	}
-	bt, _ := New(Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 200, Policy: statelimit.Route}})
-	if !bt.Apply("a", 1, Row{}, 10) || bt.Apply("b", 1, Row{}, 100) {
-		t.Fatal("max_bytes: the second key fits")
-	}
+		tb = tb.restart(t)
+		if tb.apply("c", 0, Row{"id": "c"}) || tb.Refused() != 1 {
+			t.Fatal("c admitted past max_entries")
+		}
+		if !tb.apply("a", 0, Row{"id": "a2"}) {
+			t.Fatal("an update of a kept key refused")
+		}
+		if r, _ := tb.Get("a", 0); r["id"] != "a2" {
+			t.Fatalf("a: %v", r)
+		}
+		tb.apply("b", 0, nil)
+		tb = tb.restart(t)
+		if !tb.apply("c", 0, Row{"id": "c"}) {
+			t.Fatal("c refused after a delete made room")
+		}
+		tb.checkStored(t)
+		// {} is 2 bytes: a (1 byte key) costs 67, b would cost 67 more.
+		bt := open(t, Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 100, Policy: statelimit.Route}})
+		defer bt.close()
+		if !bt.apply("a", 1, Row{}) {
+			t.Fatal("max_bytes: the first key refused")
+		}
+		bt = bt.restart(t)
+		if bt.apply("b", 1, Row{}) {
+			t.Fatal("max_bytes: the second key fits after a restart")
+		}
+	})
 }
 
 func TestDecodeAndKeys(t *testing.T) {

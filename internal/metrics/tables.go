@@ -13,6 +13,8 @@ const (
 	NameTableLookups     = "sidestream_table_lookups_total"
 	NameTableUndecodable = "sidestream_table_rows_undecodable_total"
 	NameTableRefused     = "sidestream_table_rows_refused_total"
+	NameTableLoadRecords = "sidestream_table_load_records"
+	NameTableRebuilds    = "sidestream_table_store_rebuilds_total"
 )
 
 // Lookup results (label values of NameTableLookups).
@@ -32,6 +34,8 @@ type TableMetrics struct {
 	Lookups     *prometheus.CounterVec // table, result
 	Undecodable *prometheus.CounterVec // table
 	Refused     *prometheus.CounterVec // table
+	LoadRecords *prometheus.GaugeVec   // table: records the load read
+	Rebuilds    *prometheus.CounterVec // table: pebble stores wiped
 }
 
 // NewTableMetrics builds the table collectors and registers them on r.
@@ -53,8 +57,12 @@ func NewTableMetrics(r prometheus.Registerer) *TableMetrics {
 			Help: "Table rows that are no JSON object, or lack their key or time field: skipped (the key keeps its row)."}, []string{"table"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameTableRefused,
 			Help: "New table keys refused by the table's limits (max_entries, max_bytes)."}, []string{"table"}),
+		LoadRecords: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: NameTableLoadRecords,
+			Help: "Records the load of a lookup table read: its whole topic, or (store: pebble) only those written after its checkpoint."}, []string{"table"}),
+		Rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: NameTableRebuilds,
+			Help: "Times a lookup table's Pebble store was wiped and its whole topic read again (settings or topic changed, records deleted past its checkpoint, checkpoint older than delete.retention.ms); the reason is logged."}, []string{"table"}),
 	}
-	r.MustRegister(m.Rows, m.Bytes, m.LoadSeconds, m.Loaded, m.Lag, m.Lookups, m.Undecodable, m.Refused)
+	r.MustRegister(m.Rows, m.Bytes, m.LoadSeconds, m.Loaded, m.Lag, m.Lookups, m.Undecodable, m.Refused, m.LoadRecords, m.Rebuilds)
 	return m
 }
 
@@ -65,6 +73,8 @@ func (m *TableMetrics) Preset(table string) {
 	m.Bytes.WithLabelValues(table)
 	m.Loaded.WithLabelValues(table)
 	m.Lag.WithLabelValues(table)
+	m.LoadRecords.WithLabelValues(table)
+	m.Rebuilds.WithLabelValues(table)
 	for _, r := range []string{LookupHit, LookupMiss, LookupTooOld} {
 		m.Lookups.WithLabelValues(table, r)
 	}

@@ -33,6 +33,8 @@ type TableNode struct {
 	// MaxEntries and MaxBytes bound the rows kept (0: no bound).
 	MaxEntries int
 	MaxBytes   int64
+	// Store is StoreMemory or StorePebble (under Settings.State.Dir).
+	Store      string
 	Schema     *jsonschema.Schema // nil when none
 	SchemaPath string
 }
@@ -82,7 +84,8 @@ func (t *Plan) compileTables(cfg *config.Config, dir string) error {
 	t.tables = &tableBinding{}
 	for _, tb := range cfg.Tables {
 		n := &TableNode{Name: tb.Name, Topic: tb.Topic, Format: tb.Format, Key: tb.Key, Mode: tb.Mode, Time: tb.Time,
-			History: tb.History.D(), OnTooOld: tb.OnTooOld, MaxEntries: tb.Limits.MaxEntries, MaxBytes: tb.Limits.MaxBytes, SchemaPath: tb.Schema}
+			History: tb.History.D(), OnTooOld: tb.OnTooOld, MaxEntries: tb.Limits.MaxEntries, MaxBytes: tb.Limits.MaxBytes, SchemaPath: tb.Schema,
+			Store: string(tb.Store)}
 		if tb.Schema != "" {
 			s, err := config.LoadSchema(dir, tb.Schema)
 			if err != nil {

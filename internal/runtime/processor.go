@@ -257,6 +257,11 @@ func (op *opts) validate(top *plan.Plan) error {
 	case op.stores == nil && top.Settings.State.Store == plan.StorePebble && top.Settings.State.Dir == "":
 		return fmt.Errorf("state.store: pebble needs state.dir (or %s)", plan.EnvStateDir)
 	}
+	for _, n := range top.Tables {
+		if n.Store == string(plan.StorePebble) && top.Settings.State.Dir == "" {
+			return fmt.Errorf("table %q: store: pebble needs state.dir (or %s)", n.Name, plan.EnvStateDir)
+		}
+	}
 	if op.ownerURL != "" {
 		return stagetwo.CheckOwnerURL(op.ownerURL)
 	}
@@ -318,11 +323,12 @@ func (p *Processor) Run(ctx context.Context) error {
 		return nilIfDone(ctx, err)
 	}
 	p.readOutputLimits(ctx, adm)
-	followTables, err := p.loadTables(ctx, adm)
+	followTables, stopTables, err := p.loadTables(ctx, adm)
 	if err != nil {
 		p.obs.NotReady(err.Error())
 		return nilIfDone(ctx, err)
 	}
+	defer stopTables()
 	followTables()
 	if err := p.registerAvroOutputs(ctx); err != nil {
 		p.obs.NotReady(err.Error())

@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,6 +31,14 @@ type table struct {
 	// dec decodes the rows of a registry format (nil: json).
 	dec *registry.Decoder
 	log *slog.Logger
+	// durable is the store of a pebble table (nil in memory): its
+	// checkpoint ck is committed after each poll, until a commit fails.
+	durable     *lookup.Durable
+	ck          tableCheckpoint
+	storeFailed bool
+	// next and hwm are, by partition, the offset read to and the high
+	// watermark last seen (the loader's, then the follower's).
+	next, hwm map[int32]int64
 }
 
 // Tables are the process's lookup tables by name, what lookup() reads
@@ -76,9 +87,10 @@ func (ts *Tables) lookup(name string, key any, at int64) (row any, tooOld bool, 
 	return r, false, nil
 }
 
-// newTables builds the empty tables of a plan; decs are the decoders of
-// the registry-format tables, by name.
-func newTables(top *plan.Plan, m *metrics.TableMetrics, decs map[string]*registry.Decoder, log *slog.Logger) (*Tables, error) {
+// newTables builds the tables of a plan: empty in memory, or as their
+// Pebble stores hold them; decs are the decoders of the registry-format
+// tables, by name.
+func (p *Processor) newTables(ctx context.Context, top *plan.Plan, m *metrics.TableMetrics, decs map[string]*registry.Decoder) (*Tables, error) {
 	ts := &Tables{byName: map[string]*table{}}
 	for _, n := range top.Tables {
 		spec := lookup.Spec{Mode: lookup.Current, History: n.History,
@@ -89,14 +101,38 @@ func newTables(top *plan.Plan, m *metrics.TableMetrics, decs map[string]*registr
 		if n.Mode == plan.TableAsOf {
 			spec.Mode = lookup.AsOf
 		}
-		st, err := lookup.New(spec)
+		m.Preset(n.Name)
+		t := &table{node: n, m: m, dec: decs[n.Name], log: p.log}
+		var err error
+		if n.Store == string(plan.StorePebble) {
+			t.store, err = p.openTableStore(ctx, t, spec)
+		} else {
+			t.store, err = lookup.New(spec)
+		}
 		if err != nil {
+			ts.close()
 			return nil, fmt.Errorf("table %q: %w", n.Name, err)
 		}
-		m.Preset(n.Name)
-		ts.byName[n.Name] = &table{node: n, store: st, m: m, dec: decs[n.Name], log: log}
+		ts.byName[n.Name] = t
 	}
 	return ts, nil
+}
+
+// close closes the tables' Pebble stores.
+func (ts *Tables) close() {
+	for _, t := range ts.byName {
+		if t.durable != nil {
+			_ = t.durable.Close()
+		}
+	}
+}
+
+// put applies a row (raw its encoding; nil with row nil, a tombstone).
+func (t *table) put(key string, at int64, row lookup.Row, raw []byte) bool {
+	if t.durable != nil {
+		return t.durable.Apply(key, at, row, raw)
+	}
+	return t.store.Apply(key, at, row, len(raw))
 }
 
 // apply applies one record of the table's topic: a row (json, or a
@@ -113,7 +149,7 @@ func (t *table) apply(ctx context.Context, r *kgo.Record) {
 	name := t.node.Name
 	at := r.Timestamp.UnixMilli()
 	if r.Value == nil {
-		t.admit(t.store.Apply(string(r.Key), at, nil, 0))
+		t.admit(t.put(string(r.Key), at, nil, nil))
 		return
 	}
 	row, err := t.decode(ctx, r.Value)
@@ -140,7 +176,7 @@ func (t *table) apply(ctx context.Context, r *kgo.Record) {
 		}
 		at = ms
 	}
-	t.admit(t.store.Apply(key, at, row.fields, len(r.Value)))
+	t.admit(t.put(key, at, row.fields, r.Value))
 }
 
 func (t *table) admit(ok bool) {
@@ -170,43 +206,66 @@ func epochMillis(v any) (int64, bool) {
 	return 0, false
 }
 
-// loadTables reads every table's topic from its start to the end listed
-// when it begins (readiness says how far it is), binds lookup() to the
-// tables, and returns the function that follows the topics afterwards
-// until ctx ends. Without tables it does nothing.
-func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow func(), err error) {
+// loadTables reads every table's topic from its start (or a pebble
+// table's checkpoint) to the end listed when it begins (readiness says
+// how far it is), binds lookup() to the tables, and returns the function
+// that starts following the topics, and the one that stops following
+// (waiting for it) and closes the stores. Without tables both do nothing.
+func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow, stop func(), err error) {
 	if len(p.top.Tables) == 0 {
-		return func() {}, nil
+		return func() {}, func() {}, nil
 	}
 	decs, err := kclient.TableDecoders(p.top, p.m.SchemaRegistry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ts, err := newTables(p.top, p.m.Tables, decs, p.log)
+	ts, err := p.newTables(ctx, p.top, p.m.Tables, decs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var followers []func()
+	fctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var clients []*kgo.Client
 	for _, n := range p.top.Tables {
-		f, err := p.loadTable(ctx, adm, ts.byName[n.Name])
+		cl, err := p.loadTable(fctx, adm, ts.byName[n.Name])
 		if err != nil {
-			return nil, err
+			cancel()
+			for _, cl := range clients {
+				cl.Close()
+			}
+			ts.close()
+			return nil, nil, err
 		}
-		followers = append(followers, f)
+		clients = append(clients, cl)
 	}
 	p.top.BindTables(ts.lookup)
 	p.tables.Store(ts)
-	return func() {
-		for _, f := range followers {
-			go f()
+	follow = func() {
+		for i, n := range p.top.Tables {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.followTable(fctx, clients[i], ts.byName[n.Name])
+			}()
 		}
-	}, nil
+	}
+	return follow, func() { cancel(); wg.Wait(); ts.close() }, nil
 }
 
-// loadTable reads one table to the end listed at its start, then returns
-// the follower of its later rows (which closes the client).
-func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (func(), error) {
+// tableLoad is where one table's load reads from and to.
+type tableLoad struct {
+	from, want map[int32]int64 // by partition; want: the end to reach
+	next       map[int32]int64 // the offsets read to
+	total      int64           // records to read, about
+	resumed    bool            // from a pebble table's checkpoint
+	listed     time.Time       // when the ends were listed
+}
+
+// planTableLoad lists the table topic's offsets and decides where the
+// load starts: its start, or a pebble table's checkpoint.
+func (p *Processor) planTableLoad(ctx context.Context, adm *kadm.Client, t *table) (*tableLoad, error) {
 	name, topic := t.node.Name, t.node.Topic
+	l := &tableLoad{want: map[int32]int64{}, listed: time.Now()}
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: the end offsets of %q: %w", name, topic, err)
@@ -224,18 +283,62 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 	if err != nil {
 		return nil, fmt.Errorf("table %q: the start offsets of %q: %w", name, topic, err)
 	}
-	// A partition whose records were all deleted has nothing to read:
+	var id string
+	if t.durable != nil {
+		if id, err = topicID(ctx, adm, topic); err != nil {
+			return nil, fmt.Errorf("table %q: %w", name, err)
+		}
+	}
+	if l.from, l.resumed, err = p.resumeFrom(ctx, adm, t, id, ends, starts); err != nil {
+		return nil, err
+	}
+	if !l.resumed {
+		t.ck = tableCheckpoint{TopicID: id, Partitions: len(ends[topic])}
+	} else {
+		_ = json.Unmarshal(t.durable.Checkpoint(), &t.ck)
+	}
+	// A partition with nothing past where the load starts (all its
+	// records deleted, or none since the checkpoint) has nothing to read:
 	// waiting for its end would never end.
-	want := map[int32]int64{}
-	var total int64
 	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(topic, o.Partition); !ok || o.Offset > s.Offset {
-			want[o.Partition] = o.Offset
-			total += o.Offset - s.Offset
+		if o.Offset > l.from[o.Partition] {
+			l.want[o.Partition] = o.Offset
+			l.total += o.Offset - l.from[o.Partition]
 		}
 	})
+	return l, nil
+}
+
+// topicID is the topic's ID as text (zeros from a broker without IDs).
+func topicID(ctx context.Context, adm *kadm.Client, topic string) (string, error) {
+	td, err := adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = td.Error()
+	}
+	if err != nil {
+		return "", fmt.Errorf("describe %q: %w", topic, err)
+	}
+	return td[topic].ID.String(), nil
+}
+
+// loadTable reads one table to the end listed at its start, and returns
+// the client that follows its later rows.
+func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (*kgo.Client, error) {
+	name, topic := t.node.Name, t.node.Topic
+	l, err := p.planTableLoad(ctx, adm, t)
+	if err != nil {
+		return nil, err
+	}
+	consume := kgo.ConsumeTopics(topic)
+	if l.resumed {
+		offs := map[int32]kgo.Offset{}
+		for part, o := range l.from {
+			offs[part] = kgo.NewOffset().At(o)
+		}
+		consume = kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs})
+	}
 	opts := append(append([]kgo.Opt{}, p.opts.kgoOpts...), kgo.SeedBrokers(p.top.Settings.Brokers...),
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		consume, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		// The markers of a transactional writer come back as records, so
 		// a load sees its position pass a marker at the topic's end.
@@ -245,64 +348,118 @@ func (p *Processor) loadTable(ctx context.Context, adm *kadm.Client, t *table) (
 		return nil, fmt.Errorf("table %q: client: %w", name, err)
 	}
 	start := time.Now()
-	next := map[int32]int64{}
-	read := int64(0)
+	p.log.Info("loading a lookup table", "table", name, "topic", topic, "records_to_end", l.total,
+		"resumed_from_checkpoint", l.resumed, "rows_restored", rows(t.store))
+	read, err := p.readTable(ctx, cl, t, l)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	p.commitTable(t, l.next, l.listed)
+	t.next, t.hwm = l.next, maps.Clone(l.next)
+	t.m.LoadSeconds.WithLabelValues(name).Set(time.Since(start).Seconds())
+	t.m.LoadRecords.WithLabelValues(name).Set(float64(read))
+	t.m.Loaded.WithLabelValues(name).Set(1)
+	t.m.Lag.WithLabelValues(name).Set(0)
+	p.log.Info("lookup table loaded", "table", name, "records", read, "resumed_from_checkpoint", l.resumed,
+		"seconds", time.Since(start).Seconds())
+	return cl, nil
+}
+
+// readTable applies the records of l (to its ends), committing a pebble
+// table after each poll; read is how many records it applied.
+func (p *Processor) readTable(ctx context.Context, cl *kgo.Client, t *table, l *tableLoad) (read int64, err error) {
+	name := t.node.Name
+	l.next = maps.Clone(l.from)
 	done := func() bool {
-		for part, end := range want {
-			if next[part] < end {
+		for part, end := range l.want {
+			if l.next[part] < end {
 				return false
 			}
 		}
 		return true
 	}
-	p.log.Info("loading a lookup table", "table", name, "topic", topic, "records_to_end", total)
+	progress := fmt.Sprintf("loading table %q", name)
+	if l.resumed {
+		progress += fmt.Sprintf(" (resumed from its checkpoint, %d rows restored)", rows(t.store))
+	}
 	for !done() {
-		p.obs.NotReady(fmt.Sprintf("loading table %q: %d of about %d records read", name, read, total))
-		t.m.Lag.WithLabelValues(name).Set(float64(max(total-read, 0)))
+		p.obs.NotReady(fmt.Sprintf("%s: %d of about %d records read", progress, read, l.total))
+		t.m.Lag.WithLabelValues(name).Set(float64(max(l.total-read, 0)))
 		// A poll that ctx ended holds no records; a row may also have
-		// waited for the registry until ctx ended: checked after both.
+		// waited for the registry until ctx ended and not been applied:
+		// checked after both, before the checkpoint moves past it.
 		fs := cl.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
 			t.apply(ctx, r)
 			read++
-			next[r.Partition] = r.Offset + 1
+			l.next[r.Partition] = r.Offset + 1
 		})
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			// Past a transaction marker or aborted records the high
 			// watermark moves without a record to show for it.
-			if fp.HighWatermark > 0 && fp.Err == nil && len(fp.Records) == 0 && fp.LastStableOffset >= want[fp.Partition] {
-				next[fp.Partition] = max(next[fp.Partition], want[fp.Partition])
+			if fp.HighWatermark > 0 && fp.Err == nil && len(fp.Records) == 0 && fp.LastStableOffset >= l.want[fp.Partition] {
+				l.next[fp.Partition] = max(l.next[fp.Partition], l.want[fp.Partition])
 			}
 		})
 		if ctx.Err() != nil {
-			cl.Close()
-			return nil, ctx.Err()
+			return read, ctx.Err()
 		}
+		p.commitTable(t, l.next, time.Time{})
 	}
-	t.m.LoadSeconds.WithLabelValues(name).Set(time.Since(start).Seconds())
-	t.m.Loaded.WithLabelValues(name).Set(1)
-	t.m.Lag.WithLabelValues(name).Set(0)
-	p.log.Info("lookup table loaded", "table", name, "records", read, "seconds", time.Since(start).Seconds())
-	return func() { p.followTable(ctx, cl, t) }, nil
+	return read, nil
 }
 
-// followTable applies the rows written after the load until ctx ends.
+// followTable applies the rows written after the load until ctx ends,
+// committing a pebble table after each poll.
 func (p *Processor) followTable(ctx context.Context, cl *kgo.Client, t *table) {
 	defer cl.Close()
+	polled := time.Now()
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachRecord(func(r *kgo.Record) { t.apply(ctx, r) })
+		fs.EachRecord(func(r *kgo.Record) {
+			t.apply(ctx, r)
+			t.next[r.Partition] = r.Offset + 1
+		})
+		// A row that waited for the registry until ctx ended was not
+		// applied: no checkpoint past it.
+		if ctx.Err() != nil {
+			return
+		}
 		var lag int64
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			if fp.Err == nil {
+				t.hwm[fp.Partition] = fp.HighWatermark
+			}
 			if n := len(fp.Records); n > 0 {
 				lag += max(fp.HighWatermark-fp.Records[n-1].Offset-1, 0)
 			}
 		})
 		t.m.Lag.WithLabelValues(t.node.Name).Set(float64(lag))
+		p.commitTable(t, t.next, t.caughtUp(polled))
+		polled = time.Now()
 	}
+}
+
+// caughtUp is polled when every partition is read to the high watermark
+// last seen: every record past the offsets read was then written after
+// the fetches were answered, after the poll before (less a margin, see
+// commitTable); else zero.
+func (t *table) caughtUp(polled time.Time) time.Time {
+	for part, hw := range t.hwm {
+		if t.next[part] < hw {
+			return time.Time{}
+		}
+	}
+	return polled
+}
+
+func rows(st *lookup.Table) int {
+	n, _ := st.Size()
+	return n
 }
 
 // Tables are the loaded lookup tables (nil before the load, or without
