@@ -942,19 +942,7 @@ func caughtUp(ctx context.Context, adm *kadm.Client, group, input string, inEnd 
 }
 
 // peakRSS is VmHWM of a process, in MB.
-func peakRSS(pid string) float64 {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
+func peakRSS(pid string) float64 { return statusMB(pid, "VmHWM:") }
 
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")

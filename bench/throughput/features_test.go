@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -290,5 +291,14 @@ func TestPickFeatureContenders(t *testing.T) {
 		if _, err := c.command(compareEnv{topologies: filepath.Join("..", "topologies"), self: "x"}, "b", "i", "p", "g"); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 		}
+	}
+}
+
+// statusMB reads this process's own peak RSS: the figure tableload and
+// the compare runs report.
+func TestStatusMB(t *testing.T) {
+	pid := fmt.Sprint(os.Getpid())
+	if hwm, rss := statusMB(pid, "VmHWM:"), statusMB(pid, "VmRSS:"); hwm <= 0 || rss <= 0 || peakRSS(pid) < hwm {
+		t.Fatalf("VmHWM %v MB, VmRSS %v MB", hwm, rss)
 	}
 }
