@@ -414,7 +414,7 @@ func (s *compareSession) smokeOne(c contender) (run, latency, error) {
 		return x, l, fmt.Errorf("%s latency: %w", c.Name, err)
 	}
 	x.Rep = 1
-	logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen", c.Name, x.Records, x.Seconds, l.Seen, l.Timed)
+	logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen%s", c.Name, x.Records, x.Seconds, l.Seen, l.Timed, x.Feature.note())
 	return x, l, nil
 }
 
@@ -444,8 +444,8 @@ func (s *compareSession) throughputReps() {
 			}
 			x.Rep = r
 			s.rep.Runs = append(s.rep.Runs, x)
-			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)",
-				r, f.reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg)
+			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)%s",
+				r, f.reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg, x.Feature.note())
 		}
 	}
 }

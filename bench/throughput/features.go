@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,6 +128,15 @@ type featureStats struct {
 	// flushed), in OTLPRequests export requests.
 	Spans        int `json:"spans,omitempty"`
 	OTLPRequests int `json:"otlp_requests,omitempty"`
+}
+
+// note is the stats as the harness's log line shows them ("" for none).
+func (st *featureStats) note() string {
+	if st == nil {
+		return ""
+	}
+	b, _ := json.Marshal(st)
+	return "; feature " + string(b)
 }
 
 // extraOutputs are the topics a contender writes beyond outputSuffixes,
