@@ -9,6 +9,7 @@
 #   bench/compare.sh --records 200000 --reps 3
 #   bench/compare.sh --smoke                  # a few thousand records, every contender once, writes nothing
 #   bench/compare.sh --contenders limit-alo,sidestream-w1-eos
+#   bench/compare.sh tableload --rows 1000000 --reps 3   # a lookup table's load, as a process (bench/README.md)
 #
 # Arguments go to `throughput compare` (see bench/README.md). Environment:
 #   SIDESTREAM_KAFKA_PORT (29192) and SIDESTREAM_KAFKA_DIR
@@ -33,8 +34,13 @@ trap cleanup EXIT
 # bench/ is its own module (bench/go.mod: the harness's and the peers'
 # libraries stay out of the router's requirements).
 go build -C bench -o "$BIN/throughput" ./throughput
+sub=compare
+if [[ "${1:-}" == tableload ]]; then
+	sub=tableload
+	shift
+fi
 peers=()
-if [[ -z "${BENCH_SKIP_PEERS:-}" ]]; then
+if [[ -z "${BENCH_SKIP_PEERS:-}" && $sub == compare ]]; then
 	if go build -C bench/peers/goka -o "$BIN/goka-peer" . 2>"$BIN/goka.err"; then
 		peers+=(--goka-bin "$BIN/goka-peer")
 	else
@@ -56,6 +62,10 @@ else
 		scripts/kafka.sh up >/dev/null
 	fi
 	brokers=$(scripts/kafka.sh brokers)
+fi
+if [[ $sub == tableload ]]; then
+	"$BIN/throughput" tableload --brokers "$brokers" "$@"
+	exit
 fi
 version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' scripts/kafka/pom.xml | head -n1)
 

@@ -35,23 +35,26 @@ type contender struct {
 	Engine    string `json:"engine"`    // limit, sidestream, kafka-streams, goka
 	Workload  string `json:"workload"`  // pass, w1, w2
 	Guarantee string `json:"guarantee"` // alo, eos
+	// Feature: the one feature a feature contender (featureContenders)
+	// turns on over its workload; "" for the default contenders.
+	Feature string `json:"feature,omitempty"`
 }
 
 // allContenders in table order.
 var allContenders = []contender{
-	{"limit-alo", "limit", "pass", "alo"},
-	{"limit-eos", "limit", "pass", "eos"},
-	{"sidestream-w1-alo", "sidestream", "w1", "alo"},
-	{"sidestream-w1-eos", "sidestream", "w1", "eos"},
-	{"sidestream-w2-alo", "sidestream", "w2", "alo"},
-	{"sidestream-w2-eos", "sidestream", "w2", "eos"},
-	{"sidestream-w3-alo", "sidestream", "w3", "alo"},
-	{"sidestream-w3-eos", "sidestream", "w3", "eos"},
-	{"streams-w1-alo", "kafka-streams", "w1", "alo"},
-	{"streams-w1-eos", "kafka-streams", "w1", "eos"},
-	{"streams-w2-alo", "kafka-streams", "w2", "alo"},
-	{"streams-w2-eos", "kafka-streams", "w2", "eos"},
-	{"goka-w1-alo", "goka", "w1", "alo"},
+	{"limit-alo", "limit", "pass", "alo", ""},
+	{"limit-eos", "limit", "pass", "eos", ""},
+	{"sidestream-w1-alo", "sidestream", "w1", "alo", ""},
+	{"sidestream-w1-eos", "sidestream", "w1", "eos", ""},
+	{"sidestream-w2-alo", "sidestream", "w2", "alo", ""},
+	{"sidestream-w2-eos", "sidestream", "w2", "eos", ""},
+	{"sidestream-w3-alo", "sidestream", "w3", "alo", ""},
+	{"sidestream-w3-eos", "sidestream", "w3", "eos", ""},
+	{"streams-w1-alo", "kafka-streams", "w1", "alo", ""},
+	{"streams-w1-eos", "kafka-streams", "w1", "eos", ""},
+	{"streams-w2-alo", "kafka-streams", "w2", "alo", ""},
+	{"streams-w2-eos", "kafka-streams", "w2", "eos", ""},
+	{"goka-w1-alo", "goka", "w1", "alo", ""},
 }
 
 // outputSuffixes are the topics every contender may write, PREFIX.<suffix>.
@@ -64,7 +67,10 @@ var valueSuffixes = []string{"main", "warn", "error", "dirty"}
 // compareEnv is what a contender's command needs.
 type compareEnv struct {
 	self, topologies, streamsDir, gokaBin, javaHeap, logDir string
-	profileDir, heapDir                                     string // Go contenders write <id>.pprof, <id>.heap.pprof here
+	profileDir, heapDir                                     string        // Go contenders write <id>.pprof, <id>.heap.pprof here
+	tableTopic                                              string        // the lookup contender's table, filled by the session
+	reloadEvery                                             time.Duration // the reload contender's interval
+	extra                                                   []string      // one run's feature flags (featureRun.args)
 }
 
 func (c contender) command(env compareEnv, brokers, input, prefix, group string) (*exec.Cmd, error) {
@@ -85,6 +91,7 @@ func (c contender) command(env compareEnv, brokers, input, prefix, group string)
 		if env.heapDir != "" {
 			args = append(args, "--heapprofile", filepath.Join(env.heapDir, group+".heap.pprof"))
 		}
+		args = append(args, env.extra...)
 		return exec.Command(env.self, args...), nil
 	case "kafka-streams":
 		if env.streamsDir == "" {
@@ -127,6 +134,9 @@ type run struct {
 	StartupS   float64 `json:"startup_s"` // process start → first output record
 	LoadAvg    float64 `json:"loadavg_1m"`
 	Verified   bool    `json:"verified"` // outputs read back: every input id there (once under exactly-once)
+	// Feature: what a feature contender did with its feature (reloads
+	// applied, lookups, computed topics, spans), checked after the window.
+	Feature *featureStats `json:"feature,omitempty"`
 }
 
 // latency is one contender's end-to-end latency at a fixed offered load.
@@ -220,6 +230,7 @@ type compareFlags struct {
 	kafkaVersion, docs, jsonOut, png, command, profileDir    string
 	heapDir                                                  string
 	records, reps, latReps, parallel                         int
+	reloadEvery                                              time.Duration
 	latSecs, latRate                                         float64
 	smoke, verify                                            bool
 	ceiling, timeout                                         time.Duration
@@ -234,7 +245,8 @@ func parseCompareFlags(args []string) *compareFlags {
 	fs.Float64Var(&f.latSecs, "latency-seconds", 10, "length of the paced latency phase per contender")
 	fs.IntVar(&f.latReps, "latency-reps", 3, "repetitions of every latency phase (the table has the median of their p50s and p99s)")
 	fs.Float64Var(&f.latRate, "latency-rate", 0, "offer every contender's latency phase this many records/s (default: half its own median records/s)")
-	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all); names: "+names())
+	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all but the feature contenders); names: "+names())
+	fs.DurationVar(&f.reloadEvery, "reload-every", 10*time.Second, "sidestream-w1-eos-reload: a reload (SIGHUP) when its window opens and then every this long")
 	fs.BoolVar(&f.smoke, "smoke", false, "a quick check that every contender works: 3000 records, contenders --parallel at a time, a 1 s latency phase at 500 records/s whose every record must be seen, no files written")
 	fs.IntVar(&f.parallel, "parallel", 1, "with --smoke: contenders run at once (each is several processes and ~100 partitions on one broker)")
 	fs.DurationVar(&f.ceiling, "wait", 3*time.Minute, "ceiling of every wait on the broker or a contender (topic leaders, first output, the smoke's drain); a wait ends as soon as its condition holds")
@@ -300,7 +312,8 @@ func cmdCompare(args []string) error {
 	stamp := strconv.FormatInt(time.Now().Unix(), 36)
 	s := &compareSession{
 		f: f, ctx: context.Background(), adm: kadm.NewClient(cl), bs: bs, stamp: stamp, input: "bench-logs-" + stamp,
-		env:    compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir, heapDir: f.heapDir},
+		env: compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir, heapDir: f.heapDir,
+			reloadEvery: f.reloadEvery},
 		latDur: time.Duration(f.latSecs * float64(time.Second)), logDir: logDir, skipped: map[string]string{},
 		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs, LatencyReps: f.latReps,
 			Machine: describeMachine(f.kafkaVersion)},
@@ -308,6 +321,14 @@ func cmdCompare(args []string) error {
 	logf("preloading %d records into %s (6 partitions), not timed", f.records, s.input)
 	if s.rep.Bytes, err = preloadTopic(s.ctx, s.adm, cl, s.input, f.records, 1, f.ceiling); err != nil {
 		return err
+	}
+	if sessionUsesLookup(cs) {
+		s.env.tableTopic = "bench-users-" + stamp
+		logf("filling the lookup table %s: %d rows, compacted, not timed", s.env.tableTopic, tableRows)
+		if _, err := fillTable(s.ctx, s.adm, cl, s.env.tableTopic, tableRows, tableBase, f.ceiling); err != nil {
+			return err
+		}
+		defer func() { _ = deleteTopics(s.ctx, s.adm, func(t string) bool { return t == s.env.tableTopic }) }()
 	}
 	s.pickActive(cs)
 	if f.smoke {
@@ -393,7 +414,7 @@ func (s *compareSession) smokeOne(c contender) (run, latency, error) {
 		return x, l, fmt.Errorf("%s latency: %w", c.Name, err)
 	}
 	x.Rep = 1
-	logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen", c.Name, x.Records, x.Seconds, l.Seen, l.Timed)
+	logf("smoke %-18s ok: %d records in %.1f s, every id read back, %d/%d probe records seen%s", c.Name, x.Records, x.Seconds, l.Seen, l.Timed, x.Feature.note())
 	return x, l, nil
 }
 
@@ -423,8 +444,8 @@ func (s *compareSession) throughputReps() {
 			}
 			x.Rep = r
 			s.rep.Runs = append(s.rep.Runs, x)
-			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)",
-				r, f.reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg)
+			logf("rep %d/%d %-18s %9.0f records/s %6.1f MB/s %6.2f CPU s/M %6.0f MB RSS (load %.1f)%s",
+				r, f.reps, c.Name, x.RecordsPS, x.MBPS, x.CPUPerM, x.PeakRSSMB, x.LoadAvg, x.Feature.note())
 		}
 	}
 }
@@ -532,6 +553,9 @@ func names() string {
 	for _, c := range allContenders {
 		s = append(s, c.Name)
 	}
+	for _, c := range featureContenders {
+		s = append(s, c.Name+" (only when named)")
+	}
 	return strings.Join(s, ", ")
 }
 
@@ -541,11 +565,12 @@ func pick(only string) ([]contender, error) {
 	}
 	var cs []contender
 	for _, n := range strings.Split(only, ",") {
-		i := slices.IndexFunc(allContenders, func(c contender) bool { return c.Name == strings.TrimSpace(n) })
+		known := slices.Concat(allContenders, featureContenders)
+		i := slices.IndexFunc(known, func(c contender) bool { return c.Name == strings.TrimSpace(n) })
 		if i < 0 {
 			return nil, fmt.Errorf("unknown contender %q (%s)", n, names())
 		}
-		cs = append(cs, allContenders[i])
+		cs = append(cs, known[i])
 	}
 	return cs, nil
 }
@@ -691,6 +716,9 @@ type proc struct {
 	cmd  *exec.Cmd
 	done chan error
 	log  string
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 func startContender(env compareEnv, c contender, brokers []string, input, id string) (*proc, error) {
@@ -715,15 +743,18 @@ func startContender(env compareEnv, c contender, brokers []string, input, id str
 
 // stop ends the contender with SIGTERM, then SIGKILL after 30 s, and
 // returns how it exited (a stopped contender's exit is not the measure).
+// Only the first call stops it; later ones return the same.
 func (p *proc) stop() error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		return <-p.done
-	}
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case p.stopErr = <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			p.stopErr = <-p.done
+		}
+	})
+	return p.stopErr
 }
 
 func (p *proc) tail() string {
@@ -742,10 +773,16 @@ func (p *proc) tail() string {
 // every input id must be there, once under exactly-once.
 func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, input, id string, n int, inBytes int64, timeout, ceiling time.Duration, verify bool) (run, error) {
 	res := run{Contender: c.Name, Records: n}
-	outs := outputs(id, outputSuffixes)
+	outs := outputTopics(c, id)
 	if err := createTopics(ctx, adm, ceiling, outs...); err != nil {
 		return res, err
 	}
+	fr, err := newFeatureRun(c, env)
+	if err != nil {
+		return res, err
+	}
+	defer fr.close()
+	env.extra = fr.args
 	defer func() {
 		_ = deleteTopics(context.WithoutCancel(ctx), adm, func(t string) bool {
 			return strings.HasPrefix(t, id+".") || strings.HasPrefix(t, id+"-")
@@ -761,6 +798,7 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 		return res, err
 	}
 	defer func() { _ = p.stop() }()
+	defer fr.stopDriver() // before the stop: no SIGHUP to a stopping process
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	var start time.Time
 	var cpu0 float64
@@ -781,6 +819,7 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 			if err == nil && sumOffsets(end) > 0 {
 				start, cpu0 = time.Now(), cpuSeconds(pid)
 				res.StartupS = start.Sub(begin).Seconds()
+				fr.begin(p)
 			}
 			continue
 		}
@@ -804,9 +843,12 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 	if res.Outputs < int64(n) {
 		return res, fmt.Errorf("outputs hold %d offsets for %d inputs\n%s", res.Outputs, n, p.tail())
 	}
+	if res.Feature, err = fr.check(ctx, adm, p, id, n, ceiling); err != nil {
+		return res, fmt.Errorf("%s: %w\n%s", c.Feature, err, p.tail())
+	}
 	if verify {
 		vctx, cancel := context.WithTimeout(ctx, ceiling)
-		err := verifyIDs(vctx, brokers, outputs(id, valueSuffixes), n, c.Guarantee == "eos")
+		err := verifyIDs(vctx, brokers, valueTopics(c, id), n, c.Guarantee == "eos")
 		cancel()
 		if err != nil {
 			return res, fmt.Errorf("verify: %w\n%s", err, p.tail())
@@ -900,19 +942,7 @@ func caughtUp(ctx context.Context, adm *kadm.Client, group, input string, inEnd 
 }
 
 // peakRSS is VmHWM of a process, in MB.
-func peakRSS(pid string) float64 {
-	b, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
-}
+func peakRSS(pid string) float64 { return statusMB(pid, "VmHWM:") }
 
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
@@ -932,10 +962,16 @@ func loadavg() string {
 func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contender, brokers []string, id string, after int, rate float64, dur, ceiling time.Duration, all bool) (latency, error) {
 	res := latency{Contender: c.Name, RatePS: rate}
 	input := id + ".in"
-	outs := outputs(id, outputSuffixes)
+	outs := outputTopics(c, id)
 	if err := createTopics(ctx, adm, ceiling, append(outs, input)...); err != nil {
 		return res, err
 	}
+	fr, err := newFeatureRun(c, env)
+	if err != nil {
+		return res, err
+	}
+	defer fr.close()
+	env.extra = fr.args
 	defer func() {
 		_ = deleteTopics(context.WithoutCancel(ctx), adm, func(t string) bool {
 			return strings.HasPrefix(t, id+".") || strings.HasPrefix(t, id+"-")
@@ -956,7 +992,7 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	// contenders do (client.metadata_min_age): a NOT_LEADER on a topic
 	// created just above held the paced records 5 s, and the phase's p50
 	// with them (docs/benchmarks-history.md, "The 5 s stall").
-	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(outputs(id, valueSuffixes)...),
+	cons, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(valueTopics(c, id)...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(50*time.Millisecond), kgo.MetadataMinAge(config.DefaultMetadataMinAge))
 	if err != nil {
@@ -981,6 +1017,8 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	if err := pr.warmUp(ctx, prod, p, base, ceiling); err != nil {
 		return res, err
 	}
+	fr.begin(p) // the reload contender reloads during the phase too
+	defer fr.stopDriver()
 	pr.pace(ctx, prod, &res, base, rate, dur)
 	drain := 10 * time.Second
 	if all {

@@ -15,8 +15,10 @@ import (
 	"syscall"
 
 	"github.com/sidestream/sidestream/internal/config"
+	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
 	"github.com/sidestream/sidestream/internal/runtime"
+	"github.com/sidestream/sidestream/internal/tracing"
 )
 
 // cmdContender runs one Go contender of the compare harness until SIGTERM:
@@ -34,7 +36,19 @@ func cmdContender(args []string) error {
 	topologies := fs.String("topologies", "bench/topologies", "directory of the workload topologies")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole process life to this file")
 	heapProfile := fs.String("heapprofile", "", "write the heap profile of the moment the live heap was largest to this file")
+	var fo featureOpts
+	fs.StringVar(&fo.listen, "listen", "", "serve the router's Prometheus metrics on this address (/metrics); the feature contenders' checks read them")
+	fs.StringVar(&fo.tableTopic, "table-topic", "", "the topic of the topology's lookup tables (w1-lookup)")
+	fs.StringVar(&fo.otlp, "otlp", "", "tracing.endpoint: the OTLP/HTTP URL spans go to (w1-trace)")
+	fs.StringVar(&fo.reloadAlt, "reload-alt", "", "on SIGHUP, reload the topology alternately from this file and back from the workload's (the reload contender)")
 	_ = fs.Parse(args)
+	// SIGHUP ends a Go program that does not handle it: the handler is in
+	// place before anything else.
+	var hup chan os.Signal
+	if fo.reloadAlt != "" {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	if *heapProfile != "" {
 		stop := peakHeapProfile(*heapProfile)
 		defer func() { _ = stop() }()
@@ -67,10 +81,13 @@ func cmdContender(args []string) error {
 		} else {
 			_, err = passLoopEOS(ctx, bs, *group, *input, *prefix+".main", 0, &clock{})
 		}
-	case "w1", "w2", "w3":
-		err = runWorkload(ctx, bs, filepath.Join(*topologies, *workload+".yaml"), *guarantee, *input, *prefix, *group)
+	case "w1", "w2", "w3", "w1-lookup", "w1-topic", "w1-trace":
+		if fo.reloadAlt != "" {
+			fo.reloadAlt = filepath.Join(*topologies, fo.reloadAlt)
+		}
+		err = runWorkload(ctx, bs, filepath.Join(*topologies, *workload+".yaml"), *guarantee, *input, *prefix, *group, fo, hup)
 	default:
-		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2, w3)", *workload)
+		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2, w3, w1-lookup, w1-topic, w1-trace)", *workload)
 	}
 	if ctx.Err() != nil {
 		return nil // stopped by the harness
@@ -79,17 +96,51 @@ func cmdContender(args []string) error {
 }
 
 // runWorkload runs the router on a bench topology: the harness's input,
-// PREFIX replaced in every topic, the group as application id.
-func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, prefix, group string) error {
-	top, err := workloadTopology(file, guarantee, input, prefix, group, brokers)
+// PREFIX replaced in every topic, the group as application id. The
+// features' options (featureOpts) add what the default contenders do not
+// have: a metrics endpoint, a table topic, an OTLP endpoint with the
+// tracer the router would build, and reloads on hup.
+func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, prefix, group string, fo featureOpts, hup <-chan os.Signal) error {
+	top, err := workloadTopologyWith(file, guarantee, input, prefix, group, brokers, fo)
 	if err != nil {
 		return err
 	}
-	p, err := runtime.New(top,
-		runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-		runtime.WithInstanceID("bench"))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts := []runtime.Opt{runtime.WithLogger(log), runtime.WithInstanceID("bench")}
+	m := metrics.New()
+	opts = append(opts, runtime.WithMetrics(m))
+	if fo.listen != "" {
+		stop, err := serveMetrics(fo.listen, m)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	// As `router run` does (internal/serve): nil when tracing.spans is off.
+	tracer, err := tracing.New(ctx, top)
 	if err != nil {
 		return err
+	}
+	if tracer != nil {
+		opts = append(opts, runtime.WithTracer(tracer))
+		defer func() {
+			if err := tracer.Stop(ctx); err != nil {
+				log.Warn("tracing: spans not exported at shutdown", "err", err)
+			}
+		}()
+	}
+	p, err := runtime.New(top, opts...)
+	if err != nil {
+		return err
+	}
+	if hup != nil {
+		startReloads(ctx, top, p, m, log, hup, func(alt bool) (*plan.Plan, error) {
+			f := file
+			if alt {
+				f = fo.reloadAlt
+			}
+			return workloadTopologyWith(f, guarantee, input, prefix, group, brokers, fo)
+		})
 	}
 	fmt.Println(`{"started":true}`)
 	return p.Run(ctx)
@@ -97,6 +148,12 @@ func runWorkload(ctx context.Context, brokers []string, file, guarantee, input, 
 
 // workloadTopology loads and compiles a bench topology for one run.
 func workloadTopology(file, guarantee, input, prefix, group string, brokers []string) (*plan.Plan, error) {
+	return workloadTopologyWith(file, guarantee, input, prefix, group, brokers, featureOpts{})
+}
+
+// workloadTopologyWith is workloadTopology with a feature's settings: the
+// tables' topic and the tracing endpoint, when given.
+func workloadTopologyWith(file, guarantee, input, prefix, group string, brokers []string, fo featureOpts) (*plan.Plan, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -109,6 +166,14 @@ func workloadTopology(file, guarantee, input, prefix, group string, brokers []st
 	}
 	for i := range cfg.Inputs {
 		cfg.Inputs[i].Topic = input
+	}
+	if fo.tableTopic != "" {
+		for i := range cfg.Tables {
+			cfg.Tables[i].Topic = fo.tableTopic
+		}
+	}
+	if fo.otlp != "" {
+		cfg.Tracing.Endpoint = fo.otlp
 	}
 	g := config.ExactlyOnce
 	if guarantee == "alo" {

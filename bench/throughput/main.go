@@ -78,6 +78,8 @@ func main() {
 		err = cmdCompare(os.Args[2:])
 	case "contender":
 		err = cmdContender(os.Args[2:])
+	case "tableload":
+		err = cmdTableLoad(os.Args[2:])
 	default:
 		usage()
 	}
@@ -88,7 +90,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: throughput broker|run|summarize|compare|contender [flags]  (see bench/README.md)")
+	fmt.Fprintln(os.Stderr, "usage: throughput broker|run|summarize|compare|contender|tableload [flags]  (see bench/README.md)")
 	os.Exit(2)
 }
 
