@@ -94,18 +94,18 @@ func TestLookupContender(t *testing.T) {
 		tb.Apply(fmt.Sprint(k), 0, r, 60)
 	}
 	calls, hits := 0, 0
-	top.BindTables(func(_ string, key any, at int64) (any, error) {
+	top.BindTables(func(_ string, key any, at int64) (any, bool, error) {
 		calls++
 		k, ok := lookup.KeyString(key)
 		if !ok {
-			return nil, nil
+			return nil, false, nil
 		}
 		r, res := tb.Get(k, at)
 		if res == lookup.Miss {
-			return nil, nil
+			return nil, false, nil
 		}
 		hits++
-		return r, nil
+		return r, false, nil
 	})
 	rs := generated(2000)
 	got := routes(t, top, rs)
