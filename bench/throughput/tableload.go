@@ -201,6 +201,14 @@ func oneTableLoad(ctx context.Context, adm *kadm.Client, self string, brokers []
 	res.Seconds = time.Since(begin).Seconds()
 	res.CPUSeconds, res.PeakRSSMB = cpuSeconds(pid), peakRSS(pid)
 	res.LoadSeconds = metricValue(text, metrics.NameTableLoadSeconds, tl)
+	if res.LoadSeconds == 0 {
+		// One scrape gathers the families one after another: the load's
+		// seconds may have been gathered just before they were set, the
+		// loaded flag just after. Ask once more.
+		if t, err := scrape(ctx, addr); err == nil {
+			res.LoadSeconds = metricValue(t, metrics.NameTableLoadSeconds, tl)
+		}
+	}
 	res.TableRows = int(metricValue(text, metrics.NameTableRows, tl))
 	res.TableBytes = metricValue(text, metrics.NameTableBytes, tl)
 	res.LoadAvg, _ = strconv.ParseFloat(strings.Fields(loadavg())[0], 64)
