@@ -2,6 +2,8 @@ package docscheck
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -90,6 +92,83 @@ func (m *marker) set(key, val string) error {
 		err = fmt.Errorf("%s needs a value", key)
 	}
 	return err
+}
+
+// shellLangs are the fence languages that show commands.
+var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true, "zsh": true, "shell-session": true}
+
+// uncheckedBlocks are the only shell blocks of the tutorial and the
+// recipes allowed to stay unrun: a page, the words its nocheck reason must
+// hold, and, when another test runs the block's steps instead, the file
+// that must hold that test.
+var uncheckedBlocks = []struct {
+	page, reason, testFile string
+}{
+	// Two background servers on fixed ports and files in /tmp: the same
+	// steps run in-process in TestRepairLoop, as the page says.
+	{"docs/recipes/repair-loop.md", "TestRepairLoop", "internal/sideroute/sideroute_test.go"},
+	// Apache Kafka's own tool, not the router's; it needs a JVM and an
+	// Apache Kafka distribution, which the unit tier does not have.
+	{"docs/recipes/enrich-with-a-lookup-table.md", "kafka-topics.sh", ""},
+}
+
+// TestShellBlocksMarked fails when a shell block of the tutorial or a
+// recipe has no {check ...} marker, or a {nocheck reason="..."} that
+// uncheckedBlocks does not allow, so a command cannot be added to those
+// pages without CI running it (or a reviewer reading why not).
+func TestShellBlocksMarked(t *testing.T) {
+	root := repoRoot(t)
+	used := map[int]bool{}
+	for _, page := range checkedPages(t, root) {
+		for _, l := range readLines(t, filepath.Join(root, page)) {
+			m, info := fence(l.text)
+			if m == "" || !l.fence || info == "" {
+				continue
+			}
+			if !shellLangs[strings.Fields(info)[0]] {
+				continue
+			}
+			mk, ok, err := parseMarker(info)
+			switch {
+			case err != nil:
+				t.Errorf("%s:%d: %v", page, l.n, err)
+			case !ok:
+				t.Errorf("%s:%d: a ```%s block without {check} (internal/docscheck/doc.go lists the markers): every command of the tutorial and recipes runs in CI", page, l.n, info)
+			case !mk.check:
+				i := allowedUnchecked(page, mk.reason)
+				if i < 0 {
+					t.Errorf("%s:%d: {nocheck reason=%q} is not among uncheckedBlocks (marker_test.go); check the block instead", page, l.n, mk.reason)
+					continue
+				}
+				used[i] = true
+			}
+		}
+	}
+	for i, u := range uncheckedBlocks {
+		if !used[i] {
+			t.Errorf("uncheckedBlocks allows a nocheck on %s (%q) that the page no longer has: remove the entry", u.page, u.reason)
+		}
+		if u.testFile == "" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(root, u.testFile))
+		if err != nil {
+			t.Errorf("%s: %v", u.page, err)
+			continue
+		}
+		if !strings.Contains(string(b), "func "+u.reason+"(t *testing.T)") {
+			t.Errorf("%s: its block is left to %s, which %s no longer holds", u.page, u.reason, u.testFile)
+		}
+	}
+}
+
+func allowedUnchecked(page, reason string) int {
+	for i, u := range uncheckedBlocks {
+		if u.page == page && strings.Contains(reason, u.reason) {
+			return i
+		}
+	}
+	return -1
 }
 
 // TestParseMarker tests the marker reader itself.
