@@ -3,7 +3,9 @@ package docscheck
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 )
 
 func TestSlug(t *testing.T) {
@@ -60,22 +62,25 @@ func TestSteps(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "p.md")
 	text := "# P\n```yaml file=a.yaml\nk: v\n```\n```sh\nnot checked\n```\n" +
 		"```sh {check}\n# a comment\nrouter validate \\\n  a.yaml\n\nrouter test a.test.yaml\n```\n" +
-		"```sh {check exit=1}\nrouter plan a.yaml b.yaml\n```\n"
+		"```sh {check exit=1}\nrouter plan a.yaml b.yaml\n```\n" +
+		"```sh {check brokers=k:9092 topics=logs ready}\nrouter run --brokers k:9092\n```\n"
 	if err := os.WriteFile(page, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got := steps(t, page)
 	want := []step{
 		{line: 2, file: "a.yaml", body: "k: v\n"},
-		{line: 10, body: "router validate a.yaml", command: true},
-		{line: 13, body: "router test a.test.yaml", command: true},
-		{line: 16, body: "router plan a.yaml b.yaml", wantRC: 1, command: true},
+		{line: 10, body: "router validate a.yaml", mark: marker{check: true}, command: true},
+		{line: 13, body: "router test a.test.yaml", mark: marker{check: true}, command: true},
+		{line: 16, body: "router plan a.yaml b.yaml", mark: marker{check: true, rc: 1}, command: true},
+		{line: 19, body: "router run --brokers k:9092", command: true,
+			mark: marker{check: true, kafka: true, brokers: "k:9092", topics: []string{"logs"}, ready: true}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("steps = %+v, want %+v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("step %d = %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -83,7 +88,7 @@ func TestSteps(t *testing.T) {
 
 // TestRunExitCode proves a failing command is seen as failing.
 func TestRunExitCode(t *testing.T) {
-	rc, out, err := run(t.TempDir(), t.TempDir(), "echo no; exit 3")
+	rc, out, err := run(t.TempDir(), os.Environ(), "echo no; exit 3", time.Minute)
 	if err != nil || rc != 3 || out != "no\n" {
 		t.Fatalf("run = %d %q %v, want 3 \"no\\n\" nil", rc, out, err)
 	}
