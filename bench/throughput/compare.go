@@ -833,10 +833,7 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 		res.PeakRSSMB = hwm
 		break
 	}
-	res.RecordsPS = float64(n) / res.Seconds
-	res.MBPS = float64(inBytes) / res.Seconds / 1e6
-	res.CPUPerM = res.CPUSeconds / float64(n) * 1e6
-	res.LoadAvg, _ = strconv.ParseFloat(strings.Fields(loadavg())[0], 64)
+	res.rates(n, inBytes)
 	if end, err := adm.ListEndOffsets(ctx, outs...); err == nil {
 		res.Outputs = sumOffsets(end)
 	}
@@ -847,15 +844,28 @@ func throughputRun(ctx context.Context, adm *kadm.Client, env compareEnv, c cont
 		return res, fmt.Errorf("%s: %w\n%s", c.Feature, err, p.tail())
 	}
 	if verify {
-		vctx, cancel := context.WithTimeout(ctx, ceiling)
-		err := verifyIDs(vctx, brokers, valueTopics(c, id), n, c.Guarantee == "eos")
-		cancel()
-		if err != nil {
+		if err := verifyRun(ctx, brokers, c, id, n, ceiling); err != nil {
 			return res, fmt.Errorf("verify: %w\n%s", err, p.tail())
 		}
 		res.Verified = true
 	}
 	return res, nil
+}
+
+// rates are a run's per-second and per-record figures, from its seconds
+// and CPU seconds, and the load average at its end.
+func (r *run) rates(n int, inBytes int64) {
+	r.RecordsPS = float64(n) / r.Seconds
+	r.MBPS = float64(inBytes) / r.Seconds / 1e6
+	r.CPUPerM = r.CPUSeconds / float64(n) * 1e6
+	r.LoadAvg, _ = strconv.ParseFloat(strings.Fields(loadavg())[0], 64)
+}
+
+// verifyRun reads back every id of the run's outputs, within ceiling.
+func verifyRun(ctx context.Context, brokers []string, c contender, id string, n int, ceiling time.Duration) error {
+	vctx, cancel := context.WithTimeout(ctx, ceiling)
+	defer cancel()
+	return verifyIDs(vctx, brokers, valueTopics(c, id), n, c.Guarantee == "eos")
 }
 
 // verifyIDs reads topics read_committed to their stable ends and checks

@@ -116,23 +116,32 @@ func cmdTableLoad(args []string) error {
 		*rows, len(out), med(func(x tableLoad) float64 { return x.Seconds }), med(func(x tableLoad) float64 { return x.LoadSeconds }),
 		med(func(x tableLoad) float64 { return x.CPUSeconds }), med(func(x tableLoad) float64 { return x.PeakRSSMB }),
 		med(func(x tableLoad) float64 { return x.SettledPeakRSSMB }), base)
-	if *jsonOut != "" {
-		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(*jsonOut, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		for _, x := range out {
-			b, _ := json.Marshal(x)
-			if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
-				return err
-			}
-		}
+	if err := appendTableLoads(*jsonOut, out); err != nil {
+		return err
 	}
 	_ = os.RemoveAll(logDir)
+	return nil
+}
+
+// appendTableLoads appends one JSON line per start to path (none when path is empty).
+func appendTableLoads(path string, out []tableLoad) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, x := range out {
+		b, _ := json.Marshal(x)
+		if _, err := fmt.Fprintf(f, "%s\n", b); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
