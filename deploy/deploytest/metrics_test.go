@@ -129,8 +129,9 @@ type panel struct {
 		X, Y, W, H int
 	} `json:"gridPos"`
 	Targets []struct {
-		Expr  string `json:"expr"`
-		RefID string `json:"refId"`
+		Expr         string `json:"expr"`
+		RefID        string `json:"refId"`
+		LegendFormat string `json:"legendFormat"`
 	} `json:"targets"`
 	Panels []panel `json:"panels"` // inside a collapsed row
 }
@@ -196,7 +197,9 @@ func TestDashboardMetricsExist(t *testing.T) {
 	for _, m := range []string{"sidestream_records_consumed_total", "sidestream_route_records_written_total", "sidestream_repartition_records_consumed_total",
 		"sidestream_records_dirty_total", "sidestream_consumer_lag_records", "sidestream_commit_duration_seconds_bucket",
 		"sidestream_txn_aborts_total", "sidestream_ready", "sidestream_assigned_partitions",
-		"sidestream_changelog_loss_total", "sidestream_state_overflow_total", "sidestream_assembly_parts_total"} {
+		"sidestream_changelog_loss_total", "sidestream_state_overflow_total", "sidestream_assembly_parts_total",
+		"sidestream_objective_value", "sidestream_objective_paused", "sidestream_reloads_total", "sidestream_route_held",
+		"sidestream_table_lookups_total"} {
 		if !used[m] {
 			t.Errorf("the dashboard does not show %s", m)
 		}
