@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -242,8 +243,19 @@ func TestRestoreEndsWithCtx(t *testing.T) {
 // key, a 30-byte value) into a fresh store, as a task does on
 // assignment, read_committed. The broker is kfake in this process, so
 // its cost is in the figure. records/s is the restore rate.
-func BenchmarkRestore(b *testing.B) {
-	const n = 200_000
+func BenchmarkRestore(b *testing.B) { benchRestore(b, 200_000) }
+
+// BenchmarkRestore1M is BenchmarkRestore at 1,000,000 entries, for how
+// restore grows with the state (docs/benchmarks.md, "How cost grows"):
+// s/M is seconds per million entries, heap-MiB the heap held after a GC
+// with the restored store open (the memory store's entries; Pebble's
+// memtable and caches; kfake's copy of the changelog is in both). Not run
+// in CI:
+//
+//	go test ./internal/changelog -run '^$' -bench 'Restore1M' -benchtime 3x
+func BenchmarkRestore1M(b *testing.B) { benchRestore(b, 1_000_000) }
+
+func benchRestore(b *testing.B, n int) {
 	r := newRestoreRig(b)
 	ctx := context.Background()
 	val := make([]byte, 30)
@@ -258,7 +270,7 @@ func BenchmarkRestore(b *testing.B) {
 	for _, store := range []string{"memory", "pebble"} {
 		b.Run(store, func(b *testing.B) {
 			total := 0
-			start := time.Now()
+			var restoring time.Duration // the restores alone, not the GC after
 			for b.Loop() {
 				var st changelog.Store = changelog.NewMemory()
 				if store == "pebble" {
@@ -268,14 +280,22 @@ func BenchmarkRestore(b *testing.B) {
 					}
 				}
 				var found []changelog.Finding
+				t0 := time.Now()
 				f, err := changelog.Restore(ctx, r.source(&found, nil), st)
+				restoring += time.Since(t0)
 				if err != nil || f.Records != n || st.Len() != n {
 					b.Fatalf("restored %d records into %d keys, want %d: %v", f.Records, st.Len(), n, err)
 				}
 				total += f.Records
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 				_ = st.Close()
 			}
-			b.ReportMetric(float64(total)/time.Since(start).Seconds(), "records/s")
+			elapsed := restoring.Seconds()
+			b.ReportMetric(float64(total)/elapsed, "records/s")
+			b.ReportMetric(elapsed/float64(total)*1e6, "s/M")
 		})
 	}
 }
