@@ -81,13 +81,13 @@ func cmdContender(args []string) error {
 		} else {
 			_, err = passLoopEOS(ctx, bs, *group, *input, *prefix+".main", 0, &clock{})
 		}
-	case "w1", "w2", "w3", "w1-lookup", "w1-topic", "w1-trace":
+	case "w1", "w2", "w3", "w1-lookup", "w1-topic", "w1-four", "w1-trace":
 		if fo.reloadAlt != "" {
 			fo.reloadAlt = filepath.Join(*topologies, fo.reloadAlt)
 		}
 		err = runWorkload(ctx, bs, filepath.Join(*topologies, *workload+".yaml"), *guarantee, *input, *prefix, *group, fo, hup)
 	default:
-		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2, w3, w1-lookup, w1-topic, w1-trace)", *workload)
+		return fmt.Errorf("contender: unknown workload %q (pass, w1, w2, w3, w1-lookup, w1-topic, w1-four, w1-trace)", *workload)
 	}
 	if ctx.Err() != nil {
 		return nil // stopped by the harness

@@ -35,6 +35,7 @@ import (
 const (
 	featLookup = "lookup" // one lookup() per record against a 100,000-row table
 	featTopic  = "topic"  // the main route's topic computed per record, over 4 topics
+	featFour   = "four"   // no feature: main's records over featTopic's 4 topics by 4 fixed routes (its Kafka side)
 	featReload = "reload" // a live reload (SIGHUP) at the start of the window and every --reload-every
 	featTrace  = "trace"  // spans at a 1% sample, exported over OTLP/HTTP to the harness
 )
@@ -44,6 +45,7 @@ const (
 var featureContenders = []contender{
 	{Name: "sidestream-w1-eos-lookup", Engine: "sidestream", Workload: "w1-lookup", Guarantee: "eos", Feature: featLookup},
 	{Name: "sidestream-w1-eos-topic", Engine: "sidestream", Workload: "w1-topic", Guarantee: "eos", Feature: featTopic},
+	{Name: "sidestream-w1-eos-four", Engine: "sidestream", Workload: "w1-four", Guarantee: "eos", Feature: featFour},
 	{Name: "sidestream-w1-eos-reload", Engine: "sidestream", Workload: "w1", Guarantee: "eos", Feature: featReload},
 	{Name: "sidestream-w1-eos-trace", Engine: "sidestream", Workload: "w1-trace", Guarantee: "eos", Feature: featTrace},
 }
@@ -62,7 +64,8 @@ const (
 )
 
 // computedTopics are the topic contender's outputs beside PREFIX.main|...:
-// PREFIX.main.0 ... PREFIX.main.3 (bench/topologies/w1-topic.yaml).
+// PREFIX.main.0 ... PREFIX.main.3 (bench/topologies/w1-topic.yaml); the
+// four contender writes them by fixed routes (w1-four.yaml).
 var computedTopics = []string{"main.0", "main.1", "main.2", "main.3"}
 
 // featureOpts are the contender flags of the features.
@@ -143,7 +146,7 @@ func (st *featureStats) note() string {
 // each carrying input values: the harness creates them, counts them and
 // reads them back.
 func (c contender) extraOutputs(prefix string) []string {
-	if c.Feature == featTopic {
+	if c.Feature == featTopic || c.Feature == featFour {
 		return outputs(prefix, computedTopics)
 	}
 	return nil
@@ -278,7 +281,7 @@ func (fr *featureRun) check(ctx context.Context, adm *kadm.Client, p *proc, pref
 		if st.TableRows != tableRows || st.LookupsHit+st.LookupsMiss < n*9/10 || st.LookupsHit < 2*st.LookupsMiss {
 			return st, fmt.Errorf("table %d rows (want %d), %d hits and %d misses for %d records", st.TableRows, tableRows, st.LookupsHit, st.LookupsMiss, n)
 		}
-	case featTopic:
+	case featTopic, featFour:
 		ts := fr.c.extraOutputs(prefix)
 		end, err := adm.ListEndOffsets(ctx, ts...)
 		if err != nil {

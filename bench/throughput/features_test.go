@@ -165,6 +165,40 @@ func TestTopicContender(t *testing.T) {
 	t.Logf("%v", seen)
 }
 
+// The four contender writes the topic contender's four topics by fixed
+// routes, each about a quarter of main's records, and otherwise routes
+// as W1.
+func TestFourContender(t *testing.T) {
+	c := featureContender(t, featFour)
+	top := featureTopology(t, c, featureOpts{})
+	if cs := top.ComputedRoutes(); len(cs) != 0 {
+		t.Fatalf("computed routes %v", cs)
+	}
+	if got, want := c.extraOutputs("run7"), featureContender(t, featTopic).extraOutputs("run7"); !slices.Equal(got, want) {
+		t.Fatalf("extra outputs %v, want the topic contender's %v", got, want)
+	}
+	rs := generated(4000)
+	seen := map[string]int{}
+	for _, r := range rs {
+		for _, o := range stageone.New(top).Process(r, metrics.NewTally()) {
+			seen[o.Topic]++
+		}
+	}
+	main := 0
+	for _, tp := range c.extraOutputs("run7") {
+		main += seen[tp]
+	}
+	for _, tp := range c.extraOutputs("run7") {
+		if seen[tp] < main/6 || seen[tp] > main/3 {
+			t.Errorf("%s holds %d of main's %d records, not about a quarter: %v", tp, seen[tp], main, seen)
+		}
+	}
+	if !slices.Equal(routes(t, top, rs), routes(t, featureTopology(t, contender{Workload: "w1", Guarantee: "eos"}, featureOpts{}), rs)) {
+		t.Fatal("the four contender routes differently from W1 (main.N folded)")
+	}
+	t.Logf("%v", seen)
+}
+
 // The reload contender's two files are each a live change of the other
 // that a running router applies, and route alike.
 func TestReloadContender(t *testing.T) {

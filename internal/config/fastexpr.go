@@ -11,7 +11,8 @@ import (
 // Fast is an expression compiled to Go closures over the record's
 // variables by number, for the shapes routes use most: a field compared
 // with a literal (==, !=, <, <=, >, >=), a field in a list of literals,
-// and not, and, or of those. It evaluates the program's own tree (as
+// and not, and, or of those, a field or a default (??), an int modulo
+// (%). It evaluates the program's own tree (as
 // expr-lang checked and optimized it) with expr-lang's own operators
 // (runtime.Equal, runtime.Less ...), so it gives the VM's result. Where
 // the VM would fail (mismatched types, a non-bool operand of and/or), it
@@ -144,6 +145,10 @@ func fastBinary(n *ast.BinaryNode, slot func(string) (int, bool)) Fast {
 		return fastLogic(l, r, false)
 	case "||", "or":
 		return fastLogic(l, r, true)
+	case "??":
+		return fastCoalesce(l, r)
+	case "%":
+		return fastModulo(l, r)
 	case "<":
 		return fastCompare(l, r, runtime.Less)
 	case ">":
@@ -213,6 +218,42 @@ func fastLogic(l, r Fast, or bool) Fast {
 			return nil, false
 		}
 		return y, true
+	}
+}
+
+// fastCoalesce is ??: the left operand unless it is nil (runtime.IsNil,
+// as the VM's OpJumpIfNotNil), else the right one, evaluated only then.
+func fastCoalesce(l, r Fast) Fast {
+	return func(vars []any) (any, bool) {
+		a, ok := l(vars)
+		if !ok {
+			return nil, false
+		}
+		switch a.(type) {
+		case string, int, float64, bool:
+			return a, true
+		}
+		if !runtime.IsNil(a) {
+			return a, true
+		}
+		return r(vars)
+	}
+}
+
+// fastModulo is %, decided on two ints and a divisor other than zero,
+// as runtime.Modulo computes it (int(x) % int(y)); the VM fails on a
+// zero divisor or a non-number and converts other numbers: Fast leaves
+// those to it.
+func fastModulo(l, r Fast) Fast {
+	return func(vars []any) (any, bool) {
+		a, ok1 := l(vars)
+		b, ok2 := r(vars)
+		x, isX := a.(int)
+		y, isY := b.(int)
+		if !ok1 || !ok2 || !isX || !isY || y == 0 {
+			return nil, false
+		}
+		return x % y, true
 	}
 }
 

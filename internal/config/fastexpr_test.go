@@ -81,7 +81,8 @@ func fastExprGen(t *rapid.T, depth int) string {
 		not := rapid.SampledFrom([]string{"", "not "}).Draw(t, "not")
 		return operand("x") + " " + not + "in [" + strings.Join(lits, ", ") + "]"
 	case 3:
-		return rapid.SampledFrom([]string{"a", "a + 1 > 2", "(a ?? 0) == 0", "len(b) > 0", "true", "a == b"}).Draw(t, "other")
+		return rapid.SampledFrom([]string{"a", "a + 1 > 2", "(a ?? 0) == 0", "len(b) > 0", "true", "a == b",
+			"a % 3 == 1", "(b ?? 1) % 2 == 0", "(a ?? b) == \"WARN\"", "a % b > 0", "(c ?? a ?? 2) % -3 < 1", "a ?? b"}).Draw(t, "other")
 	case 4, 5:
 		op := rapid.SampledFrom([]string{"&&", "||", "and", "or"}).Draw(t, "logic")
 		return "(" + fastExprGen(t, depth-1) + ") " + op + " (" + fastExprGen(t, depth-1) + ")"
@@ -163,9 +164,10 @@ func TestCompileFastShapes(t *testing.T) {
 		{`c == nil`, true, true},
 		{`$env["@t"] == "x"`, true, true},
 		{`a`, false, "ERROR"},
-		{`_topic == "logs"`, true, nil},    // metadata: not a slot here
-		{`b + 1 > 250`, true, nil},         // arithmetic
-		{`(c ?? 0) == 0`, true, nil},       // ??
+		{`_topic == "logs"`, true, nil}, // metadata: not a slot here
+		{`b + 1 > 250`, true, nil},      // arithmetic
+		{`(c ?? 0) == 0`, true, true},
+		{`(b ?? 0) % 7 == 6`, true, true},
 		{`lower(a) == "error"`, true, nil}, // a call
 	} {
 		e, err := CompileExpr(tc.src, tc.asBool)

@@ -13,6 +13,7 @@ import "github.com/sidestream/sidestream/internal/config"
 type (
 	Expr          = config.Expr
 	Fast          = config.Fast
+	FastString    = config.FastString
 	ConnectSchema = config.ConnectSchema
 	ConnectField  = config.ConnectField
 	Limits        = config.Limits
@@ -21,6 +22,10 @@ type (
 
 // CompileFast is an expression's fast form (config.CompileFast).
 var CompileFast = config.CompileFast
+
+// CompileFastString is a string-valued expression's fast form
+// (config.CompileFastString).
+var CompileFastString = config.CompileFastString
 
 // TopicNameProblem says why a name is not a valid Kafka topic name, ""
 // when it is one (config.TopicNameProblem).

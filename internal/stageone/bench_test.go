@@ -2,6 +2,7 @@ package stageone
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"testing"
@@ -47,7 +48,9 @@ func benchEvents(b *testing.B, goodOnly bool) [][]byte {
 // (bench/topologies/w1.yaml: no schema, the Kafka timestamp as event
 // time), and stage one of W2 (bench/topologies/w2.yaml: W1's routes and a
 // window route, whose records go to its repartition topic with the
-// stage-one headers).
+// stage-one headers), and W1 with the main route's topic computed per
+// record (bench/topologies/w1-topic.yaml: four topics by user_id, every
+// one existing: benchOptions).
 func benchTopologies(b *testing.B) map[string]*plan.Plan {
 	noSchema, err := config.LoadFile("../../examples/logs-by-level.yaml")
 	if err != nil {
@@ -65,10 +68,26 @@ func benchTopologies(b *testing.B) map[string]*plan.Plan {
 		"w1":               stageonetest.ExampleAt(b, "../../bench/topologies/w1.yaml", []string{"127.0.0.1:9092"}),
 		"w2":               stageonetest.ExampleAt(b, "../../bench/topologies/w2.yaml", []string{"127.0.0.1:9092"}),
 		"w3":               stageonetest.ExampleAt(b, "../../bench/topologies/w3.yaml", []string{"127.0.0.1:9092"}),
+		"w1-topic":         stageonetest.ExampleAt(b, "../../bench/topologies/w1-topic.yaml", []string{"127.0.0.1:9092"}),
 	}
 }
 
-var benchNames = []string{"schema", "schema-validator", "no-schema", "w1", "w2", "w3"}
+var benchNames = []string{"schema", "schema-validator", "no-schema", "w1", "w2", "w3", "w1-topic"}
+
+// benchOptions are the engine options of a benchmark topology: w1-topic
+// gets a resolver that finds every topic (the runtime's answers from its
+// cache after the first record of each topic).
+func benchOptions(name string) []Option {
+	if name == "w1-topic" {
+		return []Option{WithTopics(existingTopics{})}
+	}
+	return nil
+}
+
+// existingTopics is a TopicResolver under which every topic exists.
+type existingTopics struct{}
+
+func (existingTopics) Resolve(context.Context, *plan.RouteNode, string) error { return nil }
 
 // withoutFastPath clears the schema fast path of the "schema-validator"
 // benchmarks: every record goes to the validator, as before it.
@@ -101,7 +120,7 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkProcess(b *testing.B) {
 	for _, name := range benchNames {
 		b.Run(name, func(b *testing.B) {
-			eng := New(benchTopologies(b)[name])
+			eng := New(benchTopologies(b)[name], benchOptions(name)...)
 			withoutFastPath(name, eng.dec)
 			evs := benchEvents(b, false)
 			recs := make([]*kgo.Record, len(evs))
@@ -112,6 +131,9 @@ func BenchmarkProcess(b *testing.B) {
 			loop(b, func(i int) { eng.Process(recs[i%len(recs)], tally) })
 			if tally.Records() != b.N {
 				b.Fatalf("tally covers %d of %d records", tally.Records(), b.N)
+			}
+			if name == "w1-topic" && len(tally.ComputedTopics) != 4 {
+				b.Fatalf("computed topics %v, want 4", tally.ComputedTopics)
 			}
 		})
 	}

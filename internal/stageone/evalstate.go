@@ -22,6 +22,9 @@ type evalState struct {
 	built bool
 	dec   Decoded  // the JSON decode's target; dec.vals by field number
 	outs  []output // the routes' outputs
+	// topicBuf is where a computed topic's name is appended
+	// (computeTopic), to be looked up before it is a string.
+	topicBuf []byte
 	// recSlab and ptrSlab are what is left of the slabs output records
 	// are carved from (newRecords); they outlive the record.
 	recSlab []kgo.Record

@@ -21,6 +21,9 @@ import (
 type output struct {
 	Route *plan.RouteNode
 	Topic string // the computed topic of a topic_from route, else ""
+	// known is Topic's entry among the route's checked names, nil when
+	// it has none (past maxKnownTopics).
+	known *knownTopic
 	Key   []byte
 	Value []byte
 }
@@ -45,11 +48,13 @@ type router struct {
 	fields, metas []string
 	fast          []fastRoute // by route, as routes
 	defFast       fastRoute
-	avro          *avroOutputs // the avro routes' schemas and ids (WithSchemaIDs)
+	topics        map[*plan.RouteNode]*topicForm // the computed routes' (fastRoute.topic)
+	avro          *avroOutputs                   // the avro routes' schemas and ids (WithSchemaIDs)
 }
 
 func newRouter(t *plan.Plan) *router {
-	r := &router{routes: t.Routes, def: t.Default, all: t.Match == plan.MatchAll, fields: t.Fields, metas: t.Meta}
+	r := &router{routes: t.Routes, def: t.Default, all: t.Match == plan.MatchAll, fields: t.Fields, metas: t.Meta,
+		topics: map[*plan.RouteNode]*topicForm{}}
 	r.fast = make([]fastRoute, len(r.routes))
 	for i, rt := range r.routes {
 		r.fast[i] = r.fastRoute(rt)
@@ -63,7 +68,12 @@ func newRouter(t *plan.Plan) *router {
 // fastRoute is the fast form (plan.Fast) of a route's predicate,
 // key and group key, each nil where it has none: the record's fields by
 // number are their variables, so a route that reads metadata runs the VM.
-type fastRoute struct{ when, key, group plan.Fast }
+// topic is a topic_from route's computed topic (plan.FastString and the
+// names checked), nil for any other route.
+type fastRoute struct {
+	when, key, group plan.Fast
+	topic            *topicForm
+}
 
 func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	slot := func(name string) (int, bool) {
@@ -79,6 +89,14 @@ func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
 	if rt.Window != nil {
 		f.group = compile(rt.Window.GroupBy, false)
+	}
+	if rt.TopicFrom != nil {
+		// The default route may be one of routes: one form, one set of
+		// checked names.
+		if f.topic = r.topics[rt]; f.topic == nil {
+			f.topic = &topicForm{fast: plan.CompileFastString(rt.TopicFrom.Expr.Program, slot)}
+			r.topics[rt] = f.topic
+		}
 	}
 	return f
 }
@@ -168,7 +186,7 @@ func (re *evalState) outputFor(rt *plan.RouteNode, fast fastRoute) (output, *Rec
 	o := output{Route: rt, Key: re.m.Key, Value: re.value}
 	if rt.TopicFrom != nil {
 		var rerr *RecordError
-		if o.Topic, rerr = re.computeTopic(rt); rerr != nil {
+		if o.Topic, o.known, rerr = re.computeTopic(rt, fast.topic); rerr != nil {
 			return o, rerr
 		}
 	}

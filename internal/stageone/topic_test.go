@@ -3,6 +3,7 @@ package stageone
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -103,3 +104,56 @@ func TestComputedTopicBrokerDown(t *testing.T) {
 }
 
 func topicsOf(outs []*kgo.Record) []string { return stageonetest.Topics(outs) }
+
+// TestComputedTopicAskedOnce: a topic the resolver found is not asked
+// about again (its own cache would answer the same), a missing one is
+// asked on each record (the runtime's resolver asks the brokers again
+// after missingRecheck), and a routed record of a known topic allocates
+// nothing for it: the name is built in a buffer and looked up.
+func TestComputedTopicAskedOnce(t *testing.T) {
+	top := topo(t, computedRoutes, matchAll)
+	f := &fakeTopics{exists: map[string]bool{"logs.web": true}}
+	eng := New(top, WithTopics(f))
+	web, api := input(`{"service":"Web"}`), input(`{"service":"api"}`)
+	tally := metrics.NewTally()
+	for range 3 {
+		eng.Process(web, tally)
+		eng.Process(api, tally)
+	}
+	if got := strings.Join(f.asked, ","); got != "logs.web,logs.api,logs.api,logs.api" {
+		t.Errorf("asked %s; want logs.web once, logs.api each time", got)
+	}
+	if tally.ComputedTopics[[2]string{"per-service", "logs.web"}] != 3 || tally.Dirty[[2]string{wire.StageRoute, wire.ReasonTopicMissing}] != 3 {
+		t.Errorf("computed %v, dirty %v: want 3 to logs.web and 3 missing", tally.ComputedTopics, tally.Dirty)
+	}
+	if n := testing.AllocsPerRun(1000, func() { eng.Process(web, tally) }); n != 0 {
+		t.Errorf("a record of a known computed topic: %v allocations, want 0", n)
+	}
+}
+
+// TestComputedTopicPastKnown: past maxKnownTopics names a route keeps
+// none, and each new name is checked and resolved on every record, so
+// its records still land where they must.
+func TestComputedTopicPastKnown(t *testing.T) {
+	top := topo(t, computedRoutes, matchAll)
+	f := &fakeTopics{exists: map[string]bool{}}
+	for i := range maxKnownTopics + 2 {
+		f.exists["logs.s"+strconv.Itoa(i)] = true
+	}
+	eng := New(top, WithTopics(f))
+	for range 2 {
+		for i := range maxKnownTopics + 2 {
+			tally := metrics.NewTally()
+			outs := eng.Process(input(`{"service":"s`+strconv.Itoa(i)+`"}`), tally)
+			if got := topicsOf(outs); len(got) != 2 || got[0] != "logs.s"+strconv.Itoa(i) {
+				t.Fatalf("service s%d: topics %v", i, got)
+			}
+		}
+	}
+	if want := maxKnownTopics + 2*2; len(f.asked) != want {
+		t.Errorf("asked %d times, want %d: the known names once, the two past the bound on each record", len(f.asked), want)
+	}
+	if bad := input(`{"service":"a b"}`); wire.Decode(eng.Process(bad, metrics.NewTally())[0].Headers).Code() != wire.ReasonTopicInvalid {
+		t.Errorf("an invalid name past the bound is not topic_invalid")
+	}
+}
