@@ -149,11 +149,10 @@ func (t *Tracer) sampled(tc wire.TraceContext, has bool) bool {
 	if t.bound == 0 {
 		return false
 	}
-	x := rand.Uint64()
-	if has {
-		x = binary.BigEndian.Uint64(tc.TraceID[8:])
+	if !has {
+		return rand.Uint64()>>1 < t.bound
 	}
-	return x>>1 < t.bound
+	return binary.BigEndian.Uint64(tc.TraceID[8:])>>1 < t.bound
 }
 
 // Pending is an input record's sampling decision (Start), kept by the
