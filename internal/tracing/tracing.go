@@ -70,9 +70,7 @@ func New(ctx context.Context, p *plan.Plan) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	// The router samples (sampled): what reaches the SDK is recorded.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tp := NewProvider(exp, sdktrace.WithResource(res))
 	t := NewWithProvider(tp, p, s.SampleRatioOrDefault())
 	t.shutdown = tp.Shutdown
 	return t, nil
