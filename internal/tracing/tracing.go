@@ -70,9 +70,7 @@ func New(ctx context.Context, p *plan.Plan) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	// The router samples (sampled): what reaches the SDK is recorded.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tp := NewProvider(exp, sdktrace.WithResource(res))
 	t := NewWithProvider(tp, p, s.SampleRatioOrDefault())
 	t.shutdown = tp.Shutdown
 	return t, nil
@@ -149,11 +147,10 @@ func (t *Tracer) sampled(tc wire.TraceContext, has bool) bool {
 	if t.bound == 0 {
 		return false
 	}
-	x := rand.Uint64()
-	if has {
-		x = binary.BigEndian.Uint64(tc.TraceID[8:])
+	if !has {
+		return rand.Uint64()>>1 < t.bound
 	}
-	return x>>1 < t.bound
+	return binary.BigEndian.Uint64(tc.TraceID[8:])>>1 < t.bound
 }
 
 // Pending is an input record's sampling decision (Start), kept by the

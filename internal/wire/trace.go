@@ -37,48 +37,44 @@ func (tc TraceContext) Sampled() bool { return tc.Flags&1 != 0 }
 // next byte is '-'), version ff, upper-case or non-hex digits, or an
 // all-zero trace or span id.
 func ParseTraceparent(b []byte) (tc TraceContext, ok bool) {
-	if len(b) < TraceparentLen || b[2] != '-' || b[35] != '-' || b[52] != '-' {
+	if len(b) < TraceparentLen {
 		return tc, false
 	}
-	ver, ok1 := hexByte(b[0], b[1])
+	v := (*[TraceparentLen]byte)(b)
+	if v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return tc, false
+	}
+	var ver [1]byte
+	bad := unhexInto(ver[:], v[0:2])
 	switch {
-	case !ok1 || ver == 0xff:
+	case bad != 0 || ver[0] == 0xff:
 		return tc, false
-	case ver == 0 && len(b) != TraceparentLen:
+	case ver[0] == 0 && len(b) != TraceparentLen:
 		return tc, false
-	case ver != 0 && len(b) > TraceparentLen && b[TraceparentLen] != '-':
+	case ver[0] != 0 && len(b) > TraceparentLen && b[TraceparentLen] != '-':
 		return tc, false
 	}
-	var zero byte
-	for i := range tc.TraceID {
-		v, ok := hexByte(b[3+2*i], b[4+2*i])
-		if !ok {
-			return TraceContext{}, false
-		}
-		tc.TraceID[i] = v
-		zero |= v
-	}
-	if zero == 0 {
+	var flags [1]byte
+	bad = unhexInto(tc.TraceID[:], v[3:35]) | unhexInto(tc.SpanID[:], v[36:52]) | unhexInto(flags[:], v[53:55])
+	if bad != 0 || tc.TraceID == [16]byte{} || tc.SpanID == [8]byte{} {
 		return TraceContext{}, false
 	}
-	zero = 0
-	for i := range tc.SpanID {
-		v, ok := hexByte(b[36+2*i], b[37+2*i])
-		if !ok {
-			return TraceContext{}, false
-		}
-		tc.SpanID[i] = v
-		zero |= v
-	}
-	if zero == 0 {
-		return TraceContext{}, false
-	}
-	f, ok1 := hexByte(b[53], b[54])
-	if !ok1 {
-		return TraceContext{}, false
-	}
-	tc.Flags = f
+	tc.Flags = flags[0]
 	return tc, true
+}
+
+// unhexInto decodes the lower-case hex digits of src (2*len(dst) of
+// them) into dst; it is not zero when one of them is not such a digit.
+// It does not branch per digit: the traceparent of every input record
+// is read (the sampling decision), so this is on the record path.
+func unhexInto(dst, src []byte) (bad byte) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		hi, lo := unhex[src[2*i]], unhex[src[2*i+1]]
+		bad |= hi | lo
+		dst[i] = hi<<4 | lo
+	}
+	return bad & 0xf0
 }
 
 // AppendTraceparent appends tc as a version 00 traceparent.
@@ -127,19 +123,13 @@ func Traceparent(hs []kgo.RecordHeader) (TraceContext, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// hexByte is the byte of two lower-case hex digits.
-func hexByte(hi, lo byte) (byte, bool) {
-	h, ok1 := hexNibble(hi)
-	l, ok2 := hexNibble(lo)
-	return h<<4 | l, ok1 && ok2
-}
-
-func hexNibble(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+// unhex is the value of a lower-case hex digit, 0xff for any other byte.
+var unhex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for i := range len(hexDigits) {
+		t[hexDigits[i]] = byte(i)
+	}
+	return t
+}()

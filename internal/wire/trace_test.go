@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -68,13 +70,20 @@ func TestTraceparentAllocatesNothing(t *testing.T) {
 	}
 }
 
-// FuzzTraceparent: whatever parses formats back to its own first 55
-// bytes (with the version as 00).
+// FuzzTraceparent: ParseTraceparent decides as the specification's
+// rules spelled out plainly (refTraceparent), and whatever parses formats
+// back to its own first 55 bytes (with the version as 00).
 func FuzzTraceparent(f *testing.F) {
 	f.Add([]byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
 	f.Add([]byte("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-x"))
+	f.Add([]byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0G"))
+	f.Add([]byte("00-00000000000000000000000000000000-00f067aa0ba902b7-01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tc, ok := ParseTraceparent(b)
+		want, wantOK := refTraceparent(b)
+		if ok != wantOK || tc != want {
+			t.Fatalf("%q: parsed %+v %v, the plain rules %+v %v", b, tc, ok, want, wantOK)
+		}
 		if !ok {
 			return
 		}
@@ -83,4 +92,47 @@ func FuzzTraceparent(f *testing.F) {
 			t.Fatalf("%q formats back as %q", b, got)
 		}
 	})
+}
+
+// refTraceparent is ParseTraceparent's oracle: the rules as written in
+// its doc, with the standard library's hex decoder.
+func refTraceparent(b []byte) (tc TraceContext, ok bool) {
+	if len(b) < TraceparentLen {
+		return tc, false
+	}
+	parts := strings.Split(string(b[:TraceparentLen]), "-")
+	if len(parts) != 4 || len(parts[0]) != 2 || len(parts[1]) != 32 || len(parts[2]) != 16 {
+		return tc, false
+	}
+	var raw [4][]byte
+	for i, p := range parts {
+		v, err := hex.DecodeString(p)
+		if err != nil || p != strings.ToLower(p) {
+			return tc, false
+		}
+		raw[i] = v
+	}
+	ver := raw[0][0]
+	if ver == 0xff || ver == 0 && len(b) != TraceparentLen || ver != 0 && len(b) > TraceparentLen && b[TraceparentLen] != '-' {
+		return tc, false
+	}
+	copy(tc.TraceID[:], raw[1])
+	copy(tc.SpanID[:], raw[2])
+	tc.Flags = raw[3][0]
+	if tc.TraceID == [16]byte{} || tc.SpanID == [8]byte{} {
+		return TraceContext{}, false
+	}
+	return tc, true
+}
+
+// BenchmarkTraceparent is the header read every input record pays with
+// spans on (the sampling decision).
+func BenchmarkTraceparent(b *testing.B) {
+	hs := []kgo.RecordHeader{{Key: "x", Value: []byte("y")}, {Key: HeaderTraceparent, Value: []byte("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := Traceparent(hs); !ok {
+			b.Fatal("rejected")
+		}
+	}
 }
