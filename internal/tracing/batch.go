@@ -3,10 +3,12 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -78,6 +80,7 @@ func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
 	case b.full <- batch:
 	default:
 		b.dropped.Add(int64(len(batch)))
+		otel.Handle(fmt.Errorf("tracing: the OTLP exporter is behind; %d spans dropped", len(batch)))
 	}
 }
 
@@ -107,15 +110,24 @@ func (b *batcher) run() {
 	for {
 		select {
 		case batch := <-b.full:
-			_ = b.export(batch) // a failed export's spans are lost, as the SDK's
+			// A failed export's spans are lost, as the SDK's are; said
+			// through OpenTelemetry's error handler (logged), as it does.
+			handle(b.export(batch))
 		case <-tick.C:
-			_ = b.export(b.partial())
+			handle(b.export(b.partial()))
 		case reply := <-b.flush:
 			reply <- b.drain()
 		case <-b.stop:
 			_ = b.drain()
 			return
 		}
+	}
+}
+
+// handle reports a failed export through OpenTelemetry's error handler.
+func handle(err error) {
+	if err != nil {
+		otel.Handle(fmt.Errorf("tracing: export: %w", err))
 	}
 }
 
