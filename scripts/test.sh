@@ -61,6 +61,10 @@ step "bounded memory: 1,000,000 distinct keys under GOMEMLIMIT and a state limit
 # is excluded from race builds, so the run above does not skip it).
 go test -count=1 -timeout 10m -v -run TestMillionKeysBoundedMemory ./internal/membound 2>&1 | grep -E '^(---|ok|FAIL|panic)|keys in'
 
+step "lookup tables: the bytes estimate against the heap a table holds"
+# Without -race, as above (internal/lookup/heap_test.go).
+go test -count=1 -v -run TestHeapEstimate ./internal/lookup 2>&1 | grep -E '^(---|ok|FAIL|panic)|entries, estimate'
+
 step "registry-backed inputs through stage two: 100,000 Avro and 100,000 Protobuf records"
 # Without -race: under the race detector each takes about a minute, so the
 # race run above takes 10,000 records (internal/runtime/registry_stagetwo_size*_test.go).

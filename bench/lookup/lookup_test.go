@@ -50,7 +50,7 @@ func BenchmarkTableLoad1M(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t.Apply(fmt.Sprintf("s-%d", i), 0, r, len(raw))
+			t.Apply(fmt.Sprintf("s-%d", i), 0, r)
 		}
 		runtime.GC()
 		var ms runtime.MemStats
@@ -85,7 +85,7 @@ func w1(b testing.TB, withLookup bool) *plan.Plan {
 		t, _ := lookup.New(lookup.Spec{Mode: lookup.Current})
 		for i := range 100_000 {
 			r, _ := lookup.Decode(row(i))
-			t.Apply(fmt.Sprintf("s-%d", i), 0, r, 60)
+			t.Apply(fmt.Sprintf("s-%d", i), 0, r)
 		}
 		top.BindTables(func(_ string, key any, at int64) (any, bool, error) {
 			k, ok := lookup.KeyString(key)

@@ -91,7 +91,7 @@ func TestLookupContender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tb.Apply(fmt.Sprint(k), 0, r, 60)
+		tb.Apply(fmt.Sprint(k), 0, r)
 	}
 	calls, hits := 0, 0
 	top.BindTables(func(_ string, key any, at int64) (any, bool, error) {

@@ -125,12 +125,12 @@ func (d *Durable) restore() (found bool, err error) {
 	t := d.Table
 	for ok := it.First(); ok; ok = it.Next() {
 		key, at, kerr := parseDataKey(it.Key())
-		row, size, verr := d.parseValue(it.Value())
+		row, verr := d.parseValue(it.Value())
 		if err := errors.Join(kerr, verr); err != nil {
 			_ = it.Close()
 			return true, err
 		}
-		t.restore(key, at, row, size)
+		t.restore(key, at, row)
 	}
 	if err := it.Close(); err != nil {
 		return true, err
@@ -141,24 +141,26 @@ func (d *Durable) restore() (found bool, err error) {
 	return true, nil
 }
 
-func (d *Durable) parseValue(v []byte) (Row, int, error) {
+func (d *Durable) parseValue(v []byte) (Row, error) {
 	switch {
 	case len(v) == 1 && v[0] == valTombstone:
-		return nil, 0, nil
+		return nil, nil
 	case len(v) > 0 && v[0] == valRow:
-		row, err := d.decode(v[1:])
-		return row, len(v) - 1, err
+		return d.decode(v[1:])
 	}
-	return nil, 0, errors.New("a stored version is malformed")
+	return nil, errors.New("a stored version is malformed")
 }
 
 // restore puts a stored version back, as Apply had kept it.
-func (t *Table) restore(key string, at int64, row Row, size int) {
-	v := version{at: at, row: row, size: int64(size+len(key)) + entryOverhead}
+func (t *Table) restore(key string, at int64, row Row) {
 	if t.spec.Mode == Current {
-		v.at = 0
+		at = 0
 	}
-	t.keys[key] = t.insert(t.keys[key], v)
+	vs, known := t.keys[key]
+	if !known {
+		t.bytes += keyCost(key)
+	}
+	t.keys[key] = t.insert(vs, t.version(at, row))
 }
 
 // dataKey is dataNS, the key's length, the key and the version time
@@ -202,7 +204,7 @@ func (d *Durable) drop(key string, at int64) {
 // Apply is Table.Apply of a row whose encoding is raw (nil with row nil:
 // a tombstone): kept in memory at once, on disk with the next Commit.
 func (d *Durable) Apply(key string, at int64, row Row, raw []byte) bool {
-	return d.apply(key, at, row, len(raw), raw)
+	return d.apply(key, at, row, raw)
 }
 
 // Checkpoint is the position the stored table reflects, as the caller
@@ -239,7 +241,7 @@ func (d *Durable) Commit(checkpoint []byte) error {
 func (d *Durable) Wipe() error {
 	t := d.Table
 	t.mu.Lock()
-	t.keys, t.entries, t.bytes = map[string][]version{}, 0, 0
+	t.keys, t.entries, t.bytes, t.names = map[string][]version{}, 0, 0, names{}
 	t.maxTime, t.swept = math.MinInt64, math.MinInt64
 	t.mu.Unlock()
 	d.ckpt, d.err = nil, nil

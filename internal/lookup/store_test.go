@@ -77,7 +77,7 @@ func (s *store) apply(key string, at int64, row Row) bool {
 		raw = encode(row)
 	}
 	if s.d == nil {
-		return s.Apply(key, at, row, len(raw))
+		return s.Apply(key, at, row)
 	}
 	return s.d.Apply(key, at, row, raw)
 }
@@ -124,7 +124,7 @@ func kept(t *Table) map[string][][3]any {
 	out := map[string][][3]any{}
 	for k, vs := range t.keys {
 		for _, v := range vs {
-			out[k] = append(out[k], [3]any{v.at, fmt.Sprint(rowID(v.row)), v.size})
+			out[k] = append(out[k], [3]any{v.at, fmt.Sprint(rowID(v.row(t.names.list))), v.size})
 		}
 	}
 	return out

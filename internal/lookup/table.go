@@ -64,12 +64,17 @@ type Spec struct {
 	Limits statelimit.Limits
 }
 
-// version is one row of a key from its time on; row nil is a tombstone.
+// version is one row of a key from its time on: its encoding (row.go),
+// or the row itself when it holds a type the encoding has not (tree);
+// both nil: a tombstone. size is its cost.
 type version struct {
 	at   int64
-	row  Row
+	enc  string
+	tree Row
 	size int64
 }
+
+func (v version) tombstone() bool { return v.enc == "" && v.tree == nil }
 
 // Table is one lookup table. Its methods are safe for concurrent use.
 type Table struct {
@@ -83,6 +88,8 @@ type Table struct {
 	entries int
 	bytes   int64
 	refused uint64
+	names   names  // the rows' field names (row.go)
+	scratch []byte // the loader's encoding buffer
 	// sink (a Pebble table's) is told every version kept and dropped;
 	// nil for a table in memory only.
 	sink sink
@@ -106,24 +113,51 @@ func New(spec Spec) (*Table, error) {
 	return &Table{spec: spec, history: spec.History.Milliseconds(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
 }
 
-// entryOverhead is the bytes a kept version costs beyond its row's
-// encoded size and its key: the map entry, the slice, the version.
-const entryOverhead = 64
-
 // Apply applies one row of the table's topic, in the topic's order: the
 // row of key from time at (the as_of version time; Current ignores it),
-// row nil for a tombstone, size its encoded bytes. It reports false when
-// a limit refused a new key.
-func (t *Table) Apply(key string, at int64, row Row, size int) bool {
-	return t.apply(key, at, row, size, nil)
+// row nil for a tombstone. It reports false when a limit refused a new
+// key. The table keeps its own encoding of row, not row.
+func (t *Table) Apply(key string, at int64, row Row) bool {
+	return t.apply(key, at, row, nil)
+}
+
+// version is row's version at at, encoded with the table's names; the
+// caller holds the lock.
+func (t *Table) version(at int64, row Row) version {
+	v := version{at: at}
+	if row != nil {
+		enc, ok := encodeRow(t.scratch[:0], &t.names, row)
+		t.scratch = enc[:0]
+		if ok {
+			// A string: one allocation of the exact size (append's
+			// slack would be heap the estimate does not count), and a
+			// lookup's strings are parts of it, not copies.
+			v.enc = string(enc)
+		} else {
+			v.tree = row
+		}
+	}
+	slot := int64(versionCurrent)
+	if t.spec.Mode == AsOf {
+		slot = versionAsOfSlot
+	}
+	v.size = versionCost(v.enc, v.tree, slot)
+	return v
 }
 
 // apply is Apply; raw is the row's encoding, given to the sink.
-func (t *Table) apply(key string, at int64, row Row, size int, raw []byte) bool {
+func (t *Table) apply(key string, at int64, row Row, raw []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cost := int64(size+len(key)) + entryOverhead
+	if t.spec.Mode == Current {
+		at = 0
+	}
+	v := t.version(at, row)
 	vs, known := t.keys[key]
+	cost := v.size
+	if !known {
+		cost += keyCost(key)
+	}
 	if t.spec.Mode == Current {
 		if row == nil {
 			if known {
@@ -135,12 +169,13 @@ func (t *Table) apply(key string, at int64, row Row, size int, raw []byte) bool 
 			return false
 		}
 		if known {
-			t.bytes -= vs[0].size
-			t.entries--
+			t.bytes += v.size - vs[0].size
+			vs[0] = v
+		} else {
+			t.keys[key] = []version{v}
+			t.bytes += cost
+			t.entries++
 		}
-		t.keys[key] = []version{{row: row, size: cost}}
-		t.bytes += cost
-		t.entries++
 		if t.sink != nil {
 			t.sink.put(key, 0, raw)
 		}
@@ -150,7 +185,10 @@ func (t *Table) apply(key string, at int64, row Row, size int, raw []byte) bool 
 		t.advance(at)
 		return false
 	}
-	t.keys[key] = t.insert(vs, version{at: at, row: row, size: cost})
+	if !known {
+		t.bytes += keyCost(key)
+	}
+	t.keys[key] = t.insert(vs, v)
 	if t.sink != nil {
 		t.sink.put(key, at, raw)
 	}
@@ -197,6 +235,7 @@ func (t *Table) drop(key string, vs []version) {
 		}
 	}
 	t.entries -= len(vs)
+	t.bytes -= keyCost(key)
 	delete(t.keys, key)
 }
 
@@ -233,9 +272,9 @@ func (t *Table) prune(key string) {
 	vs := t.keys[key]
 	h := t.horizon()
 	j := sort.Search(len(vs), func(i int) bool { return vs[i].at > h }) - 1 // the version valid at h
-	if j > 0 || (j == 0 && vs[0].row == nil) {
+	if j > 0 || (j == 0 && vs[0].tombstone()) {
 		cut := j
-		if vs[j].row == nil {
+		if vs[j].tombstone() {
 			cut = j + 1
 		}
 		for _, v := range vs[:cut] {
@@ -247,6 +286,7 @@ func (t *Table) prune(key string) {
 		t.entries -= cut
 		vs = append(vs[:0:0], vs[cut:]...)
 		if len(vs) == 0 {
+			t.bytes -= keyCost(key)
 			delete(t.keys, key)
 			return
 		}
@@ -254,40 +294,56 @@ func (t *Table) prune(key string) {
 	}
 }
 
-// Get is the row of key at time at (epoch ms; Current ignores it).
+// Get is the row of key at time at (epoch ms; Current ignores it): a
+// map of its own, decoded from what the table keeps.
 func (t *Table) Get(key string, at int64) (Row, Result) {
 	t.mu.RLock()
-	defer t.mu.RUnlock()
 	vs := t.keys[key]
+	var v version
+	res := Miss
 	if t.spec.Mode == Current {
-		if len(vs) == 0 {
-			return nil, Miss
+		if len(vs) > 0 {
+			v, res = vs[0], Hit
 		}
-		return vs[0].row, Hit
+	} else {
+		v, res = answer(vs, at, t.horizon())
 	}
-	return answer(vs, at, t.horizon())
+	names := t.names.list
+	t.mu.RUnlock()
+	if res == Miss {
+		return nil, Miss
+	}
+	return v.row(names), res
+}
+
+// row is the version's row in the value model (nil: a tombstone).
+func (v version) row(names []string) Row {
+	if v.enc == "" {
+		return v.tree
+	}
+	return decodeRow(v.enc, names)
 }
 
 // answer is the as-of rule over a key's versions (sorted by time) with
 // horizon h: at or after h, the version valid at at; before h, the
 // version valid at h when it was valid at at too, else that version
 // marked TooOld. A tombstone, or no version, is a miss.
-func answer(vs []version, at, h int64) (Row, Result) {
+func answer(vs []version, at, h int64) (version, Result) {
 	if at >= h {
 		i := sort.Search(len(vs), func(i int) bool { return vs[i].at > at }) - 1
-		if i < 0 || vs[i].row == nil {
-			return nil, Miss
+		if i < 0 || vs[i].tombstone() {
+			return version{}, Miss
 		}
-		return vs[i].row, Hit
+		return vs[i], Hit
 	}
 	i := sort.Search(len(vs), func(i int) bool { return vs[i].at > h }) - 1
 	switch {
-	case i < 0 || vs[i].row == nil:
-		return nil, Miss
+	case i < 0 || vs[i].tombstone():
+		return version{}, Miss
 	case vs[i].at <= at:
-		return vs[i].row, Hit
+		return vs[i], Hit
 	}
-	return vs[i].row, TooOld
+	return vs[i], TooOld
 }
 
 // Size is the entries kept (keys in Current, versions in AsOf) and their

@@ -118,8 +118,9 @@ func asOfOracle(t *rapid.T, open opener) {
 		}
 		entries, bytes := tb.Size()
 		n, b := 0, int64(0)
-		for _, vs := range tb.keys {
+		for k, vs := range tb.keys {
 			n += len(vs)
+			b += keyCost(k)
 			for _, v := range vs {
 				b += v.size
 			}
@@ -167,7 +168,9 @@ func current(t *rapid.T, open opener) {
 		}
 		var b int64
 		for k, r := range want {
-			b += int64(len(encode(r))+len(k)) + entryOverhead
+			var n names
+			enc, _ := encodeRow(nil, &n, r)
+			b += keyCost(k) + versionCost(string(enc), nil, versionCurrent)
 		}
 		if n, got := tb.Size(); n != len(want) || got != b {
 			t.Fatalf("Size %d %d for %d keys (%d bytes)", n, got, len(want), b)
@@ -203,8 +206,9 @@ func TestLimits(t *testing.T) {
 			t.Fatal("c refused after a delete made room")
 		}
 		tb.checkStored(t)
-		// {} is 2 bytes: a (1 byte key) costs 67, b would cost 67 more.
-		bt := open(t, Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 100, Policy: statelimit.Route}})
+		// {} encodes in 2 bytes: a (1 byte key) costs 8+80 and 8+56,
+		// b would cost as much more.
+		bt := open(t, Spec{Mode: AsOf, History: time.Hour, Limits: statelimit.Limits{MaxBytes: 200, Policy: statelimit.Route}})
 		defer bt.close()
 		if !bt.apply("a", 1, Row{}) {
 			t.Fatal("max_bytes: the first key refused")

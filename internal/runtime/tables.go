@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,6 +29,9 @@ type table struct {
 	node  *plan.TableNode
 	store *lookup.Table
 	m     *metrics.TableMetrics
+	// hit, miss and tooOld are m.Lookups of this table, resolved once:
+	// WithLabelValues hashes its labels on every call.
+	hit, miss, tooOld prometheus.Counter
 	// dec decodes the rows of a registry format (nil: json).
 	dec *registry.Decoder
 	log *slog.Logger
@@ -68,22 +72,22 @@ func (ts *Tables) lookup(name string, key any, at int64) (row any, tooOld bool, 
 	}
 	k, ok := lookup.KeyString(key)
 	if !ok {
-		t.m.Lookups.WithLabelValues(name, metrics.LookupMiss).Inc()
+		t.miss.Inc()
 		return nil, false, nil
 	}
 	r, res := t.store.Get(k, at)
 	switch res {
 	case lookup.Miss:
-		t.m.Lookups.WithLabelValues(name, metrics.LookupMiss).Inc()
+		t.miss.Inc()
 		return nil, false, nil
 	case lookup.TooOld:
-		t.m.Lookups.WithLabelValues(name, metrics.LookupTooOld).Inc()
+		t.tooOld.Inc()
 		if t.node.OnTooOld == plan.TooOldDirty {
 			return nil, false, fmt.Errorf("lookup(%q, %q): event time %d is before the table's history", name, k, at)
 		}
 		return r, true, nil
 	}
-	t.m.Lookups.WithLabelValues(name, metrics.LookupHit).Inc()
+	t.hit.Inc()
 	return r, false, nil
 }
 
@@ -102,7 +106,8 @@ func (p *Processor) newTables(ctx context.Context, top *plan.Plan, m *metrics.Ta
 			spec.Mode = lookup.AsOf
 		}
 		m.Preset(n.Name)
-		t := &table{node: n, m: m, dec: decs[n.Name], log: p.log}
+		t := &table{node: n, m: m, dec: decs[n.Name], log: p.log, hit: m.Lookups.WithLabelValues(n.Name, metrics.LookupHit),
+			miss: m.Lookups.WithLabelValues(n.Name, metrics.LookupMiss), tooOld: m.Lookups.WithLabelValues(n.Name, metrics.LookupTooOld)}
 		var err error
 		if n.Store == string(plan.StorePebble) {
 			t.store, err = p.openTableStore(ctx, t, spec)
@@ -132,7 +137,7 @@ func (t *table) put(key string, at int64, row lookup.Row, raw []byte) bool {
 	if t.durable != nil {
 		return t.durable.Apply(key, at, row, raw)
 	}
-	return t.store.Apply(key, at, row, len(raw))
+	return t.store.Apply(key, at, row)
 }
 
 // apply applies one record of the table's topic: a row (json, or a
