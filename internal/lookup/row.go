@@ -260,7 +260,7 @@ func treeSize(v any) int64 {
 	return 16
 }
 
-// sizeClasses are Go's small allocation sizes (runtime/sizeclasses.go).
+// sizeClasses are Go's small allocation sizes (the runtime's size class table).
 var sizeClasses = [...]int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
 	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792,
 	2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240,
