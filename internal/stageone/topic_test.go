@@ -126,7 +126,9 @@ func TestComputedTopicAskedOnce(t *testing.T) {
 	if tally.ComputedTopics[[2]string{"per-service", "logs.web"}] != 3 || tally.Dirty[[2]string{wire.StageRoute, wire.ReasonTopicMissing}] != 3 {
 		t.Errorf("computed %v, dirty %v: want 3 to logs.web and 3 missing", tally.ComputedTopics, tally.Dirty)
 	}
-	if n := testing.AllocsPerRun(1000, func() { eng.Process(web, tally) }); n != 0 {
+	// Under the race detector sync.Pool drops evaluation states at
+	// random, so allocations are counted in a plain build only.
+	if n := testing.AllocsPerRun(1000, func() { eng.Process(web, tally) }); n != 0 && !raceBuild {
 		t.Errorf("a record of a known computed topic: %v allocations, want 0", n)
 	}
 }
