@@ -149,11 +149,14 @@ type latency struct {
 	RatePS   float64 `json:"offered_per_s"`
 	Sent     int     `json:"sent"`
 	SentPS   float64 `json:"achieved_per_s"` // what the harness managed to send
-	Timed    int     `json:"timed"`          // sent records that carry an id (not the empty ones)
-	Seen     int     `json:"seen"`
-	P50MS    float64 `json:"p50_ms"`
-	P99MS    float64 `json:"p99_ms"`
-	MaxMS    float64 `json:"max_ms"`
+	// MachineBusy: the share of all the machine's cores that was busy
+	// while the phase sent (every process: broker, harness, contender).
+	MachineBusy float64 `json:"machine_busy"`
+	Timed       int     `json:"timed"` // sent records that carry an id (not the empty ones)
+	Seen        int     `json:"seen"`
+	P50MS       float64 `json:"p50_ms"`
+	P99MS       float64 `json:"p99_ms"`
+	MaxMS       float64 `json:"max_ms"`
 	// The two parts of each timed record's latency: from the harness's
 	// Produce call to the broker's acknowledgement (the harness's
 	// producer and the broker's append, on the same cores), and from the
@@ -180,14 +183,20 @@ type row struct {
 	// AfterAckP99MS: the p99 from the broker's acknowledgement of the
 	// harness's record to its output being visible (latency.AfterAckP99MS).
 	AfterAckP99MS float64 `json:"after_ack_p99_ms"`
-	// LatencyPS is the rate its own latency phases were offered;
-	// SameRateP99MS, for limit-eos, its p99 at the rate of
-	// sidestream-w1-eos's phases. P50MS, P99MS, AfterAckP99MS and
-	// SameRateP99MS are the medians of the latency repetitions' figures.
-	LatencyPS     float64 `json:"latency_offered_per_s"`
-	SameRateP99MS float64 `json:"same_rate_p99_ms,omitempty"`
-	Seen          string  `json:"latency_seen"`
-	Skipped       string  `json:"skipped,omitempty"`
+	// LatencyPS is the rate its own latency phases were offered. P50MS,
+	// P99MS and AfterAckP99MS are the medians of the latency repetitions'
+	// figures.
+	LatencyPS float64 `json:"latency_offered_per_s"`
+	// The phases at the p99 goal's load (goalLoadPair only): the rate
+	// offered, the medians of what the harness sent, of the p99 and of
+	// the machine's busy share, and the lowest sent/offered of them.
+	GoalPS      float64 `json:"goal_load_offered_per_s,omitempty"`
+	GoalSentPS  float64 `json:"goal_load_sent_per_s,omitempty"`
+	GoalSentMin float64 `json:"goal_load_sent_share_min,omitempty"`
+	GoalP99MS   float64 `json:"goal_load_p99_ms,omitempty"`
+	GoalBusy    float64 `json:"goal_load_machine_busy,omitempty"`
+	Seen        string  `json:"latency_seen"`
+	Skipped     string  `json:"skipped,omitempty"`
 }
 
 // report is the JSON the harness writes.
@@ -200,6 +209,7 @@ type report struct {
 	Reps        int       `json:"repetitions"`
 	LatencyS    float64   `json:"latency_seconds"`
 	LatencyReps int       `json:"latency_repetitions"`
+	P99Share    float64   `json:"p99_share"` // the p99 goal's load, a share of limit-eos's throughput
 	Rows        []row     `json:"rows"`
 	Runs        []run     `json:"runs"`
 	Latencies   []latency `json:"latencies"`
@@ -221,7 +231,8 @@ type goal struct {
 	What     string  `json:"what"`
 	Want     string  `json:"want"`
 	Measured float64 `json:"measured"`
-	Met      *bool   `json:"met"` // nil: not measured (a contender missing)
+	Met      *bool   `json:"met"`            // nil: not measured (a contender missing)
+	Note     string  `json:"note,omitempty"` // the conditions of the figure, or why it is unmeasured
 }
 
 // compareFlags are the flags of throughput compare.
@@ -231,7 +242,7 @@ type compareFlags struct {
 	heapDir                                                  string
 	records, reps, latReps, parallel                         int
 	reloadEvery                                              time.Duration
-	latSecs, latRate                                         float64
+	latSecs, latRate, p99Share                               float64
 	smoke, verify                                            bool
 	ceiling, timeout                                         time.Duration
 }
@@ -244,6 +255,7 @@ func parseCompareFlags(args []string) *compareFlags {
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of every throughput run (order alternates)")
 	fs.Float64Var(&f.latSecs, "latency-seconds", 10, "length of the paced latency phase per contender")
 	fs.IntVar(&f.latReps, "latency-reps", 3, "repetitions of every latency phase (the table has the median of their p50s and p99s)")
+	fs.Float64Var(&f.p99Share, "p99-share", 0.25, "the p99 goal's load: sidestream-w1-eos and limit-eos also get latency phases at this share of limit-eos's median records/s (0: none)")
 	fs.Float64Var(&f.latRate, "latency-rate", 0, "offer every contender's latency phase this many records/s (default: half its own median records/s)")
 	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all but the feature contenders); names: "+names())
 	fs.DurationVar(&f.reloadEvery, "reload-every", 10*time.Second, "sidestream-w1-eos-reload: a reload (SIGHUP) when its window opens and then every this long")
@@ -315,7 +327,7 @@ func cmdCompare(args []string) error {
 		env: compareEnv{self: self, topologies: f.topologies, streamsDir: f.streamsDir, gokaBin: f.gokaBin, javaHeap: f.javaHeap, logDir: logDir, profileDir: f.profileDir, heapDir: f.heapDir,
 			reloadEvery: f.reloadEvery},
 		latDur: time.Duration(f.latSecs * float64(time.Second)), logDir: logDir, skipped: map[string]string{},
-		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs, LatencyReps: f.latReps,
+		rep: report{Command: f.command, Time: time.Now().UTC(), Records: f.records, Reps: f.reps, LatencyS: f.latSecs, LatencyReps: f.latReps, P99Share: f.p99Share,
 			Machine: describeMachine(f.kafkaVersion)},
 	}
 	logf("preloading %d records into %s (6 partitions), not timed", f.records, s.input)
@@ -452,8 +464,9 @@ func (s *compareSession) throughputReps() {
 
 // latencyRuns runs each contender's paced latency phase at half its
 // median throughput (or --latency-rate), --latency-reps times in
-// alternating order; and limit-eos's again at sidestream-w1-eos's rate
-// (sameRateOf), so that the p99 goal compares the two at the same load.
+// alternating order; and goalLoadPair's again at the p99 goal's load
+// (--p99-share of limit-eos's throughput), so that the goal compares the
+// two at one load that saturates neither them nor the machine.
 func (s *compareSession) latencyRuns(med map[string]run) {
 	type phase struct {
 		c        contender
@@ -465,8 +478,8 @@ func (s *compareSession) latencyRuns(med map[string]run) {
 			continue
 		}
 		phases = append(phases, phase{c: c})
-		if o := sameRateOf[c.Name]; o != "" && s.f.latRate == 0 && s.skipped[o] == "" && med[o].RecordsPS > 0 {
-			phases = append(phases, phase{c: c, atRateOf: o})
+		if slices.Contains(goalLoadPair, c.Name) && s.f.p99Share > 0 && med["limit-eos"].RecordsPS > 0 {
+			phases = append(phases, phase{c: c, atRateOf: atGoalLoad})
 		}
 	}
 	for r := 1; r <= s.f.latReps; r++ {
@@ -475,12 +488,11 @@ func (s *compareSession) latencyRuns(med map[string]run) {
 			slices.Reverse(order)
 		}
 		for _, ph := range order {
-			of := ph.c.Name
-			if ph.atRateOf != "" {
-				of = ph.atRateOf
-			}
-			rate := 0.5 * med[of].RecordsPS
-			if s.f.latRate > 0 {
+			rate := 0.5 * med[ph.c.Name].RecordsPS
+			switch {
+			case ph.atRateOf == atGoalLoad:
+				rate = s.f.p99Share * med["limit-eos"].RecordsPS
+			case s.f.latRate > 0:
 				rate = s.f.latRate
 			}
 			id := fmt.Sprintf("l%s-%d-%s", s.stamp, r, ph.c.Name)
@@ -497,10 +509,10 @@ func (s *compareSession) latencyRuns(med map[string]run) {
 			s.rep.Latencies = append(s.rep.Latencies, l)
 			name := ph.c.Name
 			if ph.atRateOf != "" {
-				name += " (" + ph.atRateOf + "'s rate)"
+				name += " (the p99 goal's load)"
 			}
-			logf("latency %d/%d %-18s at %7.0f records/s (sent %7.0f/s): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen); to the ack p50 %.1f p99 %.1f ms, after it p50 %.1f p99 %.1f ms",
-				r, s.f.latReps, name, l.RatePS, l.SentPS, l.P50MS, l.P99MS, l.Seen, l.Timed, l.AckP50MS, l.AckP99MS, l.AfterAckP50MS, l.AfterAckP99MS)
+			logf("latency %d/%d %-18s at %7.0f records/s (sent %7.0f/s, machine %3.0f%% busy): p50 %6.1f ms  p99 %6.1f ms  (%d/%d seen); to the ack p50 %.1f p99 %.1f ms, after it p50 %.1f p99 %.1f ms",
+				r, s.f.latReps, name, l.RatePS, l.SentPS, 100*l.MachineBusy, l.P50MS, l.P99MS, l.Seen, l.Timed, l.AckP50MS, l.AckP99MS, l.AfterAckP50MS, l.AfterAckP99MS)
 		}
 	}
 }
@@ -954,6 +966,38 @@ func caughtUp(ctx context.Context, adm *kadm.Client, group, input string, inEnd 
 // peakRSS is VmHWM of a process, in MB.
 func peakRSS(pid string) float64 { return statusMB(pid, "VmHWM:") }
 
+// cpuTicks is the machine's CPU time from /proc/stat's first line, in
+// clock ticks: all of it, and the idle part (idle and iowait).
+type cpuTicks struct{ total, idle uint64 }
+
+func machineCPU() cpuTicks {
+	b, _ := os.ReadFile("/proc/stat")
+	line, _, _ := strings.Cut(string(b), "\n")
+	var t cpuTicks
+	for i, f := range strings.Fields(line) {
+		if i == 0 {
+			continue // "cpu"
+		}
+		v, _ := strconv.ParseUint(f, 10, 64)
+		if i <= 8 { // user nice system idle iowait irq softirq steal; guest is inside user
+			t.total += v
+		}
+		if i == 4 || i == 5 {
+			t.idle += v
+		}
+	}
+	return t
+}
+
+// busySince is the share of the machine's CPU (all cores) that was busy
+// between t0 and t, 0 when nothing could be read.
+func (t cpuTicks) busySince(t0 cpuTicks) float64 {
+	if t.total <= t0.total {
+		return 0
+	}
+	return 1 - float64(t.idle-t0.idle)/float64(t.total-t0.total)
+}
+
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	return strings.TrimSpace(string(b))
@@ -1029,7 +1073,9 @@ func latencyRun(ctx context.Context, adm *kadm.Client, env compareEnv, c contend
 	}
 	fr.begin(p) // the reload contender reloads during the phase too
 	defer fr.stopDriver()
+	cpu0 := machineCPU()
 	pr.pace(ctx, prod, &res, base, rate, dur)
+	res.MachineBusy = machineCPU().busySince(cpu0)
 	drain := 10 * time.Second
 	if all {
 		drain = ceiling
@@ -1227,17 +1273,34 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 			r.AfterAckP99MS = medianBy(own, func(l latency) float64 { return l.AfterAckP99MS })
 			r.LatencyPS = medianBy(own, func(l latency) float64 { return l.RatePS })
 		}
-		if same := latencyOf(lats, c.Name, sameRateOf[c.Name]); len(same) > 0 && sameRateOf[c.Name] != "" {
-			r.SameRateP99MS = medianBy(same, func(l latency) float64 { return l.P99MS })
+		if at := latencyOf(lats, c.Name, atGoalLoad); len(at) > 0 {
+			r.GoalPS = medianBy(at, func(l latency) float64 { return l.RatePS })
+			r.GoalSentPS = medianBy(at, func(l latency) float64 { return l.SentPS })
+			r.GoalP99MS = medianBy(at, func(l latency) float64 { return l.P99MS })
+			r.GoalBusy = medianBy(at, func(l latency) float64 { return l.MachineBusy })
+			r.GoalSentMin = 1
+			for _, l := range at {
+				if l.RatePS > 0 {
+					r.GoalSentMin = min(r.GoalSentMin, l.SentPS/l.RatePS)
+				}
+			}
 		}
 		out = append(out, r)
 	}
 	return out
 }
 
-// sameRateOf: the contenders whose latency is also measured at another's
-// offered rate (the p99 goal's pair: the same load for both), and whose.
-var sameRateOf = map[string]string{"limit-eos": "sidestream-w1-eos"}
+// The p99 goal compares goalLoadPair at one offered load that neither
+// they nor the harness saturate: --p99-share of limit-eos's median
+// throughput (default 0.25). Their phases at it are marked atGoalLoad. A
+// phase in which the harness sent less than goalSentShare of the offered
+// rate leaves the goal unmeasured: the load was not what it says.
+const (
+	atGoalLoad    = "goal-load"
+	goalSentShare = 0.97
+)
+
+var goalLoadPair = []string{"sidestream-w1-eos", "limit-eos"}
 
 // latencyOf is a contender's latency phases at the rate of atRateOf's
 // ("": its own).
@@ -1267,7 +1330,9 @@ func medianBy[T any](xs []T, f func(T) float64) float64 {
 // cancel out as far as they can): router CPU per record against the
 // exactly-once pass-through limit's, throughput against the at-least-once
 // limit's, peak RSS against the limit's and Kafka Streams', p99 latency
-// against the limit's; and records per CPU-second against Kafka Streams'.
+// against the limit's (p99Goal); and records per CPU-second against Kafka
+// Streams'. The CPU and Kafka Streams RSS targets are issue 37's (round
+// three); the others stay from the earlier rounds.
 func goals(rs []row) []goal {
 	get := func(name string) (row, bool) {
 		for _, r := range rs {
@@ -1306,34 +1371,53 @@ func goals(rs []row) []goal {
 	for _, w := range []struct {
 		name string
 		max  float64
-	}{{"sidestream-w1-eos", 2}, {"sidestream-w2-eos", 5}, {"sidestream-w3-eos", 6}} {
+	}{{"sidestream-w1-eos", 1.4}, {"sidestream-w2-eos", 3.5}, {"sidestream-w3-eos", 4.5}} {
 		ratio(w.name, "limit-eos", "CPU per record", cpu, w.max, true)
 	}
 	ratio("sidestream-w1-eos", "limit-alo", "throughput", func(r row) float64 { return r.RecordsPS }, 0.5, false)
 	rss := func(r row) float64 { return r.PeakRSSMB }
 	ratio("sidestream-w1-eos", "limit-eos", "peak RSS", rss, 1, true)
 	ratio("sidestream-w1-eos", "streams-w1-eos", "peak RSS", rss, 0.25, true)
-	// The p99 of both at the same offered load, sidestream-w1-eos's 50%:
-	// the limit's own 50% offers the shared cores a higher load.
-	p99 := func(r row) float64 {
-		switch {
-		case r.Seen == "":
-			return 0
-		case r.SameRateP99MS > 0:
-			return r.SameRateP99MS
-		}
-		return r.P99MS
-	}
-	if w1, ok := get("sidestream-w1-eos"); ok {
-		if l, ok := get("limit-eos"); ok && l.SameRateP99MS == 0 && l.LatencyPS != w1.LatencyPS {
-			p99 = func(row) float64 { return 0 } // not at the same rate: unmeasured
-		}
-	}
-	ratio("sidestream-w1-eos", "limit-eos", "p99 end-to-end latency at 50% load, both at its offered rate", p99, 1, true)
+	gs = append(gs, p99Goal(get))
 	for _, w := range []string{"w1", "w2"} {
 		ratio("sidestream-"+w+"-eos", "streams-"+w+"-eos", "records per CPU-second", func(r row) float64 { return r.PerCPUS }, 2, false)
 	}
 	return gs
+}
+
+// p99Goal is sidestream-w1-eos's p99 over limit-eos's, both at the p99
+// goal's load (their atGoalLoad phases); with no such phases, both at one
+// --latency-rate. It is unmeasured when the two were not offered the same
+// load, or the harness sent less than goalSentShare of it in a phase.
+func p99Goal(get func(string) (row, bool)) goal {
+	g := goal{What: "sidestream-w1-eos p99 end-to-end latency / limit-eos, both at one load that saturates neither (the p99 goal's load)", Want: "≤ 1.00"}
+	w, ok1 := get("sidestream-w1-eos")
+	l, ok2 := get("limit-eos")
+	switch {
+	case !ok1 || !ok2 || w.Seen == "" || l.Seen == "":
+		g.Note = "a contender or its latency phases missing"
+		return g
+	case w.GoalP99MS > 0 && l.GoalP99MS > 0:
+		if w.GoalPS != l.GoalPS {
+			g.Note = fmt.Sprintf("offered different loads: %.0f and %.0f records/s", w.GoalPS, l.GoalPS)
+			return g
+		}
+		if sent := min(w.GoalSentMin, l.GoalSentMin); sent < goalSentShare {
+			g.Note = fmt.Sprintf("the harness sent only %.0f%% of %.0f records/s in a phase: the machine was saturated", 100*sent, w.GoalPS)
+			return g
+		}
+		g.Measured = w.GoalP99MS / l.GoalP99MS
+		g.Note = fmt.Sprintf("%.0f records/s (p99 %.1f against %.1f ms; the machine %.0f%% and %.0f%% busy)", w.GoalPS, w.GoalP99MS, l.GoalP99MS, 100*w.GoalBusy, 100*l.GoalBusy)
+	case w.LatencyPS == l.LatencyPS && l.P99MS > 0: // one --latency-rate for all
+		g.Measured = w.P99MS / l.P99MS
+		g.Note = fmt.Sprintf("%.0f records/s, --latency-rate", w.LatencyPS)
+	default:
+		g.Note = "no phases at one load"
+		return g
+	}
+	met := g.Measured <= 1
+	g.Met = &met
+	return g
 }
 
 func describeMachine(kafka string) machine {
@@ -1380,13 +1464,13 @@ func markdownTable(rep report) string {
 
 func markdownGoals(rep report) string {
 	var b strings.Builder
-	b.WriteString("| goal | wanted | measured | met |\n|---|---|---|---|\n")
+	b.WriteString("| goal | wanted | measured | met | conditions |\n|---|---|---|---|---|\n")
 	for _, g := range rep.Goals {
 		met := "not measured"
 		if g.Met != nil {
 			met = map[bool]string{true: "**yes**", false: "**no**"}[*g.Met]
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %s |\n", g.What, g.Want, g.Measured, met)
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %s |\n", g.What, g.Want, g.Measured, met, g.Note)
 	}
 	return b.String()
 }
@@ -1404,8 +1488,8 @@ func writeDocs(path string, rep report, png string) error {
 	}
 	var b strings.Builder
 	b.WriteString(docsBegin + "\n")
-	fmt.Fprintf(&b, "Latest run: %s, `%s`, %d records (%.0f bytes each on average), %d repetitions, %d latency phases of %.0f s per contender (the table: the median of their p50s and p99s; limit-eos also at sidestream-w1-eos's offered rate, for the p99 goal).\n\n",
-		rep.Time.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Records, float64(rep.Bytes)/float64(max(rep.Records, 1)), rep.Reps, rep.LatencyReps, rep.LatencyS)
+	fmt.Fprintf(&b, "Latest run: %s, `%s`, %d records (%.0f bytes each on average), %d repetitions, %d latency phases of %.0f s per contender (the table: the median of their p50s and p99s; sidestream-w1-eos and limit-eos also at %.0f%% of limit-eos's throughput, the p99 goal's load).\n\n",
+		rep.Time.Format("2006-01-02 15:04 UTC"), rep.Command, rep.Records, float64(rep.Bytes)/float64(max(rep.Records, 1)), rep.Reps, rep.LatencyReps, rep.LatencyS, 100*rep.P99Share)
 	fmt.Fprintf(&b, "Machine: %s, %d cores, %d GB, %s, Apache Kafka %s (scripts/kafka.sh, same machine). `/proc/loadavg` at the start: `%s`, at the end: `%s`.\n\n",
 		rep.Machine.CPU, rep.Machine.Cores, rep.Machine.MemGB, rep.Machine.Go, rep.Machine.Kafka, rep.Machine.LoadStart, rep.Machine.LoadEnd)
 	b.WriteString(markdownTable(rep))
