@@ -255,7 +255,7 @@ func parseCompareFlags(args []string) *compareFlags {
 	fs.IntVar(&f.reps, "reps", 3, "repetitions of every throughput run (order alternates)")
 	fs.Float64Var(&f.latSecs, "latency-seconds", 10, "length of the paced latency phase per contender")
 	fs.IntVar(&f.latReps, "latency-reps", 3, "repetitions of every latency phase (the table has the median of their p50s and p99s)")
-	fs.Float64Var(&f.p99Share, "p99-share", 0.25, "the p99 goal's load: sidestream-w1-eos and limit-eos also get latency phases at this share of limit-eos's median records/s (0: none)")
+	fs.Float64Var(&f.p99Share, "p99-share", 0.15, "the p99 goal's load: sidestream-w1-eos and limit-eos also get latency phases at this share of limit-eos's median records/s (0: none)")
 	fs.Float64Var(&f.latRate, "latency-rate", 0, "offer every contender's latency phase this many records/s (default: half its own median records/s)")
 	fs.StringVar(&f.only, "contenders", "", "comma-separated contenders (default all but the feature contenders); names: "+names())
 	fs.DurationVar(&f.reloadEvery, "reload-every", 10*time.Second, "sidestream-w1-eos-reload: a reload (SIGHUP) when its window opens and then every this long")
@@ -1292,7 +1292,7 @@ func rows(cs []contender, med map[string]run, runs []run, lats []latency, skippe
 
 // The p99 goal compares goalLoadPair at one offered load that neither
 // they nor the harness saturate: --p99-share of limit-eos's median
-// throughput (default 0.25). Their phases at it are marked atGoalLoad. A
+// throughput (default 0.15). Their phases at it are marked atGoalLoad. A
 // phase in which the harness sent less than goalSentShare of the offered
 // rate leaves the goal unmeasured: the load was not what it says.
 const (
