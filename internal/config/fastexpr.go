@@ -25,10 +25,17 @@ type Fast func(vars []any) (v any, ok bool)
 // whose value the VM casts to bool, failing on any other. slot numbers
 // the variables Fast reads (false: not one it is given, so not covered).
 func CompileFast(p *vm.Program, predicate bool, slot func(name string) (int, bool)) Fast {
+	return CompileFastTables(p, predicate, slot, nil)
+}
+
+// CompileFastTables is CompileFast that also covers a field of a
+// lookup() row, lookup("t", key)?.field or lookup("t", key).field
+// (fastlookup.go), reading it with field; nil field: it does not.
+func CompileFastTables(p *vm.Program, predicate bool, slot func(name string) (int, bool), field TableField) Fast {
 	if p == nil {
 		return nil
 	}
-	f := fastNode(p.Node(), slot)
+	f := fastNode(p.Node(), slots{index: slot, field: field})
 	if f == nil || !predicate {
 		return f
 	}
@@ -41,7 +48,7 @@ func CompileFast(p *vm.Program, predicate bool, slot func(name string) (int, boo
 	}
 }
 
-func fastNode(n ast.Node, slot func(string) (int, bool)) Fast {
+func fastNode(n ast.Node, slot slots) Fast {
 	switch n := n.(type) {
 	case *ast.IdentifierNode:
 		return fastVar(n.Value, slot)
@@ -50,9 +57,15 @@ func fastNode(n ast.Node, slot func(string) (int, bool)) Fast {
 		id, isID := n.Node.(*ast.IdentifierNode)
 		s, isStr := n.Property.(*ast.StringNode)
 		if !isID || id.Value != "$env" || !isStr || n.Method {
-			return nil
+			return fastLookupField(n, slot)
 		}
 		return fastVar(s.Value, slot)
+	case *ast.ChainNode:
+		// lookup(...)?.field: a chain of that one member.
+		if m, ok := n.Node.(*ast.MemberNode); ok {
+			return fastLookupField(m, slot)
+		}
+		return nil
 	case *ast.UnaryNode:
 		return fastNot(n, slot)
 	case *ast.BinaryNode:
@@ -64,11 +77,11 @@ func fastNode(n ast.Node, slot func(string) (int, bool)) Fast {
 	return nil
 }
 
-func fastVar(name string, slot func(string) (int, bool)) Fast {
+func fastVar(name string, slot slots) Fast {
 	if name == "$env" {
 		return nil
 	}
-	i, ok := slot(name)
+	i, ok := slot.index(name)
 	if !ok {
 		return nil
 	}
@@ -112,7 +125,7 @@ func kindOf(n ast.Node) reflect.Kind {
 	return reflect.Invalid
 }
 
-func fastNot(n *ast.UnaryNode, slot func(string) (int, bool)) Fast {
+func fastNot(n *ast.UnaryNode, slot slots) Fast {
 	if n.Operator != "!" && n.Operator != "not" {
 		return nil
 	}
@@ -130,7 +143,7 @@ func fastNot(n *ast.UnaryNode, slot func(string) (int, bool)) Fast {
 	}
 }
 
-func fastBinary(n *ast.BinaryNode, slot func(string) (int, bool)) Fast {
+func fastBinary(n *ast.BinaryNode, slot slots) Fast {
 	if n.Operator == "in" {
 		return fastIn(n, slot)
 	}
@@ -288,7 +301,7 @@ func ordered(a, b any) bool {
 // strings (or, for an int x, only ints) into a set, whose lookup fails
 // on a needle of another type; a nil needle looks up the zero key.
 // Other lists are compared element by element with runtime.Equal.
-func fastIn(n *ast.BinaryNode, slot func(string) (int, bool)) Fast {
+func fastIn(n *ast.BinaryNode, slot slots) Fast {
 	x := fastNode(n.Left, slot)
 	if x == nil {
 		return nil

@@ -26,10 +26,10 @@ func CompileFastString(p *vm.Program, slot func(name string) (int, bool)) FastSt
 	if p == nil {
 		return nil
 	}
-	return fastStr(p.Node(), slot)
+	return fastStr(p.Node(), slots{index: slot})
 }
 
-func fastStr(n ast.Node, slot func(string) (int, bool)) FastString {
+func fastStr(n ast.Node, slot slots) FastString {
 	switch n := n.(type) {
 	case *ast.BinaryNode:
 		if n.Operator == "+" {
@@ -54,7 +54,7 @@ func fastStr(n ast.Node, slot func(string) (int, bool)) FastString {
 
 // fastConcat is + of two strings (runtime.Add's x + y); on any other
 // operand the VM adds numbers or fails, so FastString does not decide.
-func fastConcat(n *ast.BinaryNode, slot func(string) (int, bool)) FastString {
+func fastConcat(n *ast.BinaryNode, slot slots) FastString {
 	l, r := fastStr(n.Left, slot), fastStr(n.Right, slot)
 	if l == nil || r == nil {
 		return nil
@@ -71,7 +71,7 @@ func fastConcat(n *ast.BinaryNode, slot func(string) (int, bool)) FastString {
 // fastStrBuiltin is string(x) (the builtin's fmt.Sprintf("%v", x), for
 // a string, an int or a bool), lower(s) and upper(s) (strings.ToLower
 // and ToUpper, for an ASCII s, where they map byte by byte).
-func fastStrBuiltin(n *ast.BuiltinNode, slot func(string) (int, bool)) FastString {
+func fastStrBuiltin(n *ast.BuiltinNode, slot slots) FastString {
 	if len(n.Arguments) != 1 {
 		return nil
 	}

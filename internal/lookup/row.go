@@ -135,6 +135,47 @@ func decodeRow(enc string, names []string) Row {
 	return m
 }
 
+// decodeField is the top-level field name of the row enc encodes, as
+// decodeRow's map would hold it (nil when it has none), decoding that
+// field's value only.
+func decodeField(enc string, names []string, name string) any {
+	r := rowReader{s: enc, names: names}
+	if r.s[r.i] != tagMap {
+		return nil
+	}
+	r.i++
+	for l := r.uvarint(); l > 0; l-- {
+		if r.name() == name {
+			return r.value()
+		}
+		r.skip()
+	}
+	return nil
+}
+
+// skip passes over the next value.
+func (r *rowReader) skip() {
+	tag := r.s[r.i]
+	r.i++
+	switch tag {
+	case tagInt, tagInt64:
+		r.uvarint()
+	case tagFloat:
+		r.i += 8
+	case tagString:
+		r.i += int(r.uvarint())
+	case tagMap:
+		for l := r.uvarint(); l > 0; l-- {
+			r.name()
+			r.skip()
+		}
+	case tagList:
+		for l := r.uvarint(); l > 0; l-- {
+			r.skip()
+		}
+	}
+}
+
 func (r *rowReader) uvarint() uint64 {
 	var v uint64
 	for shift := 0; ; shift += 7 {

@@ -316,6 +316,34 @@ func (t *Table) Get(key string, at int64) (Row, Result) {
 	return v.row(names), res
 }
 
+// Field is one top-level field of key's row at time at, as the row Get
+// answers would hold it (nil when the row has no such field), read
+// without decoding the rest of the row: what lookup("t", k)?.name needs
+// (config.TableField). key is the key's bytes (AppendKey); the table
+// keeps no reference to them.
+func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
+	t.mu.RLock()
+	vs := t.keys[string(key)]
+	var v version
+	res := Miss
+	if t.spec.Mode == Current {
+		if len(vs) > 0 {
+			v, res = vs[0], Hit
+		}
+	} else {
+		v, res = answer(vs, at, t.horizon())
+	}
+	names := t.names.list
+	t.mu.RUnlock()
+	if res == Miss {
+		return nil, Miss
+	}
+	if v.enc == "" {
+		return v.tree[name], res
+	}
+	return decodeField(v.enc, names, name), res
+}
+
 // row is the version's row in the value model (nil: a tombstone).
 func (v version) row(names []string) Row {
 	if v.enc == "" {
@@ -381,6 +409,23 @@ func Decode(raw []byte) (Row, error) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+// AppendKey appends KeyString(k) to b, without allocating for the
+// common keys (strings, integers); ok as KeyString's.
+func AppendKey(b []byte, k any) ([]byte, bool) {
+	switch v := k.(type) {
+	case string:
+		return append(b, v...), true
+	case []byte:
+		return append(b, v...), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	}
+	s, ok := KeyString(k)
+	return append(b, s...), ok
+}
 
 // KeyString is a lookup key as rows are keyed (their Kafka key, or their
 // key field, as text): a string as it is, an integer in decimal, a

@@ -50,10 +50,26 @@ type LookupMarks = config.LookupMarks
 // (BindTables): an expression evaluated outside a running router.
 var ErrTablesNotBound = errors.New("lookup tables are not loaded")
 
+// TableField reads one field of a table's row for the fast form of
+// lookup("t", key)?.field (config.TableField).
+type TableField = config.TableField
+
 // tableBinding is the runtime's reader of the tables, set once it has
-// loaded them; the compiled expressions call through it.
+// loaded them; the compiled expressions call through it, and the fast
+// forms through field.
 type tableBinding struct {
-	read atomic.Pointer[TableLookup]
+	read  atomic.Pointer[TableLookup]
+	field atomic.Pointer[TableField]
+}
+
+// readField is the bound TableField; it does not decide before one is
+// bound (the VM's lookup() then gives ErrTablesNotBound).
+func (b *tableBinding) readField(table string, key any, field string) (any, bool, bool) {
+	f := b.field.Load()
+	if f == nil {
+		return nil, false, false
+	}
+	return (*f)(table, key, field)
 }
 
 func (b *tableBinding) lookup(table string, key any, at int64) (any, bool, error) {
@@ -67,6 +83,20 @@ func (b *tableBinding) lookup(table string, key any, at int64) (any, bool, error
 // BindTables makes lookup() read from read (the runtime's tables). A
 // plan is bound to one set of tables at a time.
 func (t *Plan) BindTables(read TableLookup) { t.tables.read.Store(&read) }
+
+// BindTableFields makes the fast forms of lookup("t", key)?.field read
+// from field (the runtime's tables); without it they leave every lookup
+// to lookup() (BindTables).
+func (t *Plan) BindTableFields(field TableField) { t.tables.field.Store(&field) }
+
+// TableField is what the fast forms of stage one read a lookup() row's
+// field with (CompileFastTables); nil when the plan has no tables.
+func (t *Plan) TableField() TableField {
+	if t.tables == nil || len(t.Tables) == 0 {
+		return nil
+	}
+	return t.tables.readField
+}
 
 // Table returns the table named name, or nil.
 func (t *Plan) Table(name string) *TableNode {

@@ -23,6 +23,10 @@ type (
 // CompileFast is an expression's fast form (config.CompileFast).
 var CompileFast = config.CompileFast
 
+// CompileFastTables is an expression's fast form that also reads a
+// field of a lookup() row (config.CompileFastTables).
+var CompileFastTables = config.CompileFastTables
+
 // CompileFastString is a string-valued expression's fast form
 // (config.CompileFastString).
 var CompileFastString = config.CompileFastString

@@ -91,6 +91,30 @@ func (ts *Tables) lookup(name string, key any, at int64) (row any, tooOld bool, 
 	return r, false, nil
 }
 
+// field is the fast forms' read of one field of a row
+// (plan.TableField), counted as lookup counts: a current table's only.
+// An as_of table's answer depends on the record's event time and may
+// mark its outputs too old, so lookup() reads it.
+func (ts *Tables) field(name string, key any, field string) (v any, found, ok bool) {
+	t := ts.byName[name]
+	if t == nil || t.node.Mode == plan.TableAsOf {
+		return nil, false, false
+	}
+	var buf [32]byte
+	k, ok := lookup.AppendKey(buf[:0], key)
+	if !ok {
+		t.miss.Inc()
+		return nil, false, true
+	}
+	v, res := t.store.Field(k, 0, field)
+	if res == lookup.Miss {
+		t.miss.Inc()
+		return nil, false, true
+	}
+	t.hit.Inc()
+	return v, true, true
+}
+
 // newTables builds the tables of a plan: empty in memory, or as their
 // Pebble stores hold them; decs are the decoders of the registry-format
 // tables, by name.
@@ -244,6 +268,7 @@ func (p *Processor) loadTables(ctx context.Context, adm *kadm.Client) (follow, s
 		clients = append(clients, cl)
 	}
 	p.top.BindTables(ts.lookup)
+	p.top.BindTableFields(ts.field)
 	p.tables.Store(ts)
 	follow = func() {
 		for i, n := range p.top.Tables {

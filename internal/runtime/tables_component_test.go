@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sidestream/sidestream/internal/lookup"
 	"github.com/sidestream/sidestream/internal/metrics"
+	"github.com/sidestream/sidestream/internal/plan"
 )
 
 // TestTablesAsOfComponent: the table is loaded before the first record,
@@ -204,5 +207,45 @@ tables: [{name: merchants, topic: merchants}]
 	a.stop(t)
 	if got := readCommitted(t, brokers, "rest"); len(got) != 1 {
 		t.Fatalf("rest: %d records", len(got))
+	}
+}
+
+// The fast forms' read of a field (Tables.field) answers as lookup()
+// does and counts the same hits and misses; it leaves an as_of table and
+// an unknown one to lookup().
+func TestTablesField(t *testing.T) {
+	store, err := lookup.New(lookup.Spec{Mode: lookup.Current})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Apply("42", 0, lookup.Row{"tier": "vip", "n": 3})
+	var hit, miss, tooOld prometheus.Counter = prometheus.NewCounter(prometheus.CounterOpts{Name: "h"}),
+		prometheus.NewCounter(prometheus.CounterOpts{Name: "m"}), prometheus.NewCounter(prometheus.CounterOpts{Name: "o"})
+	cur := &table{node: &plan.TableNode{Name: "users"}, store: store, hit: hit, miss: miss, tooOld: tooOld}
+	asOf := &table{node: &plan.TableNode{Name: "old", Mode: plan.TableAsOf}, store: store, hit: hit, miss: miss, tooOld: tooOld}
+	ts := &Tables{byName: map[string]*table{"users": cur, "old": asOf}}
+	for _, key := range []any{42, int64(42), "42", 43, "x", 1.5, nil, 42.0} {
+		row, _, err := ts.lookup("users", key, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h0, m0 := testutil.ToFloat64(hit), testutil.ToFloat64(miss)
+		v, found, ok := ts.field("users", key, "tier")
+		var want any
+		if r, isRow := row.(lookup.Row); isRow {
+			want = r["tier"]
+		}
+		if !ok || found != (row != nil) || v != want {
+			t.Fatalf("field(%#v) = %#v %v %v; lookup's row %#v", key, v, found, ok, row)
+		}
+		if dh, dm := testutil.ToFloat64(hit)-h0, testutil.ToFloat64(miss)-m0; dh+dm != 1 || (dh == 1) != found {
+			t.Fatalf("field(%#v) counted %v hits and %v misses", key, dh, dm)
+		}
+	}
+	if _, _, ok := ts.field("old", 42, "tier"); ok {
+		t.Fatal("an as_of table's field was read by the fast form")
+	}
+	if _, _, ok := ts.field("none", 42, "tier"); ok {
+		t.Fatal("an unknown table's field was read by the fast form")
 	}
 }

@@ -50,11 +50,14 @@ type router struct {
 	defFast       fastRoute
 	topics        map[*plan.RouteNode]*topicForm // the computed routes' (fastRoute.topic)
 	avro          *avroOutputs                   // the avro routes' schemas and ids (WithSchemaIDs)
+	// tableField reads a lookup() row's field for the fast forms
+	// (plan.TableField); nil without tables.
+	tableField plan.TableField
 }
 
 func newRouter(t *plan.Plan) *router {
 	r := &router{routes: t.Routes, def: t.Default, all: t.Match == plan.MatchAll, fields: t.Fields, metas: t.Meta,
-		topics: map[*plan.RouteNode]*topicForm{}}
+		topics: map[*plan.RouteNode]*topicForm{}, tableField: t.TableField()}
 	r.fast = make([]fastRoute, len(r.routes))
 	for i, rt := range r.routes {
 		r.fast[i] = r.fastRoute(rt)
@@ -84,7 +87,7 @@ func (r *router) fastRoute(rt *plan.RouteNode) fastRoute {
 		if x == nil {
 			return nil
 		}
-		return plan.CompileFast(x.Program, predicate, slot)
+		return plan.CompileFastTables(x.Program, predicate, slot, r.tableField)
 	}
 	f := fastRoute{when: compile(rt.When, true), key: compile(rt.Key, false)}
 	if rt.Window != nil {
