@@ -46,6 +46,12 @@ func (p *Processor) Reload(ctx context.Context, next *plan.Plan) error {
 	if err != nil {
 		return err
 	}
+	// next's lookup() reads the tables the processor loaded and follows
+	// (a reload cannot change tables:), as the started plan's does.
+	if ts := p.tables.Load(); ts != nil {
+		next.BindTables(ts.lookup)
+		next.BindTableFields(ts.field)
+	}
 	md, err := adm.ListTopics(ctx, next.OutputTopics()...)
 	if err != nil {
 		return fmt.Errorf("list the output topics: %w", err)

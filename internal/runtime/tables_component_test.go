@@ -16,6 +16,7 @@ import (
 	"github.com/sidestream/sidestream/internal/lookup"
 	"github.com/sidestream/sidestream/internal/metrics"
 	"github.com/sidestream/sidestream/internal/plan"
+	"github.com/sidestream/sidestream/internal/wire"
 )
 
 // TestTablesAsOfComponent: the table is loaded before the first record,
@@ -247,5 +248,76 @@ func TestTablesField(t *testing.T) {
 	}
 	if _, _, ok := ts.field("none", 42, "tier"); ok {
 		t.Fatal("an unknown table's field was read by the fast form")
+	}
+}
+
+// TestReloadKeepsTables: a reloaded plan's lookup() reads the running
+// router's tables (current and as_of, the fast form and the VM's), so
+// records after a reload route by the table, none to dirty with "lookup
+// tables are not loaded".
+func TestReloadKeepsTables(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(3, "payments", "merchants", "users"))
+	brokers := c.ListenAddrs()
+	src := `application_id: pk
+inputs: [{topic: payments}]
+event_time: {field: ts, format: epoch_ms}
+routing: {default: rest}
+routes:
+  - {name: vip, topic: vip, when: 'lookup("merchants", merchant)?.tier == "vip" && WHO'}
+  - {name: rest, topic: rest}
+dirty: {topic: payments.dirty}
+tables:
+  - {name: merchants, topic: merchants, key: id}
+  - {name: users, topic: users, key: id, mode: as_of, time: since, history: 1h}
+`
+	v1 := compileAt(t, "pk.yaml", strings.Replace(src, "WHO", "true", 1), brokers, "")
+	v2 := compileAt(t, "pk.yaml", strings.Replace(src, "WHO", `lookup("users", user)?.vip == true`, 1), brokers, "")
+	if refusals := plan.ReloadRefusals(v1, v2, plan.Diff(v1, v2)); len(refusals) != 0 {
+		t.Fatalf("v2 is not a live change of v1: %v", refusals)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	produce := func(topic, value string) {
+		t.Helper()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(value)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce("merchants", `{"id":"m1","tier":"vip"}`)
+	produce("merchants", `{"id":"m2","tier":"basic"}`)
+	produce("users", `{"id":"u1","vip":true,"since":1000}`)
+	produce("users", `{"id":"u2","vip":false,"since":1000}`)
+	produce("payments", `{"id":"p1","merchant":"m1","user":"u2","ts":2000}`) // v1: vip
+	a := start(t, v1, "a")
+	waitConsumed(t, a.p.Metrics(), 1, time.Minute)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = a.p.Reload(rctx, v2)
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{
+		`{"id":"p2","merchant":"m1","user":"u1","ts":2000}`, // vip merchant, vip user
+		`{"id":"p3","merchant":"m1","user":"u2","ts":2000}`, // vip merchant, not a vip user
+		`{"id":"p4","merchant":"m2","user":"u1","ts":2000}`,
+	} {
+		produce("payments", v)
+	}
+	waitConsumed(t, a.p.Metrics(), 4, time.Minute)
+	a.stop(t)
+	routed := map[string][]string{}
+	for _, r := range readCommitted(t, brokers, "vip", "rest", "payments.dirty") {
+		id := strings.Split(strings.Split(string(r.Value), `"id":"`)[1], `"`)[0]
+		routed[r.Topic] = append(routed[r.Topic], id+" "+wire.String(r.Headers, wire.HeaderReason))
+	}
+	for _, ids := range routed {
+		sort.Strings(ids)
+	}
+	if strings.Join(routed["vip"], ",") != "p1 ,p2 " || strings.Join(routed["rest"], ",") != "p3 ,p4 " || len(routed["payments.dirty"]) != 0 {
+		t.Fatalf("routed %q", routed)
 	}
 }
