@@ -434,7 +434,7 @@ var envRefRe = regexp.MustCompile(`\$\{env:([A-Za-z0-9_]+)\}`)
 // ${env:NAME} references from vars, the values the worker's
 // EnvVarConfigProvider would give them. Every reference must be given;
 // nothing else is changed.
-func loadConnectorConfig(t *testing.T, path string, vars map[string]string) map[string]string {
+func loadConnectorConfig(t testing.TB, path string, vars map[string]string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -469,7 +469,7 @@ func loadConnectorConfig(t *testing.T, path string, vars map[string]string) map[
 
 // submitConnector creates (or replaces) the connector of a properties
 // file on the worker and waits until its task runs. It returns its name.
-func submitConnector(t *testing.T, base, path string, vars map[string]string) string {
+func submitConnector(t testing.TB, base, path string, vars map[string]string) string {
 	t.Helper()
 	cfg := loadConnectorConfig(t, path, vars)
 	name := cfg["name"]
@@ -496,7 +496,7 @@ func submitConnector(t *testing.T, base, path string, vars map[string]string) st
 	return name
 }
 
-func deleteConnector(t *testing.T, base, name string) {
+func deleteConnector(t testing.TB, base, name string) {
 	req, _ := http.NewRequest(http.MethodDelete, base+"/connectors/"+name, nil)
 	if resp, err := connectHTTP.Do(req); err == nil {
 		resp.Body.Close()

@@ -27,5 +27,10 @@
 //	  SIDESTREAM_IT_REGISTRY=http://127.0.0.1:18081/apis/ccompat/v7 \
 //	  go test ./itest -count=1 -v -run TestRegistry
 //
+// One benchmark lives here too, because it needs the same real broker and
+// router processes: BenchmarkScaleOutPause (scaleout_bench_test.go), the
+// output pause when a fourth router joins three, under the classic group
+// protocol and KIP-848's; its doc comment gives the commands.
+//
 // The package owns no production code and must never be imported.
 package itest

@@ -160,7 +160,7 @@ func (r *router) cpu(t *testing.T) time.Duration {
 
 // metric sums the router's /metrics samples of name whose labels contain
 // match ("" for all).
-func (r *router) metric(t *testing.T, name, match string) float64 {
+func (r *router) metric(t testing.TB, name, match string) float64 {
 	t.Helper()
 	code, body, err := r.get("/metrics")
 	if err != nil || code != http.StatusOK {

@@ -39,7 +39,7 @@ const inputPartitions = 6
 // application id (= consumer group = transactional id prefix), topology
 // file, generated events and oracle counts.
 type scenario struct {
-	t       *testing.T
+	t       testing.TB
 	name    string
 	app     string
 	input   string
@@ -55,6 +55,9 @@ type scenario struct {
 	events []gen.Event
 	byID   map[string]*gen.Event
 	want   map[string]int // oracle: output topic -> records
+	// inputPart is the input partition each event was written to, as the
+	// producer's acknowledgement names it (-1 until then).
+	inputPart []atomic.Int32
 
 	started time.Time
 	// stamp, when set, is the Kafka timestamp of event i (a replay of
@@ -73,7 +76,7 @@ type scenario struct {
 // newScenario skips without a broker; otherwise it writes the example
 // topology with unique names into a temp dir, creates the input topic
 // and generates n events (not yet produced).
-func newScenario(t *testing.T, name string, n int) *scenario {
+func newScenario(t testing.TB, name string, n int) *scenario {
 	t.Helper()
 	brokers := os.Getenv(envBrokers)
 	if brokers == "" {
@@ -102,7 +105,7 @@ func newScenario(t *testing.T, name string, n int) *scenario {
 }
 
 // scenarioSeed is SIDESTREAM_IT_SEED, or a fresh seed.
-func scenarioSeed(t *testing.T) uint64 {
+func scenarioSeed(t testing.TB) uint64 {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("SIDESTREAM_IT_SEED"); v != "" {
 		var err error
@@ -118,8 +121,10 @@ func scenarioSeed(t *testing.T) uint64 {
 func (s *scenario) generate(seed uint64, n int) {
 	g := gen.New(seed)
 	s.events = make([]gen.Event, n)
+	s.inputPart = make([]atomic.Int32, n)
 	for i := range s.events {
 		s.events[i] = g.Next()
+		s.inputPart[i].Store(-1)
 		ev := &s.events[i]
 		s.byID[ev.ID] = ev
 		s.want[s.topicOf[gen.RouteOf[ev.Kind]]]++
@@ -322,11 +327,12 @@ func (s *scenario) startProducerRange(from, to int, rate float64) *producer {
 			if s.stamp != nil {
 				rec.Timestamp = s.stamp(from + i)
 			}
-			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, rec, func(r *kgo.Record, err error) {
 				if err != nil {
 					fail(err)
 					return
 				}
+				s.inputPart[from+i].Store(r.Partition)
 				p.acked.Add(1)
 			})
 		}
@@ -349,7 +355,7 @@ func (p *producer) finished() bool {
 }
 
 // wait blocks until every event is acknowledged by the broker.
-func (p *producer) wait(t *testing.T, limit time.Duration) {
+func (p *producer) wait(t testing.TB, limit time.Duration) {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -381,7 +387,7 @@ type router struct {
 var httpc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 
 // freeAddr finds a free loopback port for a router's HTTP API.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
