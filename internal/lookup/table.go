@@ -82,7 +82,8 @@ type Table struct {
 	history int64 // ms
 
 	mu      sync.RWMutex
-	keys    map[string][]version // AsOf: sorted by at; Current: one version
+	cur     index                // Current: the rows by key (index.go)
+	keys    map[string][]version // AsOf: the versions by key, sorted by at
 	maxTime int64                // AsOf: the latest version time applied
 	swept   int64                // AsOf: maxTime at the last sweep
 	entries int
@@ -110,7 +111,7 @@ func New(spec Spec) (*Table, error) {
 	if spec.Mode == AsOf && spec.History <= 0 {
 		return nil, errors.New("an as-of table needs a positive history")
 	}
-	return &Table{spec: spec, history: spec.History.Milliseconds(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
+	return &Table{spec: spec, history: spec.History.Milliseconds(), cur: newIndex(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
 }
 
 // Apply applies one row of the table's topic, in the topic's order: the
@@ -121,8 +122,8 @@ func (t *Table) Apply(key string, at int64, row Row) bool {
 	return t.apply(key, at, row, nil)
 }
 
-// version is row's version at at, encoded with the table's names; the
-// caller holds the lock.
+// version is row's version at at in an as_of table, encoded with the
+// table's names; the caller holds the lock.
 func (t *Table) version(at int64, row Row) version {
 	v := version{at: at}
 	if row != nil {
@@ -137,11 +138,7 @@ func (t *Table) version(at int64, row Row) version {
 			v.tree = row
 		}
 	}
-	slot := int64(versionCurrent)
-	if t.spec.Mode == AsOf {
-		slot = versionAsOfSlot
-	}
-	v.size = versionCost(v.enc, v.tree, slot)
+	v.size = versionCost(v.enc, v.tree, versionAsOfSlot)
 	return v
 }
 
@@ -150,36 +147,19 @@ func (t *Table) apply(key string, at int64, row Row, raw []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.spec.Mode == Current {
-		at = 0
+		if !t.setCurrent(key, row, true) {
+			return false
+		}
+		if t.sink != nil {
+			t.sink.put(key, 0, raw)
+		}
+		return true
 	}
 	v := t.version(at, row)
 	vs, known := t.keys[key]
 	cost := v.size
 	if !known {
 		cost += keyCost(key)
-	}
-	if t.spec.Mode == Current {
-		if row == nil {
-			if known {
-				t.drop(key, vs)
-			}
-			return true
-		}
-		if !known && !t.admit(cost) {
-			return false
-		}
-		if known {
-			t.bytes += v.size - vs[0].size
-			vs[0] = v
-		} else {
-			t.keys[key] = []version{v}
-			t.bytes += cost
-			t.entries++
-		}
-		if t.sink != nil {
-			t.sink.put(key, 0, raw)
-		}
-		return true
 	}
 	if !known && !t.admit(cost) {
 		t.advance(at)
@@ -195,6 +175,57 @@ func (t *Table) apply(key string, at int64, row Row, raw []byte) bool {
 	t.advance(at)
 	t.prune(key)
 	return true
+}
+
+// setCurrent makes row key's row in a current table (row nil: deletes
+// it); false when the limits refused a new key (checked when check is
+// set: a restore keeps what was admitted). The caller holds the lock.
+func (t *Table) setCurrent(key string, row Row, check bool) bool {
+	i := t.cur.get(key)
+	if row == nil {
+		if i >= 0 {
+			e := &t.cur.entries[i]
+			t.bytes -= e.size
+			t.entries--
+			if t.sink != nil {
+				t.sink.drop(key, 0)
+			}
+			t.cur.remove(i)
+		}
+		return true
+	}
+	e := t.entry(key, row)
+	if i >= 0 {
+		old := &t.cur.entries[i]
+		t.bytes += e.size - old.size
+		e.hash = old.hash
+		*old = e
+		return true
+	}
+	if check && !t.admit(e.size) {
+		return false
+	}
+	t.cur.add(e)
+	t.bytes += e.size
+	t.entries++
+	return true
+}
+
+// entry is key's entry of row, encoded with the table's names; the
+// caller holds the lock.
+func (t *Table) entry(key string, row Row) entry {
+	b := append(t.scratch[:0], key...)
+	b, ok := encodeRow(b, &t.names, row)
+	t.scratch = b[:0]
+	e := entry{klen: uint32(len(key))}
+	if ok {
+		// One allocation of the exact size, as version's.
+		e.data = string(b)
+	} else {
+		e.data, e.tree = key, row
+	}
+	e.size = currentCost(len(e.data), e.tree)
+	return e
 }
 
 // admit says whether a new key fits the limits.
@@ -298,15 +329,14 @@ func (t *Table) prune(key string) {
 // map of its own, decoded from what the table keeps.
 func (t *Table) Get(key string, at int64) (Row, Result) {
 	t.mu.RLock()
-	vs := t.keys[key]
 	var v version
 	res := Miss
 	if t.spec.Mode == Current {
-		if len(vs) > 0 {
-			v, res = vs[0], Hit
+		if i := t.cur.get(key); i >= 0 {
+			v, res = t.cur.entries[i].version(), Hit
 		}
 	} else {
-		v, res = answer(vs, at, t.horizon())
+		v, res = answer(t.keys[key], at, t.horizon())
 	}
 	names := t.names.list
 	t.mu.RUnlock()
@@ -323,15 +353,14 @@ func (t *Table) Get(key string, at int64) (Row, Result) {
 // keeps no reference to them.
 func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 	t.mu.RLock()
-	vs := t.keys[string(key)]
 	var v version
 	res := Miss
 	if t.spec.Mode == Current {
-		if len(vs) > 0 {
-			v, res = vs[0], Hit
+		if i := t.cur.getBytes(key); i >= 0 {
+			v, res = t.cur.entries[i].version(), Hit
 		}
 	} else {
-		v, res = answer(vs, at, t.horizon())
+		v, res = answer(t.keys[string(key)], at, t.horizon())
 	}
 	names := t.names.list
 	t.mu.RUnlock()
@@ -342,6 +371,18 @@ func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 		return v.tree[name], res
 	}
 	return decodeField(v.enc, names, name), res
+}
+
+// each calls f with every key kept and its versions (in a current
+// table, its one version); the caller holds the lock. For tests.
+func (t *Table) each(f func(key string, vs []version)) {
+	for i := range t.cur.entries {
+		e := &t.cur.entries[i]
+		f(e.key(), []version{e.version()})
+	}
+	for k, vs := range t.keys {
+		f(k, vs)
+	}
 }
 
 // row is the version's row in the value model (nil: a tombstone).
