@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"strings"
+	"sync/atomic"
 )
 
 // A kept row is one flat byte slice (no pointers for the collector to
@@ -139,18 +141,90 @@ func decodeRow(enc string, names []string) Row {
 // decodeRow's map would hold it (nil when it has none), decoding that
 // field's value only.
 func decodeField(enc string, names []string, name string) any {
+	f := fieldEncoding(enc, names, name)
+	if f == "" {
+		return nil
+	}
+	r := rowReader{s: f, names: names}
+	return r.value()
+}
+
+// fieldEncoding is the encoding of the top-level field name of the row
+// enc encodes, a part of enc ("" when it has none).
+func fieldEncoding(enc string, names []string, name string) string {
 	r := rowReader{s: enc, names: names}
 	if r.s[r.i] != tagMap {
-		return nil
+		return ""
 	}
 	r.i++
 	for l := r.uvarint(); l > 0; l-- {
 		if r.name() == name {
-			return r.value()
+			start := r.i
+			r.skip()
+			return enc[start:r.i]
 		}
 		r.skip()
 	}
-	return nil
+	return ""
+}
+
+// boxes are the scalar values a table's Field answered more than once
+// lately, already in interfaces: a string or an integer past 255 put in
+// an interface is an allocation, and a field read per record (a user's
+// tier, a region) takes few values. A value is kept on its second
+// sighting in its set, so a field of many values (a name, an id) costs
+// a lookup no more than its one allocation. Shared by a table's readers,
+// so its slots are atomic; a kept string is a copy, not a part of its
+// row.
+type boxes struct {
+	seen [boxSets]atomic.Uint32 // the hash last sighted, 0: none
+	kept [boxSets]atomic.Pointer[boxed]
+}
+
+type boxed struct {
+	enc string // the value's encoding
+	v   any
+}
+
+const (
+	boxSets   = 64
+	maxBoxEnc = 32 // longer encodings are decoded each time
+)
+
+// value is the value f encodes (a field's encoding, fieldEncoding's),
+// from the kept ones when it is there.
+func (b *boxes) value(f string, names []string) any {
+	if len(f) == 0 {
+		return nil
+	}
+	switch f[0] {
+	case tagString, tagInt, tagInt64, tagFloat:
+	default:
+		r := rowReader{s: f, names: names}
+		return r.value()
+	}
+	if len(f) > maxBoxEnc {
+		r := rowReader{s: f, names: names}
+		return r.value()
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(f); i++ {
+		h = (h ^ uint32(f[i])) * 16777619
+	}
+	h |= 1
+	set := h % boxSets
+	if k := b.kept[set].Load(); k != nil && k.enc == f {
+		return k.v
+	}
+	r := rowReader{s: f, names: names}
+	v := r.value()
+	if b.seen[set].Swap(h) == h {
+		if s, ok := v.(string); ok {
+			v = strings.Clone(s)
+		}
+		b.kept[set].Store(&boxed{enc: strings.Clone(f), v: v})
+	}
+	return v
 }
 
 // skip passes over the next value.

@@ -91,6 +91,9 @@ type Table struct {
 	refused uint64
 	names   names  // the rows' field names (row.go)
 	scratch []byte // the loader's encoding buffer
+	// boxes are the values Field answers often (row.go), read and
+	// written without the lock.
+	boxes boxes
 	// sink (a Pebble table's) is told every version kept and dropped;
 	// nil for a table in memory only.
 	sink sink
@@ -370,7 +373,7 @@ func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 	if v.enc == "" {
 		return v.tree[name], res
 	}
-	return decodeField(v.enc, names, name), res
+	return t.boxes.value(fieldEncoding(v.enc, names, name), names), res
 }
 
 // each calls f with every key kept and its versions (in a current
