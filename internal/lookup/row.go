@@ -62,6 +62,15 @@ func (n *names) appendName(b []byte, name string) []byte {
 	return append(b, name...)
 }
 
+// appendNameBytes is appendName of a name given as bytes, copied only
+// when the table interns it.
+func (n *names) appendNameBytes(b []byte, name []byte) []byte {
+	if id, ok := n.ids[string(name)]; ok {
+		return binary.AppendUvarint(b, uint64(id)+1)
+	}
+	return n.appendName(b, string(name))
+}
+
 // encodeRow appends row's encoding to b; ok is false when a value is of
 // no type the encoding has.
 func encodeRow(b []byte, n *names, row Row) ([]byte, bool) {

@@ -91,6 +91,9 @@ type Table struct {
 	refused uint64
 	names   names  // the rows' field names (row.go)
 	scratch []byte // the loader's encoding buffer
+	// jsonTmp and jsonFields are ApplyJSON's buffers (jsonrow.go).
+	jsonTmp    []byte
+	jsonFields []jsonField
 	// boxes are the values Field answers often (row.go), read and
 	// written without the lock.
 	boxes boxes
@@ -197,7 +200,12 @@ func (t *Table) setCurrent(key string, row Row, check bool) bool {
 		}
 		return true
 	}
-	e := t.entry(key, row)
+	return t.setEntry(key, t.entry(key, row), check)
+}
+
+// setEntry makes e key's entry in a current table, as setCurrent.
+func (t *Table) setEntry(key string, e entry, check bool) bool {
+	i := t.cur.get(key)
 	if i >= 0 {
 		old := &t.cur.entries[i]
 		t.bytes += e.size - old.size
