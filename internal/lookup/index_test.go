@@ -2,6 +2,7 @@ package lookup
 
 import (
 	"fmt"
+	"hash/maphash"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -72,30 +73,35 @@ func checkIndex(t *rapid.T, tb *Table, model map[string]Row, nkeys int) {
 		t.Fatalf("%d entries, want %d", ix.len(), len(model))
 	}
 	var bytes int64
-	seen := map[int]bool{}
+	used, trees := 0, 0
 	mask := uint32(len(ix.slots) - 1)
 	for p, s := range ix.slots {
-		if s == 0 {
+		if s.hash == 0 {
 			continue
 		}
-		i := int(uint32(s)) - 1
-		if i >= ix.len() || seen[i] || ix.entries[i].hash != uint32(s>>32) {
-			t.Fatalf("slot %d: %x, entries %d", p, s, ix.len())
+		used++
+		key := s.data[:s.klen]
+		if s.hash != uint32(maphash.String(ix.seed, key))|usedBit || ix.get(key) != p {
+			t.Fatalf("slot %d (%s): hash %x, found at %d", p, key, s.hash, ix.get(key))
 		}
-		seen[i] = true
-		for q := uint32(s>>32) & mask; q != uint32(p); q = (q + 1) & mask {
-			if ix.slots[q] == 0 {
+		for q := s.hash & mask; q != uint32(p); q = (q + 1) & mask {
+			if ix.slots[q].hash == 0 {
 				t.Fatalf("slot %d: an empty slot %d between it and its home", p, q)
 			}
 		}
-	}
-	for i := range ix.entries {
-		e := &ix.entries[i]
-		if !seen[i] || ix.get(e.key()) != i {
-			t.Fatalf("entry %d (%s) not found", i, e.key())
+		e := ix.at(p)
+		if (e.tree != nil) != (int(s.klen) == len(s.data)) {
+			t.Fatalf("slot %d (%s): tree %v", p, key, e.tree)
+		}
+		if e.tree != nil {
+			trees++
 		}
 		bytes += e.size
 	}
+	if used != len(model) || trees != len(ix.trees) {
+		t.Fatalf("%d slots used, %d trees (%d kept), want %d", used, trees, len(ix.trees), len(model))
+	}
+	bytes += int64(len(ix.slots)) * slotSize
 	if n, b := tb.Size(); n != len(model) || b != bytes {
 		t.Fatalf("Size %d %d, entries %d %d", n, b, len(model), bytes)
 	}

@@ -332,11 +332,10 @@ func (r *rowReader) value() any {
 
 // What a table keeps costs in Go's heap, the estimate that
 // sidestream_table_bytes reports and limits.max_bytes bounds;
-// TestHeapEstimate holds it to runtime.MemStats. In a current table
-// (index.go) a key costs its data's allocation (key and row together)
-// and 60 bytes: a 40-byte entry in a slice grown by append (about an
-// eighth of slack) and an 8-byte slot at a load between 3/8 and 3/4.
-// In an as_of table a key costs its
+// TestHeapEstimate holds it to runtime.MemStats. A current table
+// (index.go) costs its slots (24 bytes each, empty or not) and each
+// key's data allocation (key and row together). In an as_of table a
+// key costs its
 // string and its slot in the table's map (a 40-byte slot of a swiss
 // map, whose load varies between 7/16 and 7/8 as it grows: about 80
 // bytes on average, measured from 10,000 to 1,000,000 keys). A version
@@ -344,18 +343,20 @@ func (r *rowReader) value() any {
 // 48 bytes, and in an as_of table about a sixth more for the slack of
 // a growing slice (its capacity doubles: 1, 2, 4, 8...).
 const (
-	currentOverhead = 60
 	keyOverhead     = 80
 	versionAsOfSlot = 56
 )
 
-// currentCost is the heap a current table's entry takes (index.go): its
-// data's allocation of n bytes (the key and the row's encoding), the
-// row's map when it is kept as one, and its places in the index.
+// currentCost is the heap a current table's entry takes (index.go)
+// beside its slot: its data's allocation of n bytes (the key and the
+// row's encoding), and the row's map with its place in the index's
+// trees when it is kept as one. The slots are counted whole
+// (index.bytes): their load moves between 3/8 and 3/4 as they double,
+// which no cost a key can average within TestHeapEstimate's tolerance.
 func currentCost(n int, tree Row) int64 {
-	c := int64(allocSize(n)) + currentOverhead
+	c := int64(allocSize(n))
 	if tree != nil {
-		c += treeSize(tree)
+		c += treeSize(tree) + keyOverhead
 	}
 	return c
 }

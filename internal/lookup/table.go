@@ -190,7 +190,7 @@ func (t *Table) setCurrent(key string, row Row, check bool) bool {
 	i := t.cur.get(key)
 	if row == nil {
 		if i >= 0 {
-			e := &t.cur.entries[i]
+			e := t.cur.at(i)
 			t.bytes -= e.size
 			t.entries--
 			if t.sink != nil {
@@ -207,10 +207,8 @@ func (t *Table) setCurrent(key string, row Row, check bool) bool {
 func (t *Table) setEntry(key string, e entry, check bool) bool {
 	i := t.cur.get(key)
 	if i >= 0 {
-		old := &t.cur.entries[i]
-		t.bytes += e.size - old.size
-		e.hash = old.hash
-		*old = e
+		t.bytes += e.size - t.cur.at(i).size
+		t.cur.set(i, e)
 		return true
 	}
 	if check && !t.admit(e.size) {
@@ -244,6 +242,9 @@ func (t *Table) admit(cost int64) bool {
 	l := t.spec.Limits
 	if !l.Enabled() {
 		return true
+	}
+	if t.spec.Mode == Current {
+		cost += t.cur.bytes(t.cur.len() + 1) // the slots, grown if they must
 	}
 	if (l.MaxEntries > 0 && t.entries+1 > l.MaxEntries) || (l.MaxBytes > 0 && t.bytes+cost > l.MaxBytes) {
 		t.refused++
@@ -344,7 +345,7 @@ func (t *Table) Get(key string, at int64) (Row, Result) {
 	res := Miss
 	if t.spec.Mode == Current {
 		if i := t.cur.get(key); i >= 0 {
-			v, res = t.cur.entries[i].version(), Hit
+			v, res = t.cur.version(i), Hit
 		}
 	} else {
 		v, res = answer(t.keys[key], at, t.horizon())
@@ -368,7 +369,7 @@ func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 	res := Miss
 	if t.spec.Mode == Current {
 		if i := t.cur.getBytes(key); i >= 0 {
-			v, res = t.cur.entries[i].version(), Hit
+			v, res = t.cur.version(i), Hit
 		}
 	} else {
 		v, res = answer(t.keys[string(key)], at, t.horizon())
@@ -387,10 +388,7 @@ func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 // each calls f with every key kept and its versions (in a current
 // table, its one version); the caller holds the lock. For tests.
 func (t *Table) each(f func(key string, vs []version)) {
-	for i := range t.cur.entries {
-		e := &t.cur.entries[i]
-		f(e.key(), []version{e.version()})
-	}
+	t.cur.each(func(e entry) { f(e.key(), []version{e.version()}) })
 	for k, vs := range t.keys {
 		f(k, vs)
 	}
@@ -431,7 +429,7 @@ func answer(vs []version, at, h int64) (version, Result) {
 func (t *Table) Size() (entries int, bytes int64) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.entries, t.bytes
+	return t.entries, t.bytes + t.cur.bytes(t.cur.len())
 }
 
 // Refused is how many new keys the limits refused.

@@ -172,6 +172,7 @@ func current(t *rapid.T, open opener) {
 			enc, _ := encodeRow(nil, &n, r)
 			b += currentCost(len(k)+len(enc), nil)
 		}
+		b += tb.cur.bytes(len(want))
 		if n, got := tb.Size(); n != len(want) || got != b {
 			t.Fatalf("Size %d %d for %d keys (%d bytes)", n, got, len(want), b)
 		}
