@@ -154,7 +154,8 @@ func (d *Durable) parseValue(v []byte) (Row, error) {
 // restore puts a stored version back, as Apply had kept it.
 func (t *Table) restore(key string, at int64, row Row) {
 	if t.spec.Mode == Current {
-		at = 0
+		t.setCurrent(key, row, false)
+		return
 	}
 	vs, known := t.keys[key]
 	if !known {
@@ -241,7 +242,7 @@ func (d *Durable) Commit(checkpoint []byte) error {
 func (d *Durable) Wipe() error {
 	t := d.Table
 	t.mu.Lock()
-	t.keys, t.entries, t.bytes, t.names = map[string][]version{}, 0, 0, names{}
+	t.cur, t.keys, t.entries, t.bytes, t.names = newIndex(), map[string][]version{}, 0, 0, names{}
 	t.maxTime, t.swept = math.MinInt64, math.MinInt64
 	t.mu.Unlock()
 	d.ckpt, d.err = nil, nil

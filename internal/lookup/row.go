@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"sort"
+	"strings"
+	"sync/atomic"
 )
 
 // A kept row is one flat byte slice (no pointers for the collector to
@@ -58,6 +60,15 @@ func (n *names) appendName(b []byte, name string) []byte {
 	b = binary.AppendUvarint(b, 0)
 	b = binary.AppendUvarint(b, uint64(len(name)))
 	return append(b, name...)
+}
+
+// appendNameBytes is appendName of a name given as bytes, copied only
+// when the table interns it.
+func (n *names) appendNameBytes(b []byte, name []byte) []byte {
+	if id, ok := n.ids[string(name)]; ok {
+		return binary.AppendUvarint(b, uint64(id)+1)
+	}
+	return n.appendName(b, string(name))
 }
 
 // encodeRow appends row's encoding to b; ok is false when a value is of
@@ -139,18 +150,90 @@ func decodeRow(enc string, names []string) Row {
 // decodeRow's map would hold it (nil when it has none), decoding that
 // field's value only.
 func decodeField(enc string, names []string, name string) any {
+	f := fieldEncoding(enc, names, name)
+	if f == "" {
+		return nil
+	}
+	r := rowReader{s: f, names: names}
+	return r.value()
+}
+
+// fieldEncoding is the encoding of the top-level field name of the row
+// enc encodes, a part of enc ("" when it has none).
+func fieldEncoding(enc string, names []string, name string) string {
 	r := rowReader{s: enc, names: names}
 	if r.s[r.i] != tagMap {
-		return nil
+		return ""
 	}
 	r.i++
 	for l := r.uvarint(); l > 0; l-- {
 		if r.name() == name {
-			return r.value()
+			start := r.i
+			r.skip()
+			return enc[start:r.i]
 		}
 		r.skip()
 	}
-	return nil
+	return ""
+}
+
+// boxes are the scalar values a table's Field answered more than once
+// lately, already in interfaces: a string or an integer past 255 put in
+// an interface is an allocation, and a field read per record (a user's
+// tier, a region) takes few values. A value is kept on its second
+// sighting in its set, so a field of many values (a name, an id) costs
+// a lookup no more than its one allocation. Shared by a table's readers,
+// so its slots are atomic; a kept string is a copy, not a part of its
+// row.
+type boxes struct {
+	seen [boxSets]atomic.Uint32 // the hash last sighted, 0: none
+	kept [boxSets]atomic.Pointer[boxed]
+}
+
+type boxed struct {
+	enc string // the value's encoding
+	v   any
+}
+
+const (
+	boxSets   = 64
+	maxBoxEnc = 32 // longer encodings are decoded each time
+)
+
+// value is the value f encodes (a field's encoding, fieldEncoding's),
+// from the kept ones when it is there.
+func (b *boxes) value(f string, names []string) any {
+	if len(f) == 0 {
+		return nil
+	}
+	switch f[0] {
+	case tagString, tagInt, tagInt64, tagFloat:
+	default:
+		r := rowReader{s: f, names: names}
+		return r.value()
+	}
+	if len(f) > maxBoxEnc {
+		r := rowReader{s: f, names: names}
+		return r.value()
+	}
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(f); i++ {
+		h = (h ^ uint32(f[i])) * 16777619
+	}
+	h |= 1
+	set := h % boxSets
+	if k := b.kept[set].Load(); k != nil && k.enc == f {
+		return k.v
+	}
+	r := rowReader{s: f, names: names}
+	v := r.value()
+	if b.seen[set].Swap(h) == h {
+		if s, ok := v.(string); ok {
+			v = strings.Clone(s)
+		}
+		b.kept[set].Store(&boxed{enc: strings.Clone(f), v: v})
+	}
+	return v
 }
 
 // skip passes over the next value.
@@ -249,7 +332,10 @@ func (r *rowReader) value() any {
 
 // What a table keeps costs in Go's heap, the estimate that
 // sidestream_table_bytes reports and limits.max_bytes bounds;
-// TestHeapEstimate holds it to runtime.MemStats. A key costs its
+// TestHeapEstimate holds it to runtime.MemStats. A current table
+// (index.go) costs its slots (24 bytes each, empty or not) and each
+// key's data allocation (key and row together). In an as_of table a
+// key costs its
 // string and its slot in the table's map (a 40-byte slot of a swiss
 // map, whose load varies between 7/16 and 7/8 as it grows: about 80
 // bytes on average, measured from 10,000 to 1,000,000 keys). A version
@@ -258,9 +344,22 @@ func (r *rowReader) value() any {
 // a growing slice (its capacity doubles: 1, 2, 4, 8...).
 const (
 	keyOverhead     = 80
-	versionCurrent  = 48
 	versionAsOfSlot = 56
 )
+
+// currentCost is the heap a current table's entry takes (index.go)
+// beside its slot: its data's allocation of n bytes (the key and the
+// row's encoding), and the row's map with its place in the index's
+// trees when it is kept as one. The slots are counted whole
+// (index.bytes): their load moves between 3/8 and 3/4 as they double,
+// which no cost a key can average within TestHeapEstimate's tolerance.
+func currentCost(n int, tree Row) int64 {
+	c := int64(allocSize(n))
+	if tree != nil {
+		c += treeSize(tree) + keyOverhead
+	}
+	return c
+}
 
 // keyCost is the heap a kept key takes beside its versions.
 func keyCost(key string) int64 { return int64(allocSize(len(key))) + keyOverhead }

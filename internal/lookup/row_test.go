@@ -71,8 +71,10 @@ func TestRowEncoding(t *testing.T) {
 }
 
 // A field read alone (Table.Field, decodeField) is the field of the row
-// Get decodes whole, whatever the row holds, for names it has and not.
+// Get decodes whole, whatever the row holds, for names it has and not;
+// so is a value from boxes, kept from this row or others.
 func TestFieldDecode(t *testing.T) {
+	var b boxes
 	rapid.Check(t, func(t *rapid.T) {
 		var n names
 		if rapid.Bool().Draw(t, "full") {
@@ -88,6 +90,12 @@ func TestFieldDecode(t *testing.T) {
 		}
 		if got, want := decodeField(string(enc), n.list, name), decodeRow(string(enc), n.list)[name]; !reflect.DeepEqual(got, want) {
 			t.Fatalf("field %q: %#v, the row's %#v", name, got, want)
+		}
+		for i := range 3 {
+			want := decodeRow(string(enc), n.list)[name]
+			if got := b.value(fieldEncoding(string(enc), n.list, name), n.list); !reflect.DeepEqual(got, want) {
+				t.Fatalf("field %q from boxes (%d): %#v, the row's %#v", name, i, got, want)
+			}
 		}
 	})
 }

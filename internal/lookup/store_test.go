@@ -122,11 +122,11 @@ func (s *store) close() {
 // kept is what a table keeps: each key's versions (time, row id, size).
 func kept(t *Table) map[string][][3]any {
 	out := map[string][][3]any{}
-	for k, vs := range t.keys {
+	t.each(func(k string, vs []version) {
 		for _, v := range vs {
 			out[k] = append(out[k], [3]any{v.at, fmt.Sprint(rowID(v.row(t.names.list))), v.size})
 		}
-	}
+	})
 	return out
 }
 

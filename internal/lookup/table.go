@@ -82,7 +82,8 @@ type Table struct {
 	history int64 // ms
 
 	mu      sync.RWMutex
-	keys    map[string][]version // AsOf: sorted by at; Current: one version
+	cur     index                // Current: the rows by key (index.go)
+	keys    map[string][]version // AsOf: the versions by key, sorted by at
 	maxTime int64                // AsOf: the latest version time applied
 	swept   int64                // AsOf: maxTime at the last sweep
 	entries int
@@ -90,6 +91,12 @@ type Table struct {
 	refused uint64
 	names   names  // the rows' field names (row.go)
 	scratch []byte // the loader's encoding buffer
+	// jsonTmp and jsonFields are ApplyJSON's buffers (jsonrow.go).
+	jsonTmp    []byte
+	jsonFields []jsonField
+	// boxes are the values Field answers often (row.go), read and
+	// written without the lock.
+	boxes boxes
 	// sink (a Pebble table's) is told every version kept and dropped;
 	// nil for a table in memory only.
 	sink sink
@@ -110,7 +117,7 @@ func New(spec Spec) (*Table, error) {
 	if spec.Mode == AsOf && spec.History <= 0 {
 		return nil, errors.New("an as-of table needs a positive history")
 	}
-	return &Table{spec: spec, history: spec.History.Milliseconds(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
+	return &Table{spec: spec, history: spec.History.Milliseconds(), cur: newIndex(), keys: map[string][]version{}, maxTime: math.MinInt64, swept: math.MinInt64}, nil
 }
 
 // Apply applies one row of the table's topic, in the topic's order: the
@@ -121,8 +128,8 @@ func (t *Table) Apply(key string, at int64, row Row) bool {
 	return t.apply(key, at, row, nil)
 }
 
-// version is row's version at at, encoded with the table's names; the
-// caller holds the lock.
+// version is row's version at at in an as_of table, encoded with the
+// table's names; the caller holds the lock.
 func (t *Table) version(at int64, row Row) version {
 	v := version{at: at}
 	if row != nil {
@@ -137,11 +144,7 @@ func (t *Table) version(at int64, row Row) version {
 			v.tree = row
 		}
 	}
-	slot := int64(versionCurrent)
-	if t.spec.Mode == AsOf {
-		slot = versionAsOfSlot
-	}
-	v.size = versionCost(v.enc, v.tree, slot)
+	v.size = versionCost(v.enc, v.tree, versionAsOfSlot)
 	return v
 }
 
@@ -150,36 +153,19 @@ func (t *Table) apply(key string, at int64, row Row, raw []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.spec.Mode == Current {
-		at = 0
+		if !t.setCurrent(key, row, true) {
+			return false
+		}
+		if t.sink != nil {
+			t.sink.put(key, 0, raw)
+		}
+		return true
 	}
 	v := t.version(at, row)
 	vs, known := t.keys[key]
 	cost := v.size
 	if !known {
 		cost += keyCost(key)
-	}
-	if t.spec.Mode == Current {
-		if row == nil {
-			if known {
-				t.drop(key, vs)
-			}
-			return true
-		}
-		if !known && !t.admit(cost) {
-			return false
-		}
-		if known {
-			t.bytes += v.size - vs[0].size
-			vs[0] = v
-		} else {
-			t.keys[key] = []version{v}
-			t.bytes += cost
-			t.entries++
-		}
-		if t.sink != nil {
-			t.sink.put(key, 0, raw)
-		}
-		return true
 	}
 	if !known && !t.admit(cost) {
 		t.advance(at)
@@ -197,11 +183,68 @@ func (t *Table) apply(key string, at int64, row Row, raw []byte) bool {
 	return true
 }
 
+// setCurrent makes row key's row in a current table (row nil: deletes
+// it); false when the limits refused a new key (checked when check is
+// set: a restore keeps what was admitted). The caller holds the lock.
+func (t *Table) setCurrent(key string, row Row, check bool) bool {
+	i := t.cur.get(key)
+	if row == nil {
+		if i >= 0 {
+			e := t.cur.at(i)
+			t.bytes -= e.size
+			t.entries--
+			if t.sink != nil {
+				t.sink.drop(key, 0)
+			}
+			t.cur.remove(i)
+		}
+		return true
+	}
+	return t.setEntry(key, t.entry(key, row), check)
+}
+
+// setEntry makes e key's entry in a current table, as setCurrent.
+func (t *Table) setEntry(key string, e entry, check bool) bool {
+	i := t.cur.get(key)
+	if i >= 0 {
+		t.bytes += e.size - t.cur.at(i).size
+		t.cur.set(i, e)
+		return true
+	}
+	if check && !t.admit(e.size) {
+		return false
+	}
+	t.cur.add(e)
+	t.bytes += e.size
+	t.entries++
+	return true
+}
+
+// entry is key's entry of row, encoded with the table's names; the
+// caller holds the lock.
+func (t *Table) entry(key string, row Row) entry {
+	b := append(t.scratch[:0], key...)
+	b, ok := encodeRow(b, &t.names, row)
+	t.scratch = b[:0]
+	e := entry{klen: uint32(len(key))}
+	if ok {
+		// One allocation of the exact size, as version's.
+		e.data = string(b)
+	} else {
+		e.data, e.tree = key, row
+	}
+	e.size = currentCost(len(e.data), e.tree)
+	return e
+}
+
 // admit says whether a new key fits the limits.
 func (t *Table) admit(cost int64) bool {
 	l := t.spec.Limits
 	if !l.Enabled() {
 		return true
+	}
+	if t.spec.Mode == Current {
+		cost += t.cur.bytes(t.cur.len() + 1) // the slots, grown if they must
 	}
 	if (l.MaxEntries > 0 && t.entries+1 > l.MaxEntries) || (l.MaxBytes > 0 && t.bytes+cost > l.MaxBytes) {
 		t.refused++
@@ -298,15 +341,14 @@ func (t *Table) prune(key string) {
 // map of its own, decoded from what the table keeps.
 func (t *Table) Get(key string, at int64) (Row, Result) {
 	t.mu.RLock()
-	vs := t.keys[key]
 	var v version
 	res := Miss
 	if t.spec.Mode == Current {
-		if len(vs) > 0 {
-			v, res = vs[0], Hit
+		if i := t.cur.get(key); i >= 0 {
+			v, res = t.cur.version(i), Hit
 		}
 	} else {
-		v, res = answer(vs, at, t.horizon())
+		v, res = answer(t.keys[key], at, t.horizon())
 	}
 	names := t.names.list
 	t.mu.RUnlock()
@@ -323,15 +365,14 @@ func (t *Table) Get(key string, at int64) (Row, Result) {
 // keeps no reference to them.
 func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 	t.mu.RLock()
-	vs := t.keys[string(key)]
 	var v version
 	res := Miss
 	if t.spec.Mode == Current {
-		if len(vs) > 0 {
-			v, res = vs[0], Hit
+		if i := t.cur.getBytes(key); i >= 0 {
+			v, res = t.cur.version(i), Hit
 		}
 	} else {
-		v, res = answer(vs, at, t.horizon())
+		v, res = answer(t.keys[string(key)], at, t.horizon())
 	}
 	names := t.names.list
 	t.mu.RUnlock()
@@ -341,7 +382,16 @@ func (t *Table) Field(key []byte, at int64, name string) (any, Result) {
 	if v.enc == "" {
 		return v.tree[name], res
 	}
-	return decodeField(v.enc, names, name), res
+	return t.boxes.value(fieldEncoding(v.enc, names, name), names), res
+}
+
+// each calls f with every key kept and its versions (in a current
+// table, its one version); the caller holds the lock. For tests.
+func (t *Table) each(f func(key string, vs []version)) {
+	t.cur.each(func(e entry) { f(e.key(), []version{e.version()}) })
+	for k, vs := range t.keys {
+		f(k, vs)
+	}
 }
 
 // row is the version's row in the value model (nil: a tombstone).
@@ -379,7 +429,7 @@ func answer(vs []version, at, h int64) (version, Result) {
 func (t *Table) Size() (entries int, bytes int64) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.entries, t.bytes
+	return t.entries, t.bytes + t.cur.bytes(t.cur.len())
 }
 
 // Refused is how many new keys the limits refused.

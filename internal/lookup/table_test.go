@@ -170,8 +170,9 @@ func current(t *rapid.T, open opener) {
 		for k, r := range want {
 			var n names
 			enc, _ := encodeRow(nil, &n, r)
-			b += keyCost(k) + versionCost(string(enc), nil, versionCurrent)
+			b += currentCost(len(k)+len(enc), nil)
 		}
+		b += tb.cur.bytes(len(want))
 		if n, got := tb.Size(); n != len(want) || got != b {
 			t.Fatalf("Size %d %d for %d keys (%d bytes)", n, got, len(want), b)
 		}

@@ -181,6 +181,17 @@ func (t *table) apply(ctx context.Context, r *kgo.Record) {
 		t.admit(t.put(string(r.Key), at, nil, nil))
 		return
 	}
+	if t.dec == nil && t.node.Key == "" && t.node.Mode != plan.TableAsOf {
+		// A JSON row keyed by its Kafka key: encoded from its text, no
+		// map built (lookup.ApplyJSON).
+		ok, err := t.putJSON(string(r.Key), at, r.Value)
+		if err != nil {
+			t.m.Undecodable.WithLabelValues(name).Inc()
+			return
+		}
+		t.admit(ok)
+		return
+	}
 	row, err := t.decode(ctx, r.Value)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -206,6 +217,14 @@ func (t *table) apply(ctx context.Context, r *kgo.Record) {
 		at = ms
 	}
 	t.admit(t.put(key, at, row.fields, r.Value))
+}
+
+// putJSON applies a JSON row given as its text.
+func (t *table) putJSON(key string, at int64, raw []byte) (bool, error) {
+	if t.durable != nil {
+		return t.durable.ApplyJSON(key, at, raw)
+	}
+	return t.store.ApplyJSON(key, at, raw)
 }
 
 func (t *table) admit(ok bool) {
