@@ -122,7 +122,7 @@ func measureScaleOut(b *testing.B) scaleOutFigures {
 	}
 	s.waitMembers(3, 90*time.Second)
 	_, n := s.committed()
-	n = s.waitProgress(p, n, time.Minute, routers...)
+	s.waitProgress(p, n, time.Minute, routers...)
 
 	w := s.watchOutputs()
 	waitFor(b, time.Minute, "the live reader's first output record", func() (bool, string) {

@@ -270,18 +270,6 @@ func (t *Table) insert(vs []version, v version) []version {
 	return vs
 }
 
-func (t *Table) drop(key string, vs []version) {
-	for _, v := range vs {
-		t.bytes -= v.size
-		if t.sink != nil {
-			t.sink.drop(key, v.at)
-		}
-	}
-	t.entries -= len(vs)
-	t.bytes -= keyCost(key)
-	delete(t.keys, key)
-}
-
 // horizon is the oldest time the table answers exactly for every key:
 // the latest version time less the history.
 func (t *Table) horizon() int64 {
