@@ -302,6 +302,22 @@ func (s *scenario) startProducerRange(from, to int, rate float64) *producer {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	// A scenario may replace its events after newScenario (the assembly
+	// tests write parts, the changelog tests grow them): inputPart grows
+	// to them here, in the test's goroutine, and each producer's
+	// callbacks write the slice it started with.
+	if len(s.inputPart) < len(s.events) {
+		grown := make([]atomic.Int32, len(s.events))
+		for i := range grown {
+			v := int32(-1)
+			if i < len(s.inputPart) {
+				v = s.inputPart[i].Load()
+			}
+			grown[i].Store(v)
+		}
+		s.inputPart = grown
+	}
+	parts := s.inputPart
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &producer{n: to - from, done: make(chan struct{}), cancel: cancel}
 	fail := func(err error) { p.err.CompareAndSwap(nil, &err) }
@@ -332,7 +348,7 @@ func (s *scenario) startProducerRange(from, to int, rate float64) *producer {
 					fail(err)
 					return
 				}
-				s.inputPart[from+i].Store(r.Partition)
+				parts[from+i].Store(r.Partition)
 				p.acked.Add(1)
 			})
 		}
